@@ -1,0 +1,63 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings every target of ours shares: Swift 6 mode comes from the tools version; warnings fail the build.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "sync-gateway",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "GatewayCore", targets: ["GatewayCore"]),
+        .library(name: "EmbeddedCloud", targets: ["EmbeddedCloud"]),
+        .library(name: "GatewayTesting", targets: ["GatewayTesting"]),
+        .executable(name: "gateway-bench", targets: ["GatewayBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    ],
+    targets: [
+        .target(
+            name: "GatewayCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "EmbeddedCloud",
+            dependencies: ["GatewayCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "GatewayTesting",
+            dependencies: ["GatewayCore"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "GatewayBench",
+            dependencies: ["GatewayCore", "EmbeddedCloud"],
+            path: "Benchmarks/GatewayBench",
+            swiftSettings: strictSettings
+        ),
+        // A second process for the multi-process tests of the embedded cloud.
+        .executableTarget(
+            name: "EmbeddedCloudWriter",
+            dependencies: ["GatewayCore", "EmbeddedCloud"],
+            path: "Tests/EmbeddedCloudWriter",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "GatewayCoreTests",
+            dependencies: ["GatewayCore", "GatewayTesting"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "EmbeddedCloudTests",
+            dependencies: ["GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,149 @@
+import Foundation
+import GRDB
+import GatewayCore
+
+extension EmbeddedCloud {
+    public func modify(_ operations: [RecordOperation], in zone: ZoneID, atomic: Bool) async throws
+        -> [RecordOperationResult]
+    {
+        let prepared = try ModifyRules.prepare(operations, in: zone, limits: limits)
+        let now = nowMilliseconds()
+        let results = try await write { db in
+            try Self.apply(prepared, zone: zone, atomic: atomic, now: now, db: db)
+        }
+        await purgeIfDue()
+        return results
+    }
+
+    /// Decides every operation first (reads only), then writes the ones that succeed, so an
+    /// atomic request that fails writes nothing.
+    private static func apply(
+        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, db: Database
+    ) throws -> [RecordOperationResult] {
+        let zoneRow = try zoneRow(db, zone)
+        let current = try db.cachedStatement(
+            sql: """
+                SELECT change_tag, deleted, record_type, fields, modified_at
+                FROM records WHERE zone_key = ? AND record_name = ?
+                """)
+        var decisions: [ModifyRules.Decision] = []
+        decisions.reserveCapacity(prepared.count)
+        var failures: [Int: CloudError] = [:]
+        for (index, item) in prepared.enumerated() {
+            if let failure = item.failure {
+                failures[index] = failure
+                decisions.append(.fail(failure.code, failure.message))
+                continue
+            }
+            let id = item.recordID
+            let row = try Row.fetchOne(current, arguments: [zoneRow.key, id.recordName])
+            let stored = row.map { ModifyRules.StoredState(changeTag: $0[0], isDeleted: $0[1]) }
+            var decision = ModifyRules.decide(item.operation, stored: stored)
+            if decision == .save, let missing = try missingAsset(in: item.operation.record!, db: db) {
+                decision = .fail(
+                    .invalidArguments,
+                    "record \(id) references \(missing), which was never uploaded; upload assets before saving")
+            }
+            switch decision {
+            case .conflict(let reason):
+                let server = try row.flatMap { try record(fromCurrentRow: $0, id: id) }
+                failures[index] = CloudError(
+                    .serverRecordChanged,
+                    "record \(id) changed on the server (\(reason)); merge with the server record and retry",
+                    recordID: id, serverRecord: server)
+            case .fail(let code, let message):
+                failures[index] = CloudError(code, message, recordID: id)
+            case .save, .delete, .alreadyDeleted:
+                break
+            }
+            decisions.append(decision)
+        }
+
+        let ids = prepared.map(\.recordID)
+        let allFailures = ModifyRules.failedResults(ids: ids, failures: failures, atomic: atomic)
+        var results: [RecordOperationResult] = []
+        results.reserveCapacity(prepared.count)
+        var sequence = zoneRow.lastSequence
+        let tagSuffix = "-" + zoneRow.generation.prefix(4).map { String(format: "%02x", $0) }.joined()
+        let upsert = try db.cachedStatement(
+            sql: """
+                INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
+                VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                ON CONFLICT (zone_key, record_name) DO UPDATE SET
+                    record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
+                    deleted = 0, modified_at = excluded.modified_at, fields = excluded.fields
+                """)
+        let tombstone = try db.cachedStatement(
+            sql: """
+                UPDATE records SET change_tag = NULL, seq = ?, deleted = 1, modified_at = ?, fields = NULL
+                WHERE zone_key = ? AND record_name = ?
+                """)
+        for (index, item) in prepared.enumerated() {
+            let id = item.recordID
+            if let failure = allFailures[index] {
+                results.append(.failed(id, failure))
+                continue
+            }
+            switch decisions[index] {
+            case .save:
+                sequence += 1
+                var record = item.operation.record!
+                record.changeTag = String(sequence, radix: 36) + tagSuffix
+                record.modifiedAt = Timestamp(millisecondsSince1970: now)
+                try upsert.execute(arguments: [
+                    zoneRow.key, id.recordName, record.recordType, record.changeTag, sequence, now,
+                    Data(item.encodedFields!),
+                ])
+                results.append(.saved(record))
+            case .delete:
+                sequence += 1
+                try tombstone.execute(arguments: [sequence, now, zoneRow.key, id.recordName])
+                results.append(.deleted(id))
+            case .alreadyDeleted:
+                results.append(.deleted(id))
+            case .conflict, .fail:
+                preconditionFailure("failed operations were handled above")
+            }
+        }
+        if sequence != zoneRow.lastSequence {
+            try db.execute(
+                sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?", arguments: [sequence, zoneRow.key])
+        }
+        return results
+    }
+
+    private static func missingAsset(in record: Record, db: Database) throws -> AssetReference? {
+        let references = record.assetReferences
+        guard !references.isEmpty else { return nil }
+        let statement = try db.cachedStatement(sql: "SELECT size FROM assets WHERE checksum = ?")
+        for reference in references {
+            let size = try Int64.fetchOne(statement, arguments: [reference.checksum])
+            if size != reference.size { return reference }
+        }
+        return nil
+    }
+
+    /// Decodes a live row selected as (change_tag, deleted, record_type, fields, modified_at).
+    private static func record(fromCurrentRow row: Row, id: RecordID) throws -> Record? {
+        let deleted: Bool = row[1]
+        guard !deleted else { return nil }
+        return Record(
+            id: id, recordType: row[2], changeTag: row[0], fields: try decodeFields(row, index: 3, id: id),
+            modifiedAt: Timestamp(millisecondsSince1970: row[4]))
+    }
+
+    static func decodeFields(_ row: Row, index: Int, id: RecordID) throws -> [String: FieldValue] {
+        try row.withUnsafeData(atIndex: index) { data in
+            guard let data else { return [:] }
+            do {
+                return try data.withUnsafeBytes { buffer in
+                    try Result { () throws(BinaryDecodingError) in try FieldCoding.decode(buffer) }.get()
+                }
+            } catch {
+                throw CloudError(
+                    .internalError, "the stored fields of record \(id) are corrupt: \(error)", recordID: id,
+                    underlying: error)
+            }
+        }
+    }
+}

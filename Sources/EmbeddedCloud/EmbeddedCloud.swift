@@ -1,0 +1,221 @@
+import Foundation
+import GRDB
+import GatewayCore
+import Synchronization
+
+/// The default cloud: CloudKit semantics in one SQLite file.
+///
+/// Each zone has a generation (new on every creation) and a commit sequence; every saved or
+/// deleted record takes the next sequence number, and a change token is (generation, sequence).
+/// Tombstones of deleted records are kept for ``Configuration/tombstoneRetention``. Assets are
+/// stored in the same file, content-addressed by SHA-256.
+///
+/// Several processes may use one file at once: writes serialize through SQLite's write lock
+/// (WAL mode), sequence numbers are allocated inside the write transaction, and change signals
+/// poll the file, so every process sees every other's commits.
+public final class EmbeddedCloud: CloudDatabase {
+    /// The SQLite file.
+    public let path: String
+    /// The behaviour settings.
+    public let configuration: Configuration
+    let pool: DatabasePool
+    private let lastPurge = Mutex<ContinuousClock.Instant?>(nil)
+    private static let purgeInterval = Duration.seconds(3600)
+
+    public var limits: CloudLimits { configuration.limits }
+
+    /// Opens (creating when missing, with its folder) the cloud file at `path`.
+    /// - Throws: ``CloudError`` with code ``CloudError/Code/internalError`` when the file cannot be
+    ///   opened or was written by a newer gateway.
+    public init(path: String, configuration: Configuration = Configuration()) throws {
+        self.path = path
+        self.configuration = configuration
+        var grdb = GRDB.Configuration()
+        grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
+        grdb.prepareDatabase { db in
+            // WAL with NORMAL sync survives a killed process; only power loss may drop the newest commits.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            pool = try DatabasePool(path: path, configuration: grdb)
+            try pool.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try EmbeddedCloudSchema.migrate(db)
+                    return .commit
+                }
+            }
+        } catch {
+            throw CloudError(
+                .internalError, "cannot open the embedded cloud at \(path): \(error)",
+                underlying: error)
+        }
+    }
+
+    // MARK: Zones
+
+    public func zones() async throws -> [ZoneID] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT zone_name, owner_name FROM zones ORDER BY zone_key").map {
+                ZoneID(zoneName: $0[0], ownerName: $0[1])
+            }
+        }
+    }
+
+    public func createZone(_ zone: ZoneID) async throws {
+        if let problem = ModifyRules.nameProblem(zone.zoneName, what: "zone name") {
+            throw CloudError(.invalidArguments, problem)
+        }
+        let now = nowMilliseconds()
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO zones (owner_name, zone_name, generation, created_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (owner_name, zone_name) DO NOTHING
+                    """,
+                arguments: [zone.ownerName, zone.zoneName, Self.newGeneration(), now])
+        }
+    }
+
+    public func deleteZone(_ zone: ZoneID) async throws {
+        try await write { db in
+            let key = try Self.zoneRow(db, zone).key
+            try db.execute(sql: "DELETE FROM records WHERE zone_key = ?", arguments: [key])
+            try db.execute(sql: "DELETE FROM zones WHERE zone_key = ?", arguments: [key])
+        }
+    }
+
+    // MARK: Change signals
+
+    public func changeSignals(in zone: ZoneID) -> ChangeSignals {
+        let pool = pool
+        return .polling(every: configuration.signalPollInterval) {
+            try await pool.read { db -> String in
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT generation, last_seq FROM zones WHERE owner_name = ? AND zone_name = ?",
+                    arguments: [zone.ownerName, zone.zoneName])
+                guard let row else { return "absent" }
+                let generation: Data = row[0]
+                let sequence: Int64 = row[1]
+                return "\(generation.base64EncodedString()):\(sequence)"
+            }
+        }
+    }
+
+    // MARK: Tombstones
+
+    /// Removes tombstones older than ``Configuration/tombstoneRetention`` and returns how many
+    /// were removed. Tokens that needed them expire. Runs on its own about once an hour while the
+    /// cloud is written to; call it to run it now.
+    @discardableResult
+    public func purgeExpiredTombstones() async throws -> Int {
+        let horizon = nowMilliseconds() - configuration.tombstoneRetention.milliseconds
+        return try await write { db in
+            var removed = 0
+            let zones = try Int64.fetchAll(db, sql: "SELECT zone_key FROM zones")
+            for key in zones {
+                let newest = try Int64.fetchOne(
+                    db, sql: "SELECT MAX(seq) FROM records WHERE zone_key = ? AND deleted = 1 AND modified_at < ?",
+                    arguments: [key, horizon])
+                guard let newest else { continue }
+                try db.execute(
+                    sql: "DELETE FROM records WHERE zone_key = ? AND deleted = 1 AND modified_at < ?",
+                    arguments: [key, horizon])
+                removed += db.changesCount
+                try db.execute(
+                    sql: "UPDATE zones SET purged_seq = MAX(purged_seq, ?) WHERE zone_key = ?",
+                    arguments: [newest, key])
+            }
+            return removed
+        }
+    }
+
+    func purgeIfDue() async {
+        let due = lastPurge.withLock { last -> Bool in
+            let now = ContinuousClock.now
+            if let last, now - last < Self.purgeInterval { return false }
+            last = now
+            return true
+        }
+        // A failed purge is retried at the next interval; it never fails the write that triggered it.
+        if due { _ = try? await purgeExpiredTombstones() }
+    }
+
+    // MARK: Plumbing
+
+    struct ZoneRow {
+        var key: Int64
+        var generation: Data
+        var lastSequence: Int64
+        var purgedSequence: Int64
+    }
+
+    static func zoneRow(_ db: Database, _ zone: ZoneID) throws -> ZoneRow {
+        let statement = try db.cachedStatement(
+            sql: "SELECT zone_key, generation, last_seq, purged_seq FROM zones WHERE owner_name = ? AND zone_name = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [zone.ownerName, zone.zoneName]) else {
+            throw CloudError(.zoneNotFound, "zone \(zone) does not exist; create it first")
+        }
+        return ZoneRow(key: row[0], generation: row[1], lastSequence: row[2], purgedSequence: row[3])
+    }
+
+    static func newGeneration() -> Data {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
+    func nowMilliseconds() -> Int64 {
+        Timestamp(configuration.now()).millisecondsSince1970
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw Self.cloudError(error)
+        }
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        } catch {
+            throw Self.cloudError(error)
+        }
+    }
+
+    /// Maps database failures to cloud errors; cloud errors thrown inside transactions pass through.
+    static func cloudError(_ error: any Error) -> CloudError {
+        if let error = error as? CloudError { return error }
+        if let error = error as? DatabaseError {
+            if error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                return CloudError(
+                    .zoneBusy, "the cloud file is locked by another writer; retry", retryAfter: .seconds(1),
+                    underlying: error)
+            }
+            if error.resultCode == .SQLITE_FULL {
+                return CloudError(.quotaExceeded, "the disk holding the cloud file is full", underlying: error)
+            }
+            return CloudError(.internalError, "the embedded cloud's database failed (\(error.resultCode))", underlying: error)
+        }
+        return CloudError(.internalError, "the embedded cloud failed: \(error)", underlying: error)
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds.
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// GRDB also has a `Record`; in this module the word always means the gateway's record.
+typealias Record = GatewayCore.Record

@@ -1,0 +1,64 @@
+import GRDB
+
+/// The embedded cloud's tables, created and upgraded in place.
+///
+/// The version lives in `PRAGMA user_version` and is read inside an IMMEDIATE transaction, so two
+/// processes opening a new file at once cannot both create the tables.
+enum EmbeddedCloudSchema {
+    static let currentVersion = 1
+
+    static func migrate(_ db: Database) throws {
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        guard version < currentVersion else {
+            if version > currentVersion {
+                throw EmbeddedCloudSchemaError(found: version, supported: currentVersion)
+            }
+            return
+        }
+        // Zones keep their change-feed position: `generation` is new on every creation, so tokens
+        // of a deleted zone never match its successor; `last_seq` is the commit sequence;
+        // `purged_seq` is the newest tombstone removed, below which tokens have expired.
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS zones (
+                    zone_key INTEGER PRIMARY KEY AUTOINCREMENT,
+                    owner_name TEXT NOT NULL,
+                    zone_name TEXT NOT NULL,
+                    generation BLOB NOT NULL,
+                    last_seq INTEGER NOT NULL DEFAULT 0,
+                    purged_seq INTEGER NOT NULL DEFAULT 0,
+                    created_at INTEGER NOT NULL,
+                    UNIQUE (owner_name, zone_name)
+                );
+                CREATE TABLE IF NOT EXISTS records (
+                    zone_key INTEGER NOT NULL REFERENCES zones(zone_key) ON DELETE CASCADE,
+                    record_name TEXT NOT NULL,
+                    record_type TEXT NOT NULL,
+                    change_tag TEXT,
+                    seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    modified_at INTEGER NOT NULL,
+                    fields BLOB,
+                    UNIQUE (zone_key, record_name)
+                );
+                CREATE UNIQUE INDEX IF NOT EXISTS records_by_seq ON records (zone_key, seq);
+                CREATE INDEX IF NOT EXISTS tombstones_by_age ON records (zone_key, modified_at) WHERE deleted = 1;
+                CREATE TABLE IF NOT EXISTS assets (
+                    checksum TEXT PRIMARY KEY,
+                    size INTEGER NOT NULL,
+                    data BLOB NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                PRAGMA user_version = \(currentVersion);
+                """)
+    }
+}
+
+/// The file was written by a newer version of the gateway.
+struct EmbeddedCloudSchemaError: Error, CustomStringConvertible {
+    var found: Int
+    var supported: Int
+    var description: String {
+        "the cloud file has schema version \(found), newer than the \(supported) this gateway supports; upgrade the gateway"
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+/// Appends primitive values to a byte buffer in the gateway's compact binary layout
+/// (little-endian fixed-width numbers, LEB128 lengths).
+public struct BinaryWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func writeByte(_ byte: UInt8) { bytes.append(byte) }
+
+    public mutating func writeVarint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    public mutating func writeInt64(_ value: Int64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func writeDouble(_ value: Double) {
+        writeInt64(Int64(bitPattern: value.bitPattern))
+    }
+
+    public mutating func writeString(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            writeVarint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    public mutating func writeData(_ value: Data) {
+        writeVarint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    public mutating func writeBytes(_ value: [UInt8]) {
+        writeVarint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+}
+
+/// Reads what ``BinaryWriter`` wrote, checking every length against the input.
+///
+/// The reader borrows the buffer: use it only inside the `withUnsafeBytes` call that produced it.
+public struct BinaryReader {
+    private let buffer: UnsafeRawBufferPointer
+    /// How many bytes have been consumed.
+    public private(set) var offset = 0
+
+    public init(_ buffer: UnsafeRawBufferPointer) {
+        self.buffer = buffer
+    }
+
+    /// Whether every byte has been read.
+    public var isAtEnd: Bool { offset == buffer.count }
+
+    private mutating func take(_ count: Int) throws(BinaryDecodingError) -> UnsafeRawBufferPointer {
+        guard count >= 0, count <= buffer.count - offset else {
+            throw BinaryDecodingError(offset: offset, reason: "needs \(count) bytes, \(buffer.count - offset) left")
+        }
+        let slice = UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
+        offset += count
+        return slice
+    }
+
+    public mutating func readByte() throws(BinaryDecodingError) -> UInt8 {
+        guard offset < buffer.count else {
+            throw BinaryDecodingError(offset: offset, reason: "unexpected end of data")
+        }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    public mutating func readVarint() throws(BinaryDecodingError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try readByte()
+            guard shift < 64 else { throw BinaryDecodingError(offset: offset, reason: "varint too long") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    public mutating func readLength() throws(BinaryDecodingError) -> Int {
+        let value = try readVarint()
+        guard value <= UInt64(buffer.count - offset) else {
+            throw BinaryDecodingError(offset: offset, reason: "length \(value) exceeds the data")
+        }
+        return Int(value)
+    }
+
+    public mutating func readInt64() throws(BinaryDecodingError) -> Int64 {
+        let raw = try take(8)
+        return Int64(littleEndian: raw.loadUnaligned(as: Int64.self))
+    }
+
+    public mutating func readDouble() throws(BinaryDecodingError) -> Double {
+        Double(bitPattern: UInt64(bitPattern: try readInt64()))
+    }
+
+    public mutating func readString() throws(BinaryDecodingError) -> String {
+        let raw = try take(try readLength())
+        return String(decoding: raw, as: UTF8.self)
+    }
+
+    public mutating func readData() throws(BinaryDecodingError) -> Data {
+        Data(try take(try readLength()))
+    }
+
+    public mutating func readBytes() throws(BinaryDecodingError) -> [UInt8] {
+        Array(try take(try readLength()))
+    }
+}
+
+/// Bytes that are not a valid encoding.
+public struct BinaryDecodingError: Error, Sendable, CustomStringConvertible {
+    /// Where in the input the problem was found.
+    public var offset: Int
+    /// What was wrong.
+    public var reason: String
+
+    public var description: String { "corrupt binary data at byte \(offset): \(reason)" }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// A CloudKit-style record store: zones of records with a change feed, conditional writes and
+/// content-addressed assets.
+///
+/// Every implementation (the embedded SQLite cloud, the PostgreSQL cloud, the CloudKit Web
+/// Services client) has the same observable semantics, proven by the cloud conformance suite in
+/// `GatewayTesting`. Whole-request failures throw ``CloudError``; per-record failures are
+/// ``RecordOperationResult/failed(_:_:)`` results.
+public protocol CloudDatabase: Sendable {
+    /// The limits this cloud enforces.
+    var limits: CloudLimits { get }
+
+    /// All zones of the database.
+    func zones() async throws -> [ZoneID]
+
+    /// Creates a zone; creating an existing zone succeeds and changes nothing.
+    func createZone(_ zone: ZoneID) async throws
+
+    /// Deletes a zone with all its records. Tokens issued for it expire.
+    /// - Throws: ``CloudError/Code/zoneNotFound`` when the zone does not exist.
+    func deleteZone(_ zone: ZoneID) async throws
+
+    /// Returns changes after `token` (from the beginning when `nil`) in commit order, at most
+    /// `limit` of them (clamped to ``CloudLimits/maxResultsPerFetch``). Paging with the returned
+    /// token never skips or repeats a change.
+    /// - Throws: ``CloudError/Code/changeTokenExpired`` for a token from before the zone was
+    ///   recreated or older than the tombstones kept; ``CloudError/Code/zoneNotFound``.
+    func fetchChanges(in zone: ZoneID, since token: ChangeToken?, limit: Int) async throws -> ZoneChanges
+
+    /// Applies `operations` to records of `zone` and returns one result per operation, in order.
+    /// With `atomic`, either every operation succeeds or none is applied.
+    /// - Throws: ``CloudError/Code/limitExceeded`` when the request has too many operations or is
+    ///   too large; ``CloudError/Code/invalidArguments`` when a record appears twice or is not in
+    ///   `zone`; ``CloudError/Code/zoneNotFound``.
+    func modify(_ operations: [RecordOperation], in zone: ZoneID, atomic: Bool) async throws
+        -> [RecordOperationResult]
+
+    /// The current version of each record, `nil` for records that do not exist, in the order asked.
+    func lookup(_ recordIDs: [RecordID]) async throws -> [Record?]
+
+    /// Stores an asset's bytes and returns the reference to put in a record field. Identical bytes
+    /// return the same reference and are stored once.
+    /// - Throws: ``CloudError/Code/limitExceeded`` when the asset is larger than ``CloudLimits/maxAssetSize``.
+    func uploadAsset(_ data: Data) async throws -> AssetReference
+
+    /// Returns an asset's bytes after checking them against the reference's checksum and size.
+    /// - Throws: ``CloudError/Code/assetNotAvailable`` when the bytes are missing or do not match.
+    func downloadAsset(_ reference: AssetReference) async throws -> Data
+
+    /// Signals whenever `zone` changes, including changes made by other processes and gateways.
+    func changeSignals(in zone: ZoneID) -> ChangeSignals
+}

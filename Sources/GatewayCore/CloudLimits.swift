@@ -1,0 +1,30 @@
+/// The size limits a cloud enforces and reports. The defaults are CloudKit Web Services' limits.
+public struct CloudLimits: Hashable, Sendable, Codable {
+    /// Most operations one modify request may carry; more fails the whole request with
+    /// ``CloudError/Code/limitExceeded``.
+    public var maxOperationsPerRequest: Int
+    /// Largest encoded record, excluding asset bytes; a larger record fails alone.
+    public var maxRecordSize: Int
+    /// Largest total of the encoded records in one request, excluding asset bytes; more fails the
+    /// whole request with ``CloudError/Code/limitExceeded``.
+    public var maxRequestSize: Int
+    /// Largest asset.
+    public var maxAssetSize: Int64
+    /// Most changes one fetch returns; larger requested limits are clamped.
+    public var maxResultsPerFetch: Int
+
+    public init(
+        maxOperationsPerRequest: Int = 200, maxRecordSize: Int = 1_000_000,
+        maxRequestSize: Int = 2_000_000, maxAssetSize: Int64 = 50_000_000,
+        maxResultsPerFetch: Int = 2_000
+    ) {
+        self.maxOperationsPerRequest = maxOperationsPerRequest
+        self.maxRecordSize = maxRecordSize
+        self.maxRequestSize = maxRequestSize
+        self.maxAssetSize = maxAssetSize
+        self.maxResultsPerFetch = maxResultsPerFetch
+    }
+
+    /// CloudKit Web Services' published limits.
+    public static let cloudKit = CloudLimits()
+}

@@ -1,0 +1,165 @@
+/// The rules of a modify request that do not depend on how a cloud stores records: request
+/// validation, size limits, change-tag checks and atomic outcomes. Every cloud implementation
+/// applies them, so all clouds answer the same request the same way.
+package enum ModifyRules {
+    /// Longest record name, record type or field name, in UTF-8 bytes (CloudKit's limit).
+    package static let maximumNameLength = 255
+
+    /// One operation after validation, with its fields already encoded.
+    package struct Prepared: Sendable {
+        package var operation: RecordOperation
+        /// The encoded fields of a save, `nil` for deletes.
+        package var encodedFields: [UInt8]?
+        /// A failure found before touching the store (bad name, record too large).
+        package var failure: CloudError?
+
+        package var recordID: RecordID { operation.recordID }
+    }
+
+    /// What the store holds for a record when the operation is decided.
+    package struct StoredState: Sendable {
+        package var changeTag: String?
+        package var isDeleted: Bool
+
+        package init(changeTag: String?, isDeleted: Bool) {
+            self.changeTag = changeTag
+            self.isDeleted = isDeleted
+        }
+
+        var isLive: Bool { !isDeleted }
+    }
+
+    /// What to do with one operation once the stored state is known.
+    package enum Decision: Sendable, Equatable {
+        /// Write the record with a new change tag.
+        case save
+        /// Turn the record into a tombstone.
+        case delete
+        /// Report the record deleted without writing (it was already absent).
+        case alreadyDeleted
+        /// Fail with a conflict; the caller attaches the server record.
+        case conflict(String)
+        /// Fail with this code and message.
+        case fail(CloudError.Code, String)
+    }
+
+    /// Checks the request as a whole and each operation on its own.
+    /// - Throws: ``CloudError/Code/limitExceeded`` for too many operations or too many bytes;
+    ///   ``CloudError/Code/invalidArguments`` for a record outside `zone` or named twice.
+    package static func prepare(
+        _ operations: [RecordOperation], in zone: ZoneID, limits: CloudLimits
+    ) throws(CloudError) -> [Prepared] {
+        guard operations.count <= limits.maxOperationsPerRequest else {
+            throw CloudError(
+                .limitExceeded,
+                "the request has \(operations.count) operations, more than the limit of \(limits.maxOperationsPerRequest); send smaller batches"
+            )
+        }
+        var seen = Set<String>(minimumCapacity: operations.count)
+        var prepared: [Prepared] = []
+        prepared.reserveCapacity(operations.count)
+        var requestSize = 0
+        for operation in operations {
+            let id = operation.recordID
+            guard id.zoneID == zone else {
+                throw CloudError(
+                    .invalidArguments, "record \(id) is not in zone \(zone.zoneName), the zone of the request",
+                    recordID: id)
+            }
+            guard seen.insert(id.recordName).inserted else {
+                throw CloudError(
+                    .invalidArguments, "record \(id) appears more than once in one request", recordID: id)
+            }
+            var item = Prepared(operation: operation, encodedFields: nil, failure: nil)
+            if let problem = nameProblem(id.recordName, what: "record name") {
+                item.failure = CloudError(.invalidArguments, problem, recordID: id)
+            } else if let record = operation.record {
+                if let problem = recordProblem(record) {
+                    item.failure = CloudError(.invalidArguments, problem, recordID: id)
+                } else {
+                    let encoded = FieldCoding.encode(record.fields)
+                    let size = encoded.count + id.recordName.utf8.count + record.recordType.utf8.count
+                    requestSize += size
+                    if size > limits.maxRecordSize {
+                        item.failure = CloudError(
+                            .limitExceeded,
+                            "record \(id) is \(size) bytes, over the record limit of \(limits.maxRecordSize) bytes; move large binary fields to assets",
+                            recordID: id)
+                    } else {
+                        item.encodedFields = encoded
+                    }
+                }
+            }
+            prepared.append(item)
+        }
+        guard requestSize <= limits.maxRequestSize else {
+            throw CloudError(
+                .limitExceeded,
+                "the request carries \(requestSize) bytes of records, more than the limit of \(limits.maxRequestSize); send smaller batches"
+            )
+        }
+        return prepared
+    }
+
+    /// Decides one operation against what the store holds (`nil`: the record never existed).
+    package static func decide(_ operation: RecordOperation, stored: StoredState?) -> Decision {
+        let live = stored?.isLive == true
+        switch operation {
+        case .create:
+            return live ? .conflict("record already exists") : .save
+        case .replace(let record):
+            guard live, let stored else {
+                return .fail(.unknownItem, "record \(record.id) does not exist; create it instead")
+            }
+            guard let tag = record.changeTag, tag == stored.changeTag else {
+                return .conflict(
+                    record.changeTag == nil ? "replace without a change tag" : "change tag is stale")
+            }
+            return .save
+        case .forceReplace:
+            return .save
+        case .delete(let id, let tag):
+            guard live, let stored else { return .fail(.unknownItem, "record \(id) does not exist") }
+            guard let tag, tag == stored.changeTag else {
+                return .conflict(tag == nil ? "delete without a change tag" : "change tag is stale")
+            }
+            return .delete
+        case .forceDelete:
+            return live ? .delete : .alreadyDeleted
+        }
+    }
+
+    /// Turns per-operation failures into the request's results: in an atomic request with any
+    /// failure, every other operation fails with ``CloudError/Code/batchRequestFailed``.
+    /// Returns `nil` when nothing failed.
+    package static func failedResults(
+        ids: [RecordID], failures: [Int: CloudError], atomic: Bool
+    ) -> [Int: CloudError] {
+        guard atomic, !failures.isEmpty else { return failures }
+        var all = failures
+        for index in ids.indices where all[index] == nil {
+            all[index] = CloudError(
+                .batchRequestFailed, "record \(ids[index]) was not saved because another record of the atomic request failed",
+                recordID: ids[index])
+        }
+        return all
+    }
+
+    /// Why a record name, record type or field name is unacceptable, or `nil` when it is fine.
+    package static func nameProblem(_ name: String, what: String) -> String? {
+        if name.isEmpty { return "the \(what) is empty" }
+        if name.utf8.count > maximumNameLength {
+            return "the \(what) is \(name.utf8.count) bytes long, more than \(maximumNameLength)"
+        }
+        if name.utf8.contains(0) { return "the \(what) contains a NUL character" }
+        return nil
+    }
+
+    private static func recordProblem(_ record: Record) -> String? {
+        if let problem = nameProblem(record.recordType, what: "record type of \(record.id)") { return problem }
+        for name in record.fields.keys {
+            if let problem = nameProblem(name, what: "field name in \(record.id)") { return problem }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,14 @@
+/// Identifies a record: its name, unique within its zone, and the zone.
+public struct RecordID: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The record's name. Opaque to the cloud; adapters derive it from primary keys or file names.
+    public var recordName: String
+    /// The zone that holds the record.
+    public var zoneID: ZoneID
+
+    public init(recordName: String, zoneID: ZoneID) {
+        self.recordName = recordName
+        self.zoneID = zoneID
+    }
+
+    public var description: String { "\(zoneID.zoneName)/\(recordName)" }
+}
