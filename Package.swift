@@ -56,7 +56,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EmbeddedCloudTests",
-            dependencies: ["GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter"],
+            dependencies: [
+                "GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,0 +1,42 @@
+import Foundation
+import GatewayCore
+
+/// What the cloud conformance suite needs from an implementation under test: fresh stores, a
+/// second client on the same store, and a few ways to age or damage the store that no public API
+/// offers.
+public protocol CloudConformanceHarness: Sendable {
+    /// A cloud over a new, empty store, enforcing `limits`.
+    func makeCloud(limits: CloudLimits) async throws -> any CloudDatabase
+
+    /// Another client of the store behind `cloud`, as another process or gateway would hold one
+    /// (its own connections, not a shared object).
+    func makeSecondClient(of cloud: any CloudDatabase) async throws -> any CloudDatabase
+
+    /// Removes every tombstone in the store now, as if the retention period had passed.
+    func purgeAllTombstones(of cloud: any CloudDatabase) async throws
+
+    /// Overwrites the stored bytes of an asset, as disk damage would.
+    func corruptAsset(_ reference: AssetReference, in cloud: any CloudDatabase) async throws
+
+    /// How many distinct asset blobs the store holds.
+    func storedAssetCount(in cloud: any CloudDatabase) async throws -> Int
+}
+
+/// One behaviour every ``CloudDatabase`` must show, runnable under any test framework.
+public struct CloudConformanceCase: Sendable, CustomStringConvertible {
+    /// What the case proves.
+    public let name: String
+    let body: @Sendable (any CloudConformanceHarness) async throws -> Void
+
+    init(_ name: String, _ body: @escaping @Sendable (any CloudConformanceHarness) async throws -> Void) {
+        self.name = name
+        self.body = body
+    }
+
+    /// Runs the case; throws ``ConformanceFailure`` (or the cloud's error) when the cloud misbehaves.
+    public func run(with harness: any CloudConformanceHarness) async throws {
+        try await body(harness)
+    }
+
+    public var description: String { name }
+}

@@ -1,0 +1,12 @@
+import GatewayTesting
+import Testing
+
+@Suite("Embedded cloud conformance")
+struct EmbeddedCloudConformanceTests {
+    @Test(arguments: CloudConformanceSuite.cases)
+    func conformance(_ check: CloudConformanceCase) async throws {
+        let directory = try TemporaryDirectory(prefix: "embedded-cloud")
+        defer { directory.remove() }
+        try await check.run(with: EmbeddedCloudHarness(directory: directory))
+    }
+}
