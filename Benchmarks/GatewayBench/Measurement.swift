@@ -1,0 +1,57 @@
+import Foundation
+
+/// One figure a scenario produced, with the goal it is held to when it has one.
+struct Measurement: Codable {
+    /// What was measured, such as "save 100,000 records".
+    var name: String
+    var value: Double
+    /// The unit of `value`, such as "records/s" or "MB".
+    var unit: String
+    /// The goal, when the issue sets one.
+    var goal: Goal?
+
+    struct Goal: Codable {
+        /// `atLeast` for rates, `atMost` for times and memory.
+        var direction: Direction
+        var value: Double
+
+        enum Direction: String, Codable { case atLeast, atMost }
+
+        static func atLeast(_ value: Double) -> Goal { Goal(direction: .atLeast, value: value) }
+        static func atMost(_ value: Double) -> Goal { Goal(direction: .atMost, value: value) }
+
+        func isMet(by measured: Double) -> Bool {
+            direction == .atLeast ? measured >= value : measured <= value
+        }
+
+        var text: String { (direction == .atLeast ? "≥ " : "≤ ") + formatted(value) }
+    }
+
+    var verdict: String {
+        guard let goal else { return "" }
+        return goal.isMet(by: value) ? "met" : "MISSED"
+    }
+}
+
+func formatted(_ value: Double) -> String {
+    value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value)
+}
+
+/// Peak resident memory of this process so far, in MB (Linux: VmHWM).
+func peakResidentMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        let kilobytes = line.split(separator: " ").compactMap { Double($0) }.first ?? 0
+        return kilobytes / 1024
+    }
+    return 0
+}
+
+/// Runs `body` and returns its result with the elapsed wall-clock seconds.
+func timed<T>(_ body: () async throws -> T) async rethrows -> (T, Double) {
+    let clock = ContinuousClock()
+    let start = clock.now
+    let result = try await body()
+    let elapsed = clock.now - start
+    return (result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
