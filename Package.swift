@@ -51,7 +51,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatewayCoreTests",
-            dependencies: ["GatewayCore", "GatewayTesting"],
+            dependencies: ["GatewayCore", "GatewayTesting", "EmbeddedCloud"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -77,6 +77,9 @@ public final class FaultInjectingCloud: CloudDatabase {
         case lostResponse
         /// The zone is deleted on the cloud, and the call throws `userDeletedZone`.
         case userDeletedZone
+        /// Another writer applies these operations to the call's zone just before the call runs,
+        /// so the call meets real concurrent changes (stale change tags, vanished records).
+        case concurrentWrite([RecordOperation])
     }
 
     /// One fault that was injected, for assertions and replay checks.
@@ -230,6 +233,8 @@ public final class FaultInjectingCloud: CloudDatabase {
         case .userDeletedZone:
             if let zone { try? await base.deleteZone(zone) }
             throw record(operation, CloudError(.userDeletedZone, "injected: the user deleted zone \(zone?.zoneName ?? "?")"))
+        case .concurrentWrite(let operations):
+            if let zone { _ = try await base.modify(operations, in: zone, atomic: false) }
         case nil:
             break
         }

@@ -1,0 +1,438 @@
+import Foundation
+
+/// One sync of one adapter: zone, download, upload, with merging, batching, retries and recovery.
+struct AdapterSyncRun {
+    let cloud: any CloudDatabase
+    let adapter: any ModelAdapter
+    let options: AdapterSyncOptions
+    let configuration: SyncConfiguration
+    let environment: SyncEnvironment
+    let observer: @Sendable (SyncEvent) -> Void
+    var report: AdapterSyncReport
+    var state = ZoneSyncState()
+
+    /// How many upload rounds in a row may settle nothing (every record met a new conflict)
+    /// before the sync gives up on this adapter for now.
+    static let maximumIdleRounds = 10
+    /// How many records one reconciliation apply handles.
+    static let reconciliationChunk = 500
+
+    init(
+        cloud: any CloudDatabase, synced: SyncedAdapter, configuration: SyncConfiguration, environment: SyncEnvironment,
+        observer: @escaping @Sendable (SyncEvent) -> Void
+    ) {
+        self.cloud = cloud
+        self.adapter = synced.adapter
+        self.options = synced.options
+        self.configuration = configuration
+        self.environment = environment
+        self.observer = observer
+        self.report = AdapterSyncReport(adapter: synced.adapter.name)
+    }
+
+    var name: String { adapter.name }
+    var zone: ZoneID { adapter.zoneID }
+
+    mutating func run() async -> AdapterSyncReport {
+        observer(.adapterStarted(adapter: name))
+        do {
+            try await syncZone(mayRecoverZone: true)
+        } catch {
+            let failure = syncError(error)
+            report.outcome = .failed(code: failure.code, message: failure.message)
+            report.error = failure
+        }
+        report.batchSize = state.effectiveBatchSize(configured: options.batchSize)
+        return report
+    }
+
+    // MARK: Zone
+
+    private mutating func syncZone(mayRecoverZone: Bool) async throws {
+        state = try ZoneSyncState(decoding: try await store { try await adapter.loadZoneState() })
+        if let reason = state.pausedReason {
+            report.outcome = .paused(reason: reason)
+            return
+        }
+        do {
+            if state.token == nil {
+                try await retrying { try await cloud.createZone(zone) }
+            }
+            try await download()
+            try await upload()
+        } catch let error as CloudError where error.code == .zoneNotFound || error.code == .userDeletedZone {
+            guard mayRecoverZone else {
+                throw SyncError(
+                    .cloudFailed, "zone \(zone) went missing again right after it was recovered; check who deletes it",
+                    adapter: name, underlying: error)
+            }
+            if error.code == .zoneNotFound, try await retrying({ try await cloud.zones() }).contains(zone) {
+                // The zone is there after all: the answer was wrong, not the zone gone. Sync again.
+                try await syncZone(mayRecoverZone: false)
+                return
+            }
+            try await recoverDeletedZone(error)
+        }
+    }
+
+    private mutating func recoverDeletedZone(_ error: CloudError) async throws {
+        switch options.onZoneDeleted {
+        case .recreate:
+            try await store { try await adapter.resetSyncState(keepData: true) }
+            try await retrying { try await cloud.createZone(zone) }
+            try await syncZone(mayRecoverZone: false)
+        case .mirror:
+            try await store { try await adapter.resetSyncState(keepData: false) }
+            try await retrying { try await cloud.createZone(zone) }
+            try await syncZone(mayRecoverZone: false)
+        case .pause:
+            let reason =
+                "zone \(zone) was deleted in the cloud (\(error.code)); local data is untouched. Reset the adapter to upload everything again"
+            state.pausedReason = reason
+            let zoneState = state.encoded()
+            try await store { try await adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
+            report.outcome = .paused(reason: reason)
+        }
+    }
+
+    // MARK: Download
+
+    private mutating func download() async throws {
+        var reconciling = false
+        var seen = Set<RecordID>()
+        var expiries = 0
+        while true {
+            observer(.willFetch(adapter: name))
+            let page: ZoneChanges
+            do {
+                let token = state.token
+                page = try await retrying {
+                    try await cloud.fetchChanges(in: zone, since: token, limit: configuration.fetchLimit)
+                }
+            } catch let error as CloudError where error.code == .changeTokenExpired {
+                expiries += 1
+                guard expiries <= 3 else {
+                    throw SyncError(.cloudFailed, "the cloud keeps expiring change tokens of zone \(zone)", adapter: name, underlying: error)
+                }
+                // Refetch everything; records the full fetch does not return were deleted remotely.
+                state.token = nil
+                reconciling = true
+                seen.removeAll()
+                continue
+            }
+            try checkCompatibility(page.modified)
+            if reconciling { seen.formUnion(page.modified.map(\.id)) }
+            var next = state
+            next.token = page.token
+            let incoming = page.modified.map { ($0.id, Optional(stripped($0))) } + page.deleted.map { ($0, Record?.none) }
+            let (written, deleted) = try await integrate(incoming, zoneState: next)
+            state = next
+            observer(.didFetch(adapter: name, written: written, deleted: deleted))
+            if !page.moreComing { break }
+        }
+        if reconciling { try await reconcile(seen: seen) }
+    }
+
+    /// After a full refetch, local records that were synced but not returned were deleted remotely.
+    private mutating func reconcile(seen: Set<RecordID>) async throws {
+        let synced = try await store { try await adapter.syncedRecordIDs() }
+        let missing = synced.filter { !seen.contains($0) }
+        for start in stride(from: 0, to: missing.count, by: Self.reconciliationChunk) {
+            let chunk = missing[start..<min(start + Self.reconciliationChunk, missing.count)]
+            _ = try await integrate(chunk.map { ($0, Record?.none) }, zoneState: state)
+        }
+    }
+
+    private func checkCompatibility(_ records: [Record]) throws {
+        for record in records {
+            if case .int64(let version)? = record.fields[configuration.compatibilityVersionField],
+                version > configuration.compatibilityVersion
+            {
+                throw SyncError(
+                    .higherModelVersionFound,
+                    "record \(record.id) was written with model version \(version), newer than this gateway's \(configuration.compatibilityVersion); upgrade the gateway. Nothing of that page was applied and the change token did not move",
+                    adapter: name)
+            }
+        }
+    }
+
+    /// The record without the fields the gateway reserves for itself.
+    private func stripped(_ record: Record) -> Record {
+        var record = record
+        record.fields[configuration.compatibilityVersionField] = nil
+        record.fields[configuration.deviceIDField] = nil
+        return record
+    }
+
+    /// Merges server versions (`nil`: deleted on the server) into the store and commits them with
+    /// `zoneState`. Returns how many records were written and deleted locally.
+    @discardableResult
+    private mutating func integrate(
+        _ incoming: [(RecordID, Record?)], zoneState: ZoneSyncState
+    ) async throws -> (written: Int, deleted: Int) {
+        let ids = incoming.map(\.0)
+        let local = ids.isEmpty ? [:] : try await store { try await adapter.localState(for: ids) }
+        var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
+        for (id, server) in incoming {
+            let current = local[id]
+            changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
+            let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
+            if let server, server.changeTag != nil, metadata?.changeTag == server.changeTag {
+                continue  // our own write coming back
+            }
+            guard let current, let pendingVersion = current.pendingVersion else {
+                if let server {
+                    changes.writes.append(server)
+                    changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
+                } else if metadata != nil {
+                    if current?.record != nil { changes.deletes.append(id) }
+                    changes.state.removedMetadata.insert(id)
+                }
+                continue
+            }
+            let conflict = ConflictContext(recordID: id, ancestor: metadata?.fingerprints, local: current.record, server: server)
+            let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
+            let resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
+            let recordType = server?.recordType ?? current.record?.recordType ?? metadata?.recordType ?? ""
+            let rebased =
+                server.map { RecordMetadata(syncedRecord: $0) }
+                ?? RecordMetadata(changeTag: nil, recordType: recordType, fingerprints: [:])
+            let outcome: ConflictOutcome
+            switch resolution {
+            case .server:
+                if let server {
+                    changes.writes.append(server)
+                    changes.state.metadata[id] = rebased.encoded()
+                } else {
+                    if current.record != nil { changes.deletes.append(id) }
+                    changes.state.removedMetadata.insert(id)
+                }
+                changes.state.settled[id] = pendingVersion
+                outcome = .serverWon
+            case .local:
+                if server == nil && current.record == nil {
+                    changes.state.removedMetadata.insert(id)
+                    changes.state.settled[id] = pendingVersion
+                } else {
+                    changes.state.metadata[id] = rebased.encoded()
+                }
+                outcome = .localWon
+            case .fields(let fields):
+                changes.writes.append(Record(id: id, recordType: recordType, fields: fields))
+                changes.state.metadata[id] = rebased.encoded()
+                outcome = .merged
+            }
+            report.conflicts[outcome, default: 0] += 1
+            observer(.conflict(adapter: name, recordID: id, policy: settings.policy, resolution: outcome))
+        }
+        try await store { [changes] in try await adapter.apply(changes) }
+        report.downloaded += changes.writes.count
+        report.deletedLocally += changes.deletes.count
+        return (changes.writes.count, changes.deletes.count)
+    }
+
+    // MARK: Upload
+
+    private mutating func upload() async throws {
+        let total = try await store { try await adapter.pendingChangeCount() }
+        guard total > 0 else { return }
+        observer(.willUpload(adapter: name, pending: total))
+        var done = 0
+        var idleRounds = 0
+        while true {
+            let size = state.effectiveBatchSize(configured: options.batchSize)
+            let pending = try await store { try await adapter.pendingChanges(limit: size) }
+            if pending.isEmpty { break }
+            let batch = try UploadBatch(pending, zone: zone, configuration: configuration)
+            var update = SyncStateUpdate(settled: batch.settledLocally, zoneState: Data())
+            for id in batch.settledLocally.keys where batch.metadata[id] != nil { update.removedMetadata.insert(id) }
+            var settledCount = batch.settledLocally.count
+            var conflicts: [(RecordID, Record?)] = []
+            var lookups: [RecordID] = []
+            var quotaError: CloudError?
+            if !batch.operations.isEmpty {
+                let results: [RecordOperationResult]
+                do {
+                    results = try await retrying { try await cloud.modify(batch.operations, in: zone, atomic: false) }
+                    if state.effectiveBatchSize(configured: options.batchSize) == size {
+                        state.recordCleanBatch(configured: options.batchSize, now: environment.now())
+                        let grown = state.effectiveBatchSize(configured: options.batchSize)
+                        if grown != size { observer(.batchSizeChanged(adapter: name, size: grown)) }
+                    }
+                } catch let error as CloudError where error.code == .limitExceeded && batch.operations.count > 1 {
+                    state.recordLimitExceeded(size: batch.operations.count, configured: options.batchSize, now: environment.now())
+                    observer(.batchSizeChanged(adapter: name, size: state.effectiveBatchSize(configured: options.batchSize)))
+                    update.zoneState = state.encoded()
+                    try await store { [update] in try await adapter.markUploaded(update) }
+                    continue
+                } catch let error as CloudError where error.code == .limitExceeded {
+                    results = [.failed(batch.operations[0].recordID, error)]
+                } catch let error as CloudError where error.code == .quotaExceeded {
+                    results = []
+                    quotaError = error
+                }
+                for (operation, result) in zip(batch.operations, results) {
+                    let id = operation.recordID
+                    let version = batch.versions[id]!
+                    switch result {
+                    case .saved(let saved):
+                        var synced = batch.sent[id]!
+                        synced.changeTag = saved.changeTag
+                        update.metadata[id] = RecordMetadata(syncedRecord: synced).encoded()
+                        update.settled[id] = version
+                        report.uploaded += 1
+                        settledCount += 1
+                    case .deleted:
+                        update.removedMetadata.insert(id)
+                        update.settled[id] = version
+                        report.deletedRemotely += 1
+                        settledCount += 1
+                    case .failed(_, let error):
+                        switch error.code {
+                        case .serverRecordChanged:
+                            if let server = error.serverRecord { conflicts.append((id, server)) } else { lookups.append(id) }
+                        case .unknownItem:
+                            if case .delete = operation {
+                                update.removedMetadata.insert(id)
+                                update.settled[id] = version
+                                settledCount += 1
+                            } else {
+                                conflicts.append((id, nil))
+                            }
+                        case .quotaExceeded:
+                            quotaError = error
+                        case .zoneNotFound, .userDeletedZone, .notAuthenticated:
+                            throw error
+                        case let code where code.isTransient || code == .batchRequestFailed:
+                            break  // stays pending; the next round sends it again
+                        default:
+                            update.failures[id] = RecordFailure(version: version, code: error.code.name, message: error.message)
+                            report.failedRecords += 1
+                            settledCount += 1
+                        }
+                    }
+                }
+            }
+            update.zoneState = state.encoded()
+            try await store { [update] in try await adapter.markUploaded(update) }
+            done += settledCount
+            observer(
+                .didUpload(
+                    adapter: name, saved: update.metadata.count, deleted: update.removedMetadata.count,
+                    failed: update.failures.count))
+            observer(.progress(adapter: name, done: min(done, total), total: total))
+            if let quotaError {
+                throw SyncError(
+                    .quotaExceeded,
+                    "the cloud is out of storage (\(quotaError.message)); uploads stopped and everything unsent stays pending",
+                    adapter: name, underlying: quotaError)
+            }
+            if !lookups.isEmpty {
+                let servers = try await retrying { try await cloud.lookup(lookups) }
+                try checkCompatibility(servers.compactMap { $0 })
+                conflicts += zip(lookups, servers).map { ($0, $1) }
+            }
+            if !conflicts.isEmpty {
+                try checkCompatibility(conflicts.compactMap(\.1))
+                try await integrate(conflicts.map { ($0, $1.map(stripped)) }, zoneState: state)
+            }
+            idleRounds = settledCount > 0 ? 0 : idleRounds + 1
+            guard idleRounds < Self.maximumIdleRounds else {
+                throw SyncError(
+                    .conflictsUnresolved,
+                    "\(pending.count) records kept meeting concurrent changes for \(idleRounds) rounds; they stay pending for the next sync",
+                    adapter: name)
+            }
+        }
+    }
+
+    // MARK: Plumbing
+
+    /// Runs a cloud call, retrying transient failures as the retry policy says.
+    private func retrying<T>(_ body: () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch let error as CloudError where error.code.isTransient {
+                attempt += 1
+                guard attempt < configuration.retry.maxAttempts else {
+                    throw SyncError(
+                        .retriesExhausted,
+                        "the cloud kept failing (\(error.code)) after \(attempt) attempts; everything unsent stays pending for the next sync",
+                        adapter: name, underlying: error)
+                }
+                let delay = error.retryAfter ?? configuration.retry.backoff(afterAttempt: attempt, jitter: environment.jitter())
+                observer(.retrying(adapter: name, error: error, attempt: attempt, delay: delay))
+                try await environment.sleep(delay)
+            } catch let error as CloudError where error.code == .notAuthenticated {
+                throw SyncError(
+                    .notAuthenticated,
+                    "the cloud rejected the gateway's credentials (\(error.message)); check the cloud section of the configuration and sign in again",
+                    adapter: name, underlying: error)
+            }
+        }
+    }
+
+    /// Runs an adapter call, naming the adapter in its failure.
+    private func store<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as SyncError {
+            throw error
+        } catch {
+            throw SyncError(.adapterFailed, "the store failed: \(error)", adapter: name, underlying: error)
+        }
+    }
+
+    private func syncError(_ error: any Error) -> SyncError {
+        switch error {
+        case var error as SyncError:
+            error.adapter = error.adapter ?? name
+            return error
+        case let error as CloudError:
+            return SyncError(.cloudFailed, "the cloud failed: \(error.code): \(error.message)", adapter: name, underlying: error)
+        default:
+            return SyncError(.adapterFailed, "\(error)", adapter: name, underlying: error)
+        }
+    }
+}
+
+/// The cloud operations for one batch of pending changes.
+struct UploadBatch {
+    var operations: [RecordOperation] = []
+    /// The change-log version read for each record.
+    var versions: [RecordID: Int64] = [:]
+    /// The user fields sent for each saved record (without the reserved stamps).
+    var sent: [RecordID: Record] = [:]
+    /// Each record's metadata as read.
+    var metadata: [RecordID: RecordMetadata] = [:]
+    /// Local deletions of records the cloud never had: settled without a request.
+    var settledLocally: [RecordID: Int64] = [:]
+
+    init(_ pending: PendingChanges, zone: ZoneID, configuration: SyncConfiguration) throws {
+        for save in pending.saves {
+            let id = save.record.id
+            let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
+            self.metadata[id] = metadata
+            var record = save.record
+            record.changeTag = metadata?.changeTag
+            sent[id] = record
+            versions[id] = save.version
+            record.fields[configuration.compatibilityVersionField] = .int64(configuration.compatibilityVersion)
+            record.fields[configuration.deviceIDField] = .string(configuration.deviceID)
+            operations.append(record.changeTag == nil ? .create(record) : .replace(record))
+        }
+        for delete in pending.deletes {
+            let id = delete.recordID
+            let metadata = try delete.metadata.map(RecordMetadata.init(decoding:))
+            self.metadata[id] = metadata
+            if let tag = metadata?.changeTag {
+                versions[id] = delete.version
+                operations.append(.delete(id, changeTag: tag))
+            } else {
+                settledLocally[id] = delete.version
+            }
+        }
+    }
+}

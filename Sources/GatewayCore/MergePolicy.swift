@@ -1,0 +1,95 @@
+/// How a conflict between a local change and a server change is resolved (DESIGN §7).
+public enum MergePolicy: String, Sendable, Codable, CaseIterable {
+    /// The server's record wins whole (SyncKit's default; Core Data's rollback).
+    case server
+    /// The local record wins whole; it is saved again on top of the server's version.
+    case client
+    /// Field-level three-way merge against the last synced values; see ``MergePreference``.
+    case merge
+    /// A ``ConflictResolver`` registered in code by name decides.
+    case custom
+}
+
+/// Which side wins a field that both sides changed, under ``MergePolicy/merge``.
+public enum MergePreference: String, Sendable, Codable, CaseIterable {
+    /// The server's value (the default).
+    case server
+    /// The local value (Core Data's mergeByPropertyObjectTrump).
+    case client
+}
+
+/// The merge behaviour for an adapter or a record type.
+public struct MergeSettings: Sendable, Equatable {
+    public var policy: MergePolicy
+    public var prefers: MergePreference
+    /// The registered resolver's name, for ``MergePolicy/custom``.
+    public var resolverName: String?
+
+    public init(policy: MergePolicy = .merge, prefers: MergePreference = .server, resolverName: String? = nil) {
+        self.policy = policy
+        self.prefers = prefers
+        self.resolverName = resolverName
+    }
+}
+
+/// A record changed both locally and on the server since the last sync.
+///
+/// `local` is `nil` when the record was deleted locally, `server` when it was deleted on the
+/// server. The ancestor is known only by fingerprints, so a resolver asks whether a field changed
+/// rather than what it was.
+public struct ConflictContext: Sendable {
+    public let recordID: RecordID
+    /// Fingerprints of the last synced values; empty when the record was never synced.
+    public let ancestor: [String: FieldFingerprint]
+    /// Whether the record was ever synced (an empty ancestor may also be a synced empty record).
+    public let hasAncestor: Bool
+    public let local: Record?
+    public let server: Record?
+
+    public init(recordID: RecordID, ancestor: [String: FieldFingerprint]?, local: Record?, server: Record?) {
+        self.recordID = recordID
+        self.ancestor = ancestor ?? [:]
+        self.hasAncestor = ancestor != nil
+        self.local = local
+        self.server = server
+    }
+
+    /// Whether the local record's `field` differs from the last synced value.
+    public func changedLocally(_ field: String) -> Bool {
+        Self.fingerprint(local?.fields[field]) != ancestor[field]
+    }
+
+    /// Whether the server record's `field` differs from the last synced value.
+    public func changedOnServer(_ field: String) -> Bool {
+        Self.fingerprint(server?.fields[field]) != ancestor[field]
+    }
+
+    /// Every field name either side or the ancestor has.
+    public var fieldNames: Set<String> {
+        Set(ancestor.keys).union(local?.fields.keys ?? [:].keys).union(server?.fields.keys ?? [:].keys)
+    }
+
+    /// Whether the local side changed any field (a deletion is not an edit).
+    public var localEdited: Bool { local != nil && fieldNames.contains(where: changedLocally) }
+    /// Whether the server side changed any field (a deletion is not an edit).
+    public var serverEdited: Bool { server != nil && fieldNames.contains(where: changedOnServer) }
+
+    static func fingerprint(_ value: FieldValue?) -> FieldFingerprint? {
+        value.map(FieldFingerprint.init)
+    }
+}
+
+/// What a conflict resolves to.
+public enum ConflictResolution: Sendable, Equatable {
+    /// The server's state: its values, or its deletion. The local change is dropped.
+    case server
+    /// The local state: its values, or its deletion. It is uploaded on top of the server's version.
+    case local
+    /// These values, written locally and uploaded on top of the server's version.
+    case fields([String: FieldValue])
+}
+
+/// Resolves conflicts for ``MergePolicy/custom``; register it by name in ``SyncConfiguration``.
+public protocol ConflictResolver: Sendable {
+    func resolve(_ conflict: ConflictContext) -> ConflictResolution
+}

@@ -1,0 +1,209 @@
+import Foundation
+
+/// A local store kept in sync with one record zone.
+///
+/// An adapter maps its store to records and keeps the sync state **in the same store, committed
+/// in the same transactions as the data**: a change log of local edits (with a version that only
+/// grows), one opaque metadata blob per synced record, and one opaque zone-state blob. The blobs
+/// belong to the synchronizer; the adapter stores them and hands them back unchanged.
+///
+/// An adapter does not merge, encrypt, batch or retry: the ``Synchronizer`` does. Every method
+/// that writes is one transaction. Prove an adapter with the adapter conformance suite in
+/// `GatewayTesting`.
+public protocol ModelAdapter: Sendable {
+    /// The adapter's name from the configuration, used in logs, errors and status.
+    var name: String { get }
+    /// The zone this adapter syncs.
+    var zoneID: ZoneID { get }
+
+    /// The zone-state blob last committed, `nil` before the first sync or after a reset.
+    func loadZoneState() async throws -> Data?
+
+    /// Whether the store holds local changes not yet in the cloud (failed records included).
+    func hasChanges() async throws -> Bool
+
+    /// How many records have local changes not yet in the cloud (failed records included).
+    func pendingChangeCount() async throws -> Int
+
+    /// Up to `limit` local changes to upload, saves and deletes together, oldest version first.
+    /// Records marked failed are left out until they change again or failures are cleared.
+    func pendingChanges(limit: Int) async throws -> PendingChanges
+
+    /// What the store holds for each record: current values, metadata and pending version.
+    /// Records the store knows nothing about are absent from the answer.
+    func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState]
+
+    /// Every record that has sync metadata, i.e. that the store has seen in the cloud.
+    func syncedRecordIDs() async throws -> [RecordID]
+
+    /// Writes remote changes without creating change-log entries, and commits the state update
+    /// (metadata, settled versions, zone state and its token) in the same transaction. If any
+    /// part fails, nothing is written. Records edited locally since the synchronizer read them
+    /// (see ``DownloadedChanges/expectedPendingVersions``) are left alone.
+    func apply(_ changes: DownloadedChanges) async throws
+
+    /// Commits the outcome of an upload: new metadata, change-log entries cleared up to the
+    /// version that was read (an edit made during the upload stays pending), failure marks and
+    /// the zone state, in one transaction.
+    func markUploaded(_ update: SyncStateUpdate) async throws
+
+    /// Records whose upload failed permanently, with the error, until they change or are retried.
+    func failedRecords() async throws -> [FailedRecord]
+
+    /// Clears every failure mark, so failed records are uploaded again.
+    func retryFailedRecords() async throws
+
+    /// Forgets the zone state and every record's metadata. With `keepData`, every record becomes
+    /// a pending change (to be uploaded again); without it, the local data is deleted too, without
+    /// creating change-log entries.
+    func resetSyncState(keepData: Bool) async throws
+
+    /// Fires when the store goes from synced to changed.
+    func changeSignals() -> ChangeSignals
+}
+
+/// Local changes waiting to be uploaded.
+public struct PendingChanges: Sendable, Equatable {
+    /// Records saved locally, with their current values.
+    public var saves: [PendingSave]
+    /// Records deleted locally.
+    public var deletes: [PendingDelete]
+
+    public init(saves: [PendingSave] = [], deletes: [PendingDelete] = []) {
+        self.saves = saves
+        self.deletes = deletes
+    }
+
+    /// Whether nothing is pending.
+    public var isEmpty: Bool { saves.isEmpty && deletes.isEmpty }
+    /// How many changes there are.
+    public var count: Int { saves.count + deletes.count }
+}
+
+/// A record saved locally and not yet uploaded.
+public struct PendingSave: Sendable, Equatable {
+    /// The record's current values (no change tag).
+    public var record: Record
+    /// The record's sync metadata, `nil` if it was never synced.
+    public var metadata: Data?
+    /// The change-log version that was read; only entries up to it are cleared after upload.
+    public var version: Int64
+
+    public init(record: Record, metadata: Data?, version: Int64) {
+        self.record = record
+        self.metadata = metadata
+        self.version = version
+    }
+}
+
+/// A record deleted locally and not yet deleted in the cloud.
+public struct PendingDelete: Sendable, Equatable {
+    public var recordID: RecordID
+    /// The record's sync metadata, `nil` if it was never synced.
+    public var metadata: Data?
+    /// The change-log version that was read.
+    public var version: Int64
+
+    public init(recordID: RecordID, metadata: Data?, version: Int64) {
+        self.recordID = recordID
+        self.metadata = metadata
+        self.version = version
+    }
+}
+
+/// What the store holds for one record.
+public struct LocalRecordState: Sendable, Equatable {
+    /// The current values; `nil` when the record does not exist locally (deleted or never seen).
+    public var record: Record?
+    /// The record's sync metadata, `nil` if it was never synced.
+    public var metadata: Data?
+    /// The change-log version when the record has local changes not yet uploaded.
+    public var pendingVersion: Int64?
+
+    public init(record: Record?, metadata: Data?, pendingVersion: Int64?) {
+        self.record = record
+        self.metadata = metadata
+        self.pendingVersion = pendingVersion
+    }
+
+    /// Whether the record has local changes not yet uploaded.
+    public var hasPendingChanges: Bool { pendingVersion != nil }
+}
+
+/// A sync-state change an adapter commits in one transaction (with downloaded data, or after an upload).
+public struct SyncStateUpdate: Sendable, Equatable {
+    /// New metadata per record.
+    public var metadata: [RecordID: Data]
+    /// Records whose metadata is removed.
+    public var removedMetadata: Set<RecordID>
+    /// Change-log entries to clear, per record, up to and including this version.
+    public var settled: [RecordID: Int64]
+    /// Records whose upload failed permanently; they stay pending but are not offered for upload
+    /// until they change again.
+    public var failures: [RecordID: RecordFailure]
+    /// The new zone state.
+    public var zoneState: Data
+
+    public init(
+        metadata: [RecordID: Data] = [:], removedMetadata: Set<RecordID> = [], settled: [RecordID: Int64] = [:],
+        failures: [RecordID: RecordFailure] = [:], zoneState: Data
+    ) {
+        self.metadata = metadata
+        self.removedMetadata = removedMetadata
+        self.settled = settled
+        self.failures = failures
+        self.zoneState = zoneState
+    }
+}
+
+/// Remote changes to write into the store with their sync state.
+public struct DownloadedChanges: Sendable, Equatable {
+    /// Records to write: each replaces the whole local record (absent fields become null).
+    public var writes: [Record]
+    /// Records to delete locally.
+    public var deletes: [RecordID]
+    /// The sync state committed with the data.
+    public var state: SyncStateUpdate
+    /// The pending version each record had when the synchronizer read it (0: no pending change).
+    /// A record whose pending version differs when the transaction runs was edited locally in the
+    /// meantime: the adapter leaves it alone (no write, no delete, no metadata, no settling), so
+    /// the edit is kept and merged on a later sync. The zone state is committed regardless.
+    public var expectedPendingVersions: [RecordID: Int64]
+
+    public init(
+        writes: [Record] = [], deletes: [RecordID] = [], state: SyncStateUpdate,
+        expectedPendingVersions: [RecordID: Int64] = [:]
+    ) {
+        self.writes = writes
+        self.deletes = deletes
+        self.state = state
+        self.expectedPendingVersions = expectedPendingVersions
+    }
+}
+
+/// Why a record could not be uploaded, kept until it changes or is retried.
+public struct RecordFailure: Sendable, Equatable, Codable {
+    /// The change-log version that failed; a later version is uploaded again.
+    public var version: Int64
+    /// The error code, such as `limitExceeded`.
+    public var code: String
+    /// The error message (never field values).
+    public var message: String
+
+    public init(version: Int64, code: String, message: String) {
+        self.version = version
+        self.code = code
+        self.message = message
+    }
+}
+
+/// A failed record, for status and `gateway retry`.
+public struct FailedRecord: Sendable, Equatable {
+    public var recordID: RecordID
+    public var failure: RecordFailure
+
+    public init(recordID: RecordID, failure: RecordFailure) {
+        self.recordID = recordID
+        self.failure = failure
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+/// Settings of a ``Synchronizer`` that apply to every adapter.
+public struct SyncConfiguration: Sendable {
+    /// This gateway's model compatibility version. Records stamped with a higher one are refused.
+    public var compatibilityVersion: Int64
+    /// Identifies this gateway in the records it writes.
+    public var deviceID: String
+    /// The reserved field holding the compatibility version (SyncKit's name by default).
+    public var compatibilityVersionField: String
+    /// The reserved field holding the writer's device id (SyncKit's name by default).
+    public var deviceIDField: String
+    /// How many changes one fetch asks for.
+    public var fetchLimit: Int
+    /// How transient cloud errors are retried.
+    public var retry: RetryPolicy
+    /// Resolvers for ``MergePolicy/custom``, by name.
+    public var resolvers: [String: any ConflictResolver]
+
+    public init(
+        compatibilityVersion: Int64 = 1, deviceID: String = UUID().uuidString,
+        compatibilityVersionField: String = "QSCloudKitModelCompatibilityVersionKey",
+        deviceIDField: String = "QSCloudKitDeviceUUIDKey", fetchLimit: Int = 500, retry: RetryPolicy = RetryPolicy(),
+        resolvers: [String: any ConflictResolver] = [:]
+    ) {
+        self.compatibilityVersion = compatibilityVersion
+        self.deviceID = deviceID
+        self.compatibilityVersionField = compatibilityVersionField
+        self.deviceIDField = deviceIDField
+        self.fetchLimit = fetchLimit
+        self.retry = retry
+        self.resolvers = resolvers
+    }
+}
+
+/// How transient cloud errors (`requestRateLimited`, `zoneBusy`, `serviceUnavailable`,
+/// `networkFailure`) are retried.
+public struct RetryPolicy: Sendable, Equatable {
+    /// How many times a call is tried in all before the sync fails.
+    public var maxAttempts: Int
+    /// The first backoff delay when the server gives no `retryAfter`; it doubles per attempt.
+    public var baseDelay: Duration
+    /// The longest backoff delay. A server's `retryAfter` is honoured as given.
+    public var maxDelay: Duration
+
+    public init(maxAttempts: Int = 5, baseDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(60)) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+    }
+
+    /// The delay before attempt `attempt + 1` after `attempt` failures (1-based), with jitter in
+    /// [0.5, 1) of the exponential value so that many gateways do not retry in step.
+    public func backoff(afterAttempt attempt: Int, jitter: Double) -> Duration {
+        let exponent = min(attempt - 1, 30)
+        let raw = baseDelay * (1 << exponent)
+        let capped = raw > maxDelay ? maxDelay : raw
+        return capped * (0.5 + 0.5 * min(max(jitter, 0), 1))
+    }
+}
+
+/// What to do when an adapter's zone was deleted in the cloud.
+public enum ZoneDeletedPolicy: String, Sendable, Codable, CaseIterable {
+    /// Create the zone again and upload everything (the default).
+    case recreate
+    /// Stop syncing that adapter and report it until it is reset.
+    case pause
+    /// Delete the local data too, then follow the (new, empty) zone.
+    case mirror
+}
+
+/// Settings of one adapter's sync.
+public struct AdapterSyncOptions: Sendable {
+    /// The largest upload batch (saves and deletes together).
+    public var batchSize: Int
+    /// The merge behaviour for this adapter.
+    public var merge: MergeSettings
+    /// Merge behaviour overrides per record type.
+    public var mergeByRecordType: [String: MergeSettings]
+    /// What to do when the zone was deleted.
+    public var onZoneDeleted: ZoneDeletedPolicy
+
+    public init(
+        batchSize: Int = 200, merge: MergeSettings = MergeSettings(), mergeByRecordType: [String: MergeSettings] = [:],
+        onZoneDeleted: ZoneDeletedPolicy = .recreate
+    ) {
+        self.batchSize = max(1, batchSize)
+        self.merge = merge
+        self.mergeByRecordType = mergeByRecordType
+        self.onZoneDeleted = onZoneDeleted
+    }
+
+    /// The merge settings for a record type.
+    public func mergeSettings(for recordType: String?) -> MergeSettings {
+        recordType.flatMap { mergeByRecordType[$0] } ?? merge
+    }
+}
+
+/// An adapter with its sync settings.
+public struct SyncedAdapter: Sendable {
+    public var adapter: any ModelAdapter
+    public var options: AdapterSyncOptions
+
+    public init(_ adapter: any ModelAdapter, options: AdapterSyncOptions = AdapterSyncOptions()) {
+        self.adapter = adapter
+        self.options = options
+    }
+}
+
+/// Time and chance as the synchronizer sees them, replaceable so tests run retries instantly and
+/// reproducibly.
+public struct SyncEnvironment: Sendable {
+    /// Waits (or, in tests, records the wait).
+    public var sleep: @Sendable (Duration) async throws -> Void
+    /// The wall clock.
+    public var now: @Sendable () -> Date
+    /// A number in [0, 1) for backoff jitter.
+    public var jitter: @Sendable () -> Double
+
+    public init(
+        sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Date,
+        jitter: @escaping @Sendable () -> Double
+    ) {
+        self.sleep = sleep
+        self.now = now
+        self.jitter = jitter
+    }
+
+    /// Real time and system randomness.
+    public static let live = SyncEnvironment(
+        sleep: { try await Task.sleep(for: $0) }, now: { Date() }, jitter: { Double.random(in: 0..<1) })
+}

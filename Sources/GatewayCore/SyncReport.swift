@@ -1,0 +1,51 @@
+/// What one sync did, per adapter.
+public struct SyncReport: Sendable {
+    public var adapters: [AdapterSyncReport]
+
+    public init(adapters: [AdapterSyncReport]) {
+        self.adapters = adapters
+    }
+
+    /// Whether every adapter synced (paused adapters count as not synced).
+    public var succeeded: Bool { adapters.allSatisfy { $0.outcome == .synced } }
+}
+
+/// What one sync did for one adapter.
+public struct AdapterSyncReport: Sendable {
+    /// How the adapter's sync ended.
+    public enum Outcome: Sendable, Equatable {
+        /// Downloads and uploads completed (failed records may remain; see ``AdapterSyncReport/failedRecords``).
+        case synced
+        /// The adapter is paused because its zone was deleted; reset it to resume.
+        case paused(reason: String)
+        /// The sync of this adapter stopped with this error; everything unsent stays pending.
+        case failed(code: SyncError.Code, message: String)
+    }
+
+    public var adapter: String
+    public var outcome: Outcome
+    /// Records written locally from the cloud.
+    public var downloaded = 0
+    /// Records deleted locally because they were deleted in the cloud.
+    public var deletedLocally = 0
+    /// Records saved to the cloud.
+    public var uploaded = 0
+    /// Records deleted in the cloud.
+    public var deletedRemotely = 0
+    /// Conflicts resolved, by outcome.
+    public var conflicts: [ConflictOutcome: Int] = [:]
+    /// Records that failed permanently in this sync.
+    public var failedRecords = 0
+    /// The upload batch size at the end.
+    public var batchSize = 0
+    /// The full error, for logs, when the outcome is failed.
+    public var error: SyncError?
+
+    public init(adapter: String, outcome: Outcome = .synced) {
+        self.adapter = adapter
+        self.outcome = outcome
+    }
+
+    /// How many conflicts were resolved.
+    public var conflictCount: Int { conflicts.values.reduce(0, +) }
+}

@@ -1,0 +1,58 @@
+/// Applies a ``MergeSettings`` to a conflict.
+package enum ThreeWayMerge {
+    /// The resolution of `conflict` under `settings`, normalised: values equal to one side's are
+    /// reported as that side.
+    package static func resolve(
+        _ conflict: ConflictContext, settings: MergeSettings, resolvers: [String: any ConflictResolver]
+    ) throws(SyncError) -> ConflictResolution {
+        let raw: ConflictResolution
+        switch settings.policy {
+        case .server:
+            raw = .server
+        case .client:
+            raw = .local
+        case .merge:
+            raw = merge(conflict, prefers: settings.prefers)
+        case .custom:
+            guard let name = settings.resolverName, let resolver = resolvers[name] else {
+                throw SyncError(
+                    .unknownResolver,
+                    "merge policy custom names resolver \(settings.resolverName.map { "'\($0)'" } ?? "(none)"), which is not registered")
+            }
+            raw = resolver.resolve(conflict)
+        }
+        guard case .fields(let fields) = raw else { return raw }
+        if let server = conflict.server, server.fields == fields { return .server }
+        if let local = conflict.local, local.fields == fields { return .local }
+        return raw
+    }
+
+    /// Field-level three-way merge. An edit beats a delete; a field changed on one side takes
+    /// that side's value; a field changed on both sides to different values takes `prefers`.
+    package static func merge(_ conflict: ConflictContext, prefers: MergePreference) -> ConflictResolution {
+        switch (conflict.local, conflict.server) {
+        case (nil, nil):
+            return .server
+        case (nil, .some):
+            return conflict.serverEdited ? .server : .local
+        case (.some, nil):
+            return conflict.localEdited ? .local : .server
+        case (.some(let local), .some(let server)):
+            var merged: [String: FieldValue] = [:]
+            for field in conflict.fieldNames {
+                let localValue = local.fields[field]
+                let serverValue = server.fields[field]
+                let chosen: FieldValue?
+                if localValue == serverValue || !conflict.changedLocally(field) {
+                    chosen = serverValue
+                } else if !conflict.changedOnServer(field) {
+                    chosen = localValue
+                } else {
+                    chosen = prefers == .server ? serverValue : localValue
+                }
+                if let chosen { merged[field] = chosen }
+            }
+            return .fields(merged)
+        }
+    }
+}

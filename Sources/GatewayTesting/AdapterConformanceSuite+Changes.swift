@@ -1,0 +1,129 @@
+import Foundation
+import GatewayCore
+
+extension AdapterConformanceSuite {
+    static let changeCases: [AdapterConformanceCase] = [
+        AdapterConformanceCase("local saves and deletes are pending, oldest first, sharing the limit") { harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await adapter.apply(download([note("old", title: "O")], marker: "t1"))
+            try await harness.saveLocally(note("a", title: "A"), in: adapter)
+            try await harness.deleteLocally(note("old", title: "").id, in: adapter)
+            try await harness.saveLocally(note("b", title: "B"), in: adapter)
+            try expectEqual(try await adapter.hasChanges(), true, "hasChanges after local edits")
+            try expectEqual(try await adapter.pendingChangeCount(), 3, "pending count")
+            let all = try await adapter.pendingChanges(limit: 10)
+            try expectEqual(all.saves.map(\.record.id.recordName), ["a", "b"], "pending saves in order")
+            try expectEqual(all.deletes.map(\.recordID.recordName), ["old"], "pending deletes")
+            try expect(all.deletes[0].metadata != nil, "a pending delete of a synced record carries its metadata")
+            try expect(all.saves[0].metadata == nil, "a new record has no metadata")
+            try expectEqual(all.saves[0].record.fields, note("a", title: "A").fields, "pending values")
+            let versions = all.saves.map(\.version) + all.deletes.map(\.version)
+            try expect(all.saves[0].version < all.deletes[0].version && all.deletes[0].version < all.saves[1].version, "versions follow the edits: \(versions)")
+            let two = try await adapter.pendingChanges(limit: 2)
+            try expectEqual(two.count, 2, "saves and deletes share the limit")
+            try expectEqual(two.saves.map(\.record.id.recordName), ["a"], "the oldest save comes first")
+            try expectEqual(two.deletes.map(\.recordID.recordName), ["old"], "then the delete")
+        },
+        AdapterConformanceCase("markUploaded clears only what was read; an edit made during the upload stays pending") {
+            harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await harness.saveLocally(note("a", title: "v1"), in: adapter)
+            try await harness.saveLocally(note("b", title: "B"), in: adapter)
+            let read = try await adapter.pendingChanges(limit: 10)
+            try await harness.saveLocally(note("a", title: "v2"), in: adapter)
+            var update = SyncStateUpdate(zoneState: zoneState("t1"))
+            for save in read.saves {
+                update.metadata[save.record.id] = metadata("tag-1", for: save.record)
+                update.settled[save.record.id] = save.version
+            }
+            try await adapter.markUploaded(update)
+            let after = try await adapter.pendingChanges(limit: 10)
+            try expectEqual(after.saves.map(\.record.id.recordName), ["a"], "the record edited during the upload")
+            try expectEqual(after.saves.first?.record.fields["title"], .string("v2"), "its newest values")
+            try expectEqual(after.saves.first?.metadata, metadata("tag-1", for: note("a", title: "v1")), "its new metadata")
+            try expectEqual(try await adapter.loadZoneState(), zoneState("t1"), "the zone state")
+        },
+        AdapterConformanceCase("apply leaves alone a record edited locally after it was read") { harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await adapter.apply(download([note("a", title: "base")], marker: "t1"))
+            try await harness.saveLocally(note("a", title: "local edit"), in: adapter)
+            let id = note("a", title: "").id
+            let read = try await adapter.localState(for: [id])
+            try await harness.saveLocally(note("a", title: "later edit"), in: adapter)
+            var changes = download([note("a", title: "server")], marker: "t2")
+            changes.expectedPendingVersions[id] = read[id]?.pendingVersion ?? 0
+            changes.state.settled[id] = read[id]?.pendingVersion ?? 0
+            try await adapter.apply(changes)
+            let stored = try await harness.storedRecords(in: adapter)
+            try expectEqual(stored[id]?.fields["title"], .string("later edit"), "the later local edit survives")
+            try expectEqual(try await adapter.pendingChangeCount(), 1, "the later edit stays pending")
+            try expectEqual(try await adapter.loadZoneState(), zoneState("t2"), "the zone state still moves")
+            let state = try await adapter.localState(for: [id])
+            try expectEqual(state[id]?.metadata, metadata("tag-t1", for: note("a", title: "base")), "the metadata is untouched")
+        },
+        AdapterConformanceCase("deletes: a local delete is pending until uploaded; pending local deletes survive apply") {
+            harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await adapter.apply(download([note("a", title: "A"), note("b", title: "B")], marker: "t1"))
+            try await harness.deleteLocally(note("a", title: "").id, in: adapter)
+            let pending = try await adapter.pendingChanges(limit: 10)
+            try expectEqual(pending.deletes.map(\.recordID.recordName), ["a"], "the pending delete")
+            try await adapter.apply(download([note("b", title: "B2")], marker: "t2"))
+            try expectEqual(try await adapter.pendingChangeCount(), 1, "the pending delete survives an unrelated apply")
+            var update = SyncStateUpdate(removedMetadata: [pending.deletes[0].recordID], zoneState: zoneState("t3"))
+            update.settled[pending.deletes[0].recordID] = pending.deletes[0].version
+            try await adapter.markUploaded(update)
+            try expectEqual(try await adapter.hasChanges(), false, "nothing pending after the delete was uploaded")
+            try expectEqual(try await adapter.syncedRecordIDs(), [note("b", title: "").id], "synced records")
+        },
+        AdapterConformanceCase("failed records stay pending but are not offered until they change or are retried") {
+            harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await harness.saveLocally(note("a", title: "too big"), in: adapter)
+            try await harness.saveLocally(note("b", title: "fine"), in: adapter)
+            let read = try await adapter.pendingChanges(limit: 10)
+            let a = read.saves[0]
+            var update = SyncStateUpdate(zoneState: zoneState("t1"))
+            update.failures[a.record.id] = RecordFailure(version: a.version, code: "limitExceeded", message: "record too large")
+            try await adapter.markUploaded(update)
+            try expectEqual(try await adapter.pendingChangeCount(), 2, "a failed record still counts as pending")
+            try expectEqual(try await adapter.pendingChanges(limit: 10).saves.map(\.record.id.recordName), ["b"], "offered records")
+            let failed = try await adapter.failedRecords()
+            try expectEqual(failed.map(\.recordID.recordName), ["a"], "failed records")
+            try expectEqual(failed.first?.failure.code, "limitExceeded", "the failure's code")
+            try await adapter.retryFailedRecords()
+            try expectEqual(try await adapter.pendingChanges(limit: 10).count, 2, "retried records are offered again")
+            try await adapter.markUploaded(update)
+            try await harness.saveLocally(note("a", title: "smaller"), in: adapter)
+            try expectEqual(try await adapter.pendingChanges(limit: 10).count, 2, "a changed failed record is offered again")
+            try expect(try await adapter.failedRecords().isEmpty, "a changed record is no longer marked failed")
+        },
+        AdapterConformanceCase("change signals fire on the synced-to-changed transition") { harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            let signals = adapter.changeSignals()
+            try await withTimeout(.seconds(20), "waiting for a change signal") {
+                try await withThrowingTaskGroup(of: Bool.self) { group in
+                    group.addTask {
+                        var iterator = signals.makeAsyncIterator()
+                        return await iterator.next() != nil
+                    }
+                    group.addTask {
+                        // Edit repeatedly (settling in between) until the listener has set its baseline.
+                        for round in 0..<200 {
+                            try await harness.saveLocally(note("s", title: "\(round)"), in: adapter)
+                            let pending = try await adapter.pendingChanges(limit: 10)
+                            var update = SyncStateUpdate(zoneState: zoneState("t"))
+                            for save in pending.saves { update.settled[save.record.id] = save.version }
+                            try await adapter.markUploaded(update)
+                            try await Task.sleep(for: .milliseconds(50))
+                        }
+                        return false
+                    }
+                    let first = try await group.next()
+                    group.cancelAll()
+                    try expectEqual(first, true, "a signal arrived")
+                }
+            }
+        },
+    ]
+}
