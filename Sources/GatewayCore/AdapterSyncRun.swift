@@ -190,6 +190,12 @@ struct AdapterSyncRun {
                 }
                 continue
             }
+            if server == nil && current.record == nil {
+                // Deleted on both sides: they agree, so there is nothing to resolve.
+                changes.state.removedMetadata.insert(id)
+                changes.state.settled[id] = pendingVersion
+                continue
+            }
             let conflict = ConflictContext(recordID: id, ancestor: metadata?.fingerprints, local: current.record, server: server)
             let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
             let resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
@@ -210,12 +216,7 @@ struct AdapterSyncRun {
                 changes.state.settled[id] = pendingVersion
                 outcome = .serverWon
             case .local:
-                if server == nil && current.record == nil {
-                    changes.state.removedMetadata.insert(id)
-                    changes.state.settled[id] = pendingVersion
-                } else {
-                    changes.state.metadata[id] = rebased.encoded()
-                }
+                changes.state.metadata[id] = rebased.encoded()
                 outcome = .localWon
             case .fields(let fields):
                 changes.writes.append(Record(id: id, recordType: recordType, fields: fields))
