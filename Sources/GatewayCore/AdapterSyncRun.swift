@@ -98,14 +98,16 @@ struct AdapterSyncRun {
     // MARK: Download
 
     private mutating func download() async throws {
-        var reconciling = false
         var seen = Set<RecordID>()
         var expiries = 0
+        // While refetching, pages are fetched from `cursor` but committed with no token, so an
+        // interruption restarts the refetch (see ZoneSyncState.refetching).
+        var cursor = state.refetching ? nil : state.token
         while true {
             observer(.willFetch(adapter: name))
             let page: ZoneChanges
             do {
-                let token = state.token
+                let token = cursor
                 page = try await retrying {
                     try await cloud.fetchChanges(in: zone, since: token, limit: configuration.fetchLimit)
                 }
@@ -115,22 +117,30 @@ struct AdapterSyncRun {
                     throw SyncError(.cloudFailed, "the cloud keeps expiring change tokens of zone \(zone)", adapter: name, underlying: error)
                 }
                 // Refetch everything; records the full fetch does not return were deleted remotely.
+                cursor = nil
                 state.token = nil
-                reconciling = true
+                state.refetching = true
                 seen.removeAll()
                 continue
             }
             try checkCompatibility(page.modified)
-            if reconciling { seen.formUnion(page.modified.map(\.id)) }
+            if state.refetching { seen.formUnion(page.modified.map(\.id)) }
+            cursor = page.token
             var next = state
-            next.token = page.token
-            let incoming = page.modified.map { ($0.id, Optional(stripped($0))) } + page.deleted.map { ($0, Record?.none) }
+            next.token = state.refetching ? nil : page.token
+            let incoming = page.modified.map { ($0.id, Optional($0)) } + page.deleted.map { ($0, Record?.none) }
             let (written, deleted) = try await integrate(incoming, zoneState: next)
             state = next
             observer(.didFetch(adapter: name, written: written, deleted: deleted))
             if !page.moreComing { break }
         }
-        if reconciling { try await reconcile(seen: seen) }
+        if state.refetching {
+            try await reconcile(seen: seen)
+            state.token = cursor
+            state.refetching = false
+            let zoneState = state.encoded()
+            try await store { try await adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
+        }
     }
 
     /// After a full refetch, local records that were synced but not returned were deleted remotely.
@@ -164,8 +174,13 @@ struct AdapterSyncRun {
         return record
     }
 
-    /// Merges server versions (`nil`: deleted on the server) into the store and commits them with
-    /// `zoneState`. Returns how many records were written and deleted locally.
+    /// The value this replica stamps into the device field of the records it uploads: the
+    /// gateway's device id and the adapter, since several adapters of one gateway may share a zone.
+    var writerStamp: String { "\(configuration.deviceID):\(name)" }
+
+    /// Merges server versions (`nil`: deleted on the server; reserved fields still present) into
+    /// the store and commits them with `zoneState`. Returns how many records were written and
+    /// deleted locally.
     @discardableResult
     private mutating func integrate(
         _ incoming: [(RecordID, Record?)], zoneState: ZoneSyncState
@@ -173,7 +188,9 @@ struct AdapterSyncRun {
         let ids = incoming.map(\.0)
         let local = ids.isEmpty ? [:] : try await store { try await adapter.localState(for: ids) }
         var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
-        for (id, server) in incoming {
+        for (id, stamped) in incoming {
+            let ownWrite = stamped?.fields[configuration.deviceIDField] == .string(writerStamp)
+            let server = stamped.map(stripped)
             let current = local[id]
             changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
             let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
@@ -190,13 +207,21 @@ struct AdapterSyncRun {
                 }
                 continue
             }
+            if let server, ownWrite {
+                // This replica wrote that version, but never learned it was saved (the answer was
+                // lost): it is an earlier state of the local record, not a concurrent change.
+                // Rebase onto it and upload the newer local state.
+                changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
+                continue
+            }
             if server == nil && current.record == nil {
                 // Deleted on both sides: they agree, so there is nothing to resolve.
                 changes.state.removedMetadata.insert(id)
                 changes.state.settled[id] = pendingVersion
                 continue
             }
-            let conflict = ConflictContext(recordID: id, ancestor: metadata?.fingerprints, local: current.record, server: server)
+            let conflict = ConflictContext(
+                recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
             let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
             let resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
             let recordType = server?.recordType ?? current.record?.recordType ?? metadata?.recordType ?? ""
@@ -244,7 +269,7 @@ struct AdapterSyncRun {
             let size = state.effectiveBatchSize(configured: options.batchSize)
             let pending = try await store { try await adapter.pendingChanges(limit: size) }
             if pending.isEmpty { break }
-            let batch = try UploadBatch(pending, zone: zone, configuration: configuration)
+            let batch = try UploadBatch(pending, configuration: configuration, writerStamp: writerStamp)
             var update = SyncStateUpdate(settled: batch.settledLocally, zoneState: Data())
             for id in batch.settledLocally.keys where batch.metadata[id] != nil { update.removedMetadata.insert(id) }
             var settledCount = batch.settledLocally.count
@@ -252,6 +277,10 @@ struct AdapterSyncRun {
             var lookups: [RecordID] = []
             var quotaError: CloudError?
             if !batch.operations.isEmpty {
+                // Commit what is about to be sent first: if the answer is lost or the process dies
+                // after the cloud saved it, the next sync still knows these values are its own.
+                let intents = SyncStateUpdate(metadata: batch.intents(), zoneState: state.encoded())
+                try await store { try await adapter.markUploaded(intents) }
                 let results: [RecordOperationResult]
                 do {
                     results = try await retrying { try await cloud.modify(batch.operations, in: zone, atomic: false) }
@@ -335,7 +364,7 @@ struct AdapterSyncRun {
             }
             if !conflicts.isEmpty {
                 try checkCompatibility(conflicts.compactMap(\.1))
-                try await integrate(conflicts.map { ($0, $1.map(stripped)) }, zoneState: state)
+                try await integrate(conflicts, zoneState: state)
             }
             idleRounds = settledCount > 0 ? 0 : idleRounds + 1
             guard idleRounds < Self.maximumIdleRounds else {
@@ -401,17 +430,28 @@ struct AdapterSyncRun {
 
 /// The cloud operations for one batch of pending changes.
 struct UploadBatch {
+    /// Each saved record's metadata with the values about to be sent remembered.
+    func intents() -> [RecordID: Data] {
+        var intents: [RecordID: Data] = [:]
+        for (id, record) in sent {
+            var metadata = self.metadata[id] ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])
+            metadata.recordSending(record.fields)
+            intents[id] = metadata.encoded()
+        }
+        return intents
+    }
+
     var operations: [RecordOperation] = []
     /// The change-log version read for each record.
     var versions: [RecordID: Int64] = [:]
     /// The user fields sent for each saved record (without the reserved stamps).
     var sent: [RecordID: Record] = [:]
-    /// Each record's metadata as read.
+    /// Each record's metadata as read; absent for records never synced.
     var metadata: [RecordID: RecordMetadata] = [:]
     /// Local deletions of records the cloud never had: settled without a request.
     var settledLocally: [RecordID: Int64] = [:]
 
-    init(_ pending: PendingChanges, zone: ZoneID, configuration: SyncConfiguration) throws {
+    init(_ pending: PendingChanges, configuration: SyncConfiguration, writerStamp: String) throws {
         for save in pending.saves {
             let id = save.record.id
             let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
@@ -421,7 +461,7 @@ struct UploadBatch {
             sent[id] = record
             versions[id] = save.version
             record.fields[configuration.compatibilityVersionField] = .int64(configuration.compatibilityVersion)
-            record.fields[configuration.deviceIDField] = .string(configuration.deviceID)
+            record.fields[configuration.deviceIDField] = .string(writerStamp)
             operations.append(record.changeTag == nil ? .create(record) : .replace(record))
         }
         for delete in pending.deletes {

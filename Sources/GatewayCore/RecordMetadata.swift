@@ -13,11 +13,45 @@ public struct RecordMetadata: Sendable, Equatable {
     public var recordType: String
     /// Fingerprints of the last synced field values, by field name.
     public var fingerprints: [String: FieldFingerprint]
+    /// Fingerprints of values sent to the cloud since the last confirmed sync, by field name.
+    /// An upload whose answer was lost (or whose process died) may or may not have been saved; a
+    /// server value found here is one this replica wrote, so it counts as the common ancestor.
+    public var sent: [String: [FieldFingerprint]]
 
-    public init(changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint]) {
+    /// How many unconfirmed values are remembered per field.
+    public static let sentValuesKept = 8
+
+    public init(
+        changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint],
+        sent: [String: [FieldFingerprint]] = [:]
+    ) {
         self.changeTag = changeTag
         self.recordType = recordType
         self.fingerprints = fingerprints
+        self.sent = sent
+    }
+
+    /// Remembers that `fields` are about to be sent.
+    public mutating func recordSending(_ fields: [String: FieldValue]) {
+        for (name, value) in fields {
+            let fingerprint = FieldFingerprint(value)
+            var values = sent[name, default: []]
+            guard !values.contains(fingerprint) else { continue }
+            values.append(fingerprint)
+            sent[name] = Array(values.suffix(Self.sentValuesKept))
+        }
+    }
+
+    /// The ancestor to merge `server` against: the last synced values, except where the server
+    /// holds a value this replica sent, which both sides have then seen.
+    public func ancestor(against server: Record?) -> [String: FieldFingerprint] {
+        guard let server, !sent.isEmpty else { return fingerprints }
+        var ancestor = fingerprints
+        for (name, value) in server.fields {
+            let fingerprint = FieldFingerprint(value)
+            if sent[name]?.contains(fingerprint) == true { ancestor[name] = fingerprint }
+        }
+        return ancestor
     }
 
     /// Metadata for a record as the cloud holds it (tag and user fields).
@@ -27,7 +61,7 @@ public struct RecordMetadata: Sendable, Equatable {
             fingerprints: record.fields.mapValues(FieldFingerprint.init))
     }
 
-    static let formatVersion: UInt8 = 1
+    static let formatVersion: UInt8 = 2
 
     /// The blob adapters store.
     public func encoded() -> Data {
@@ -44,6 +78,12 @@ public struct RecordMetadata: Sendable, Equatable {
         for name in fingerprints.keys.sorted() {
             writer.writeString(name)
             writer.writeInt64(Int64(bitPattern: fingerprints[name]!.value))
+        }
+        writer.writeVarint(UInt64(sent.count))
+        for name in sent.keys.sorted() {
+            writer.writeString(name)
+            writer.writeVarint(UInt64(sent[name]!.count))
+            for fingerprint in sent[name]! { writer.writeInt64(Int64(bitPattern: fingerprint.value)) }
         }
         return Data(writer.bytes)
     }
@@ -70,7 +110,19 @@ public struct RecordMetadata: Sendable, Equatable {
                         let name = try reader.readString()
                         fingerprints[name] = FieldFingerprint(value: UInt64(bitPattern: try reader.readInt64()))
                     }
-                    return RecordMetadata(changeTag: tag, recordType: type, fingerprints: fingerprints)
+                    var sent: [String: [FieldFingerprint]] = [:]
+                    for _ in 0..<(try reader.readLength()) {
+                        let name = try reader.readString()
+                        var values: [FieldFingerprint] = []
+                        for _ in 0..<(try reader.readLength()) {
+                            values.append(FieldFingerprint(value: UInt64(bitPattern: try reader.readInt64())))
+                        }
+                        sent[name] = values
+                    }
+                    guard reader.isAtEnd else {
+                        throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the metadata")
+                    }
+                    return RecordMetadata(changeTag: tag, recordType: type, fingerprints: fingerprints, sent: sent)
                 }.get()
             }
         } catch {

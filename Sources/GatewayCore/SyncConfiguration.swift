@@ -4,7 +4,9 @@ import Foundation
 public struct SyncConfiguration: Sendable {
     /// This gateway's model compatibility version. Records stamped with a higher one are refused.
     public var compatibilityVersion: Int64
-    /// Identifies this gateway in the records it writes.
+    /// Identifies this gateway in the records it writes. Records are stamped with
+    /// `<deviceID>:<adapter name>`, so each replica recognises its own writes (for example a save
+    /// whose answer was lost) while several adapters of one gateway share a zone.
     public var deviceID: String
     /// The reserved field holding the compatibility version (SyncKit's name by default).
     public var compatibilityVersionField: String

@@ -13,22 +13,44 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
     public var failedBatchSizeAt: Date?
     /// Why the adapter is paused (its zone was deleted under `on_zone_deleted: pause`).
     public var pausedReason: String?
+    /// A full refetch after an expired token is under way: the token stays `nil` until it
+    /// completes and local records the cloud no longer has have been reconciled, so an interrupted
+    /// refetch starts over instead of skipping the reconciliation.
+    public var refetching: Bool
 
     public init(
         token: ChangeToken? = nil, batchSize: Int? = nil, failedBatchSize: Int? = nil, failedBatchSizeAt: Date? = nil,
-        pausedReason: String? = nil
+        pausedReason: String? = nil, refetching: Bool = false
     ) {
         self.token = token
         self.batchSize = batchSize
         self.failedBatchSize = failedBatchSize
         self.failedBatchSizeAt = failedBatchSizeAt
         self.pausedReason = pausedReason
+        self.refetching = refetching
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case token, batchSize, failedBatchSize, failedBatchSizeAt, pausedReason, refetching
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        token = try container.decodeIfPresent(ChangeToken.self, forKey: .token)
+        batchSize = try container.decodeIfPresent(Int.self, forKey: .batchSize)
+        failedBatchSize = try container.decodeIfPresent(Int.self, forKey: .failedBatchSize)
+        failedBatchSizeAt = try container.decodeIfPresent(Date.self, forKey: .failedBatchSizeAt)
+        pausedReason = try container.decodeIfPresent(String.self, forKey: .pausedReason)
+        refetching = try container.decodeIfPresent(Bool.self, forKey: .refetching) ?? false
     }
 
     /// The blob adapters store.
     public func encoded() -> Data {
-        // JSON keeps the blob readable when operators inspect a store; it is tiny and written once per batch.
-        (try? JSONEncoder().encode(self)) ?? Data()
+        // JSON keeps the blob readable when operators inspect a store; it is tiny and written once
+        // per batch. Sorted keys make equal states equal bytes.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(self)) ?? Data()
     }
 
     /// Decodes a blob made by ``encoded()``; `nil` data is the initial state.
