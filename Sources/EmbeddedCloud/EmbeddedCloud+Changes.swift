@@ -9,9 +9,11 @@ extension EmbeddedCloud {
         return try await read { db in
             let zoneRow = try Self.zoneRow(db, zone)
             var after: Int64 = 0
+            var horizon = zoneRow.purgedSequence
             if let since {
                 try Self.checkToken(since, zone: zone, zoneRow: zoneRow)
                 after = since.sequence
+                horizon = since.horizon
             }
             // One row more than asked tells whether more are coming.
             let statement = try db.cachedStatement(
@@ -46,7 +48,7 @@ extension EmbeddedCloud {
             // At the end of the feed the token moves to the zone's sequence, so a caller that is
             // up to date keeps a token that stays valid while tombstones it already saw are purged.
             let position = moreComing ? lastSequence : max(lastSequence, zoneRow.lastSequence)
-            let next = EmbeddedChangeToken(generation: zoneRow.generation, sequence: position)
+            let next = EmbeddedChangeToken(generation: zoneRow.generation, sequence: position, horizon: horizon)
             return ZoneChanges(modified: modified, deleted: deleted, token: next.changeToken, moreComing: moreComing)
         }
     }
@@ -57,7 +59,7 @@ extension EmbeddedCloud {
                 .changeTokenExpired,
                 "the change token is from before zone \(zone) was deleted and recreated; fetch the zone again from the start")
         }
-        guard token.sequence >= zoneRow.purgedSequence else {
+        guard token.isCovered(byPurgedSequence: zoneRow.purgedSequence) else {
             throw CloudError(
                 .changeTokenExpired,
                 "the change token of zone \(zone) is older than the deletions the cloud still keeps; fetch the zone again from the start")

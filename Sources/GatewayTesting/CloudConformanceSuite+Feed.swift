@@ -101,6 +101,18 @@ extension CloudConformanceSuite {
             try expectEqual(restart.modified.map(\.id), [records[1].id], "a full fetch after purging")
             try expect(restart.deleted.isEmpty, "purged tombstones are gone from the feed")
         },
+        CloudConformanceCase("a fetch from scratch pages past tombstones purged before it began") { harness in
+            let cloud = try await freshCloud(harness)
+            let names = (0..<10).map { "p\($0)" }
+            try await create(names.map { note($0, title: $0) }, in: cloud)
+            _ = try await cloud.modify([.forceDelete(id("p9"))], in: zone, atomic: false)
+            try await harness.purgeAllTombstones(of: cloud)
+            let all = try await fetchAll(cloud, since: nil, limit: 3)
+            try expectEqual(all.modified.map(\.id.recordName), Array(names.prefix(9)), "records of a paged full fetch")
+            _ = try await cloud.modify([.forceReplace(note("p0", title: "again"))], in: zone, atomic: false)
+            let later = try await fetchAll(cloud, since: all.token, limit: 3)
+            try expectEqual(later.modified.map(\.id.recordName), ["p0"], "the token of that fetch keeps working")
+        },
         CloudConformanceCase("a token the cloud did not issue is refused") { harness in
             let cloud = try await freshCloud(harness)
             try await expectCloudError(.invalidArguments, "a token of random bytes") {

@@ -71,6 +71,8 @@ public final class FaultInjectingCloud: CloudDatabase {
 
     /// A fault to inject on the next matching call.
     public enum ScriptedFault: Sendable {
+        /// No fault: the call runs normally. Queue it to aim a later fault at a later call.
+        case passThrough
         /// The call throws this error without reaching the cloud.
         case error(CloudError)
         /// A modify is applied, then its answer is lost (`networkFailure`).
@@ -233,6 +235,8 @@ public final class FaultInjectingCloud: CloudDatabase {
         case .userDeletedZone:
             if let zone { try? await base.deleteZone(zone) }
             throw record(operation, CloudError(.userDeletedZone, "injected: the user deleted zone \(zone?.zoneName ?? "?")"))
+        case .passThrough:
+            return false
         case .concurrentWrite(let operations):
             if let zone { _ = try await base.modify(operations, in: zone, atomic: false) }
         case nil:
