@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "GatewayCore", targets: ["GatewayCore"]),
         .library(name: "EmbeddedCloud", targets: ["EmbeddedCloud"]),
         .library(name: "GatewayTesting", targets: ["GatewayTesting"]),
+        .library(name: "SQLiteAdapter", targets: ["SQLiteAdapter"]),
         .executable(name: "gateway-bench", targets: ["GatewayBench"]),
     ],
     dependencies: [
@@ -36,9 +37,15 @@ let package = Package(
             dependencies: ["GatewayCore"],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "SQLiteAdapter",
+            dependencies: ["GatewayCore", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "adapters/SQLite",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "GatewayBench",
-            dependencies: ["GatewayCore", "EmbeddedCloud"],
+            dependencies: ["GatewayCore", "EmbeddedCloud", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/GatewayBench",
             swiftSettings: strictSettings
         ),
@@ -47,6 +54,21 @@ let package = Package(
             name: "EmbeddedCloudWriter",
             dependencies: ["GatewayCore", "EmbeddedCloud"],
             path: "Tests/EmbeddedCloudWriter",
+            swiftSettings: strictSettings
+        ),
+        // A program that writes to a SQLite database while the gateway syncs it.
+        .executableTarget(
+            name: "SQLiteWriter",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/SQLiteWriter",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SQLiteAdapterTests",
+            dependencies: [
+                "GatewayCore", "SQLiteAdapter", "EmbeddedCloud", "GatewayTesting", "SQLiteWriter",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,118 @@
+import GRDB
+
+/// The adapter's own tables in the user's database (all prefixed `_gateway_`) and the triggers
+/// that capture changes, installed idempotently and versioned.
+enum GatewayTables {
+    /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
+    static let version = 1
+
+    static func createTables(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS "_gateway_changes" (
+                    record_name TEXT PRIMARY KEY NOT NULL,
+                    table_name TEXT NOT NULL,
+                    version INTEGER NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS "_gateway_changes_by_version" ON "_gateway_changes" (version);
+                CREATE TABLE IF NOT EXISTS "_gateway_records" (
+                    record_name TEXT PRIMARY KEY NOT NULL,
+                    table_name TEXT NOT NULL,
+                    metadata BLOB NOT NULL
+                );
+                CREATE TABLE IF NOT EXISTS "_gateway_failures" (
+                    record_name TEXT PRIMARY KEY NOT NULL,
+                    version INTEGER NOT NULL,
+                    code TEXT NOT NULL,
+                    message TEXT NOT NULL
+                );
+                CREATE TABLE IF NOT EXISTS "_gateway_zone" (
+                    zone_name TEXT NOT NULL,
+                    owner_name TEXT NOT NULL,
+                    state BLOB,
+                    PRIMARY KEY (zone_name, owner_name)
+                );
+                CREATE TABLE IF NOT EXISTS "_gateway_tables" (
+                    table_name TEXT PRIMARY KEY NOT NULL,
+                    trigger_version INTEGER NOT NULL,
+                    record_name_sql TEXT NOT NULL
+                );
+                -- Holds a row only inside the gateway's own write transactions, which no other
+                -- connection can see: triggers skip changes made while it exists.
+                CREATE TABLE IF NOT EXISTS "_gateway_applying" (flag INTEGER);
+                """)
+    }
+
+    /// Installs (or replaces, when outdated) the change-capture triggers of `table`, and queues
+    /// the rows of a table synced for the first time as pending changes.
+    static func install(_ table: ResolvedTable, db: Database) throws {
+        let newName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "NEW")
+        let oldName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "OLD")
+        let installed = try Row.fetchOne(
+            db, sql: #"SELECT trigger_version, record_name_sql FROM "_gateway_tables" WHERE table_name = ?"#,
+            arguments: [table.table])
+        if let installed, installed["trigger_version"] == version, installed["record_name_sql"] == newName {
+            return
+        }
+        let quoted = table.quotedTable
+        let literal = SQL.literal(table.table)
+        let skip = #"WHEN NOT EXISTS (SELECT 1 FROM "_gateway_applying")"#
+        let nextVersion = #"(SELECT IFNULL(MAX(version), 0) + 1 FROM "_gateway_changes")"#
+        func log(_ name: String) -> String {
+            """
+            INSERT INTO "_gateway_changes" (record_name, table_name, version) VALUES (\(name), \(literal), \(nextVersion))
+                ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
+            """
+        }
+        let updateColumns: String
+        if let include = table.mapping.include {
+            let names = Set(table.keyColumns.map(\.name) + include)
+            updateColumns = " OF " + names.sorted().map(SQL.identifier).joined(separator: ", ")
+        } else {
+            updateColumns = ""
+        }
+        for kind in ["insert", "update", "delete"] {
+            try db.execute(sql: "DROP TRIGGER IF EXISTS \(triggerName(kind, table.table))")
+        }
+        try db.execute(
+            sql: """
+                CREATE TRIGGER \(triggerName("insert", table.table)) AFTER INSERT ON \(quoted) \(skip)
+                BEGIN \(log(newName)) END;
+                CREATE TRIGGER \(triggerName("update", table.table)) AFTER UPDATE\(updateColumns) ON \(quoted) \(skip)
+                BEGIN
+                    \(log(newName))
+                    INSERT INTO "_gateway_changes" (record_name, table_name, version)
+                        SELECT \(oldName), \(literal), \(nextVersion) WHERE \(oldName) IS NOT \(newName)
+                        ON CONFLICT (record_name) DO UPDATE SET version = excluded.version;
+                END;
+                CREATE TRIGGER \(triggerName("delete", table.table)) AFTER DELETE ON \(quoted) \(skip)
+                BEGIN \(log(oldName)) END;
+                """)
+        if installed == nil {
+            try backfill(table, db: db)
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO "_gateway_tables" (table_name, trigger_version, record_name_sql) VALUES (?, ?, ?)
+                ON CONFLICT (table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql
+                """,
+            arguments: [table.table, version, newName])
+    }
+
+    /// Queues every row of `table` as a pending change (rows that were there before the gateway).
+    static func backfill(_ table: ResolvedTable, db: Database) throws {
+        let name = table.template.sqlExpression(keyColumns: table.keyColumns, row: "source")
+        try db.execute(
+            sql: """
+                INSERT INTO "_gateway_changes" (record_name, table_name, version)
+                SELECT \(name), \(SQL.literal(table.table)),
+                       (SELECT IFNULL(MAX(version), 0) FROM "_gateway_changes") + ROW_NUMBER() OVER ()
+                FROM \(table.quotedTable) AS source WHERE true
+                ON CONFLICT (record_name) DO NOTHING
+                """)
+    }
+
+    static func triggerName(_ kind: String, _ table: String) -> String {
+        SQL.identifier("_gateway_\(kind)_\(table)")
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import GRDB
+import GatewayCore
+
+/// A configured table checked against the database: its key, its synced columns and the SQL the
+/// adapter uses for it.
+struct ResolvedTable: Sendable {
+    struct Column: Sendable, Equatable {
+        var name: String
+        var kind: ColumnKind
+    }
+
+    let mapping: TableMapping
+    let template: RecordNameTemplate
+    /// Primary-key columns, in key order.
+    let keyColumns: [Column]
+    /// The synced columns outside the key: the record's fields. (The key is the record name.)
+    let valueColumns: [Column]
+
+    var table: String { mapping.table }
+    var recordType: String { mapping.recordType }
+
+    /// Reads the table's shape from the database and checks the mapping against it.
+    init(_ mapping: TableMapping, db: Database, path: String) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [mapping.table])
+        guard !rows.isEmpty else {
+            throw SQLiteAdapterError(.missingTable, "table \(mapping.table) does not exist in \(path); create it or remove it from the configuration")
+        }
+        struct Info {
+            var name: String
+            var declared: String
+            var keyPosition: Int
+            var generated: Bool
+        }
+        let infos = rows.map { row in
+            Info(name: row["name"], declared: row["type"] ?? "", keyPosition: row["pk"], generated: (row["hidden"] as Int? ?? 0) >= 2)
+        }
+        let names = Set(infos.map(\.name))
+        for column in (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) where !names.contains(column) {
+            throw SQLiteAdapterError(
+                .missingColumn, "column \(column) named in the configuration of table \(mapping.table) does not exist in \(path)")
+        }
+        func column(_ info: Info) -> Column {
+            Column(name: info.name, kind: mapping.columnTypes[info.name] ?? ColumnKind.fromDeclaredType(info.declared))
+        }
+        let keys = infos.filter { $0.keyPosition > 0 }.sorted { $0.keyPosition < $1.keyPosition }
+        guard !keys.isEmpty else {
+            throw SQLiteAdapterError(
+                .noPrimaryKey, "table \(mapping.table) in \(path) has no primary key, so its rows cannot be named; add one")
+        }
+        let synced = infos.filter { info in
+            info.keyPosition == 0 && !info.generated && !mapping.exclude.contains(info.name)
+                && (mapping.include?.contains(info.name) ?? true)
+        }
+        self.mapping = mapping
+        self.keyColumns = keys.map(column)
+        self.valueColumns = synced.map(column)
+        self.template = try RecordNameTemplate(
+            mapping.recordName, recordType: mapping.recordType, keyColumnCount: keys.count, table: mapping.table)
+    }
+
+    // MARK: SQL
+
+    var quotedTable: String { SQL.identifier(table) }
+
+    var selectRowSQL: String {
+        let selected = valueColumns.isEmpty ? "1" : valueColumns.map { SQL.identifier($0.name) }.joined(separator: ", ")
+        return "SELECT \(selected) FROM \(quotedTable) WHERE "
+            + keyColumns.map { "\(SQL.identifier($0.name)) = ?" }.joined(separator: " AND ")
+    }
+
+    var deleteRowSQL: String {
+        "DELETE FROM \(quotedTable) WHERE " + keyColumns.map { "\(SQL.identifier($0.name)) = ?" }.joined(separator: " AND ")
+    }
+
+    var upsertSQL: String {
+        let keys = keyColumns.map { SQL.identifier($0.name) }
+        let values = valueColumns.map { SQL.identifier($0.name) }
+        let names = keys + values
+        let update = values.isEmpty ? "NOTHING" : "UPDATE SET " + values.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        return "INSERT INTO \(quotedTable) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", "))) ON CONFLICT (\(keys.joined(separator: ", "))) DO \(update)"
+    }
+
+    // MARK: Values
+
+    /// The key values of a record name, typed for the key columns.
+    func keyValues(of recordName: String) throws -> [DatabaseValue] {
+        guard let components = template.components(of: recordName) else {
+            throw SQLiteAdapterError(
+                .invalidRecordName, "record name does not fit the template of table \(table) (\(keyColumns.count) key columns)")
+        }
+        return try zip(keyColumns, components).map { column, text in
+            switch column.kind {
+            case .integer, .boolean, .unixSeconds, .unixMilliseconds:
+                guard let int = Int64(text) else {
+                    throw SQLiteAdapterError(.invalidRecordName, "a record name's key for column \(column.name) of table \(table) is not an integer")
+                }
+                return int.databaseValue
+            case .real:
+                guard let double = Double(text) else {
+                    throw SQLiteAdapterError(.invalidRecordName, "a record name's key for column \(column.name) of table \(table) is not a number")
+                }
+                return double.databaseValue
+            case .blob:
+                guard let data = Data(hex: text) else {
+                    throw SQLiteAdapterError(.invalidRecordName, "a record name's key for column \(column.name) of table \(table) is not hex")
+                }
+                return data.databaseValue
+            case .text, .iso8601:
+                return text.databaseValue
+            }
+        }
+    }
+
+    /// The record for a row selected with ``selectRowSQL``.
+    func record(from row: Row, id: RecordID) -> Record {
+        var fields: [String: FieldValue] = [:]
+        for (index, column) in valueColumns.enumerated() {
+            if let value = ValueMapping.field(row[index], kind: column.kind) { fields[column.name] = value }
+        }
+        return Record(id: id, recordType: recordType, fields: fields)
+    }
+
+    /// Arguments for ``upsertSQL``: the key from the record name, the other columns from fields.
+    func upsertArguments(for record: Record) throws -> StatementArguments {
+        let keys = try keyValues(of: record.id.recordName)
+        var values: [DatabaseValue] = keys
+        for column in valueColumns {
+            values.append(ValueMapping.databaseValue(record.fields[column.name], kind: column.kind))
+        }
+        return StatementArguments(values)
+    }
+}
+
+extension Data {
+    /// Bytes from hex text (either case), or `nil`.
+    init?(hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(digits.count / 2)
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case 48...57: digit - 48
+            case 65...70: digit - 55
+            case 97...102: digit - 87
+            default: nil
+            }
+        }
+        var index = 0
+        while index < digits.count {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        self.init(bytes)
+    }
+}

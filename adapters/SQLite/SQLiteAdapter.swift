@@ -1,0 +1,417 @@
+import Foundation
+import GRDB
+import GatewayCore
+import Synchronization
+
+/// Keeps tables of a SQLite database, written by any program, in sync with one zone.
+///
+/// Triggers installed in the database log every insert, update and delete into
+/// `_gateway_changes`, whoever makes them; the gateway's own writes are not logged because a flag
+/// row exists only inside its transactions. Sync metadata, failure marks and the zone state live
+/// in `_gateway_*` tables of the same database and commit with the data. A column added to a
+/// synced table is picked up on the next operation.
+public final class SQLiteAdapter: ModelAdapter {
+    public let configuration: SQLiteAdapterConfiguration
+    let pool: DatabasePool
+    private let catalog: Mutex<TableCatalog>
+
+    public var name: String { configuration.name }
+    public var zoneID: ZoneID { configuration.zoneID }
+
+    /// The configured tables as the database has them, refreshed when the schema changes.
+    struct TableCatalog: Sendable {
+        var schemaVersion: Int
+        var byTable: [String: ResolvedTable]
+        var byType: [String: ResolvedTable]
+    }
+
+    /// Opens the database, checks every configured table, and installs the change capture.
+    /// - Throws: ``SQLiteAdapterError`` naming the file, table or column that does not fit.
+    public init(configuration: SQLiteAdapterConfiguration) throws {
+        self.configuration = configuration
+        var grdb = GRDB.Configuration()
+        grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
+        grdb.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        guard FileManager.default.fileExists(atPath: configuration.path) else {
+            throw SQLiteAdapterError(.databaseFailed, "the database \(configuration.path) of adapter \(configuration.name) does not exist")
+        }
+        do {
+            pool = try DatabasePool(path: configuration.path, configuration: grdb)
+        } catch {
+            throw SQLiteAdapterError(.databaseFailed, "cannot open \(configuration.path): \(Self.reason(error))", underlying: error)
+        }
+        let loaded = try Self.guarded(configuration.path) { [pool] in
+            try pool.writeWithoutTransaction { db in
+                var catalog: TableCatalog?
+                try db.inTransaction(.immediate) {
+                    try GatewayTables.createTables(db)
+                    catalog = try Self.resolve(configuration, db: db)
+                    try Self.install(catalog!, configuration: configuration, db: db)
+                    catalog!.schemaVersion = try Self.schemaVersion(db)
+                    return .commit
+                }
+                return catalog!
+            }
+        }
+        catalog = Mutex(loaded)
+    }
+
+    // MARK: ModelAdapter
+
+    public func loadZoneState() async throws -> Data? {
+        let zone = zoneID
+        return try await read { db, _ in
+            try Data.fetchOne(
+                db, sql: #"SELECT state FROM "_gateway_zone" WHERE zone_name = ? AND owner_name = ?"#,
+                arguments: [zone.zoneName, zone.ownerName])
+        }
+    }
+
+    public func hasChanges() async throws -> Bool {
+        try await read { db, _ in try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_changes")"#) ?? false }
+    }
+
+    public func pendingChangeCount() async throws -> Int {
+        try await read { db, _ in try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "_gateway_changes""#) ?? 0 }
+    }
+
+    public func pendingChanges(limit: Int) async throws -> PendingChanges {
+        let zone = zoneID
+        return try await read { db, catalog in
+            let entries = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT c.record_name, c.table_name, c.version, r.metadata
+                    FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
+                    WHERE NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
+                    ORDER BY c.version LIMIT ?
+                    """,
+                arguments: [max(0, limit)])
+            var pending = PendingChanges()
+            while let entry = try entries.next() {
+                let recordName: String = entry[0]
+                guard let table = catalog.byTable[entry[1]] else { continue }
+                let id = RecordID(recordName: recordName, zoneID: zone)
+                let version: Int64 = entry[2]
+                let metadata: Data? = entry[3]
+                if let record = try Self.row(of: id, in: table, db: db) {
+                    pending.saves.append(PendingSave(record: record, metadata: metadata, version: version))
+                } else {
+                    pending.deletes.append(PendingDelete(recordID: id, metadata: metadata, version: version))
+                }
+            }
+            return pending
+        }
+    }
+
+    public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
+        try await read { db, catalog in
+            let metadataStatement = try db.cachedStatement(
+                sql: #"SELECT table_name, metadata FROM "_gateway_records" WHERE record_name = ?"#)
+            let changeStatement = try db.cachedStatement(
+                sql: #"SELECT table_name, version FROM "_gateway_changes" WHERE record_name = ?"#)
+            var states: [RecordID: LocalRecordState] = [:]
+            for id in recordIDs {
+                let metadataRow = try Row.fetchOne(metadataStatement, arguments: [id.recordName])
+                let changeRow = try Row.fetchOne(changeStatement, arguments: [id.recordName])
+                let tableName: String? = changeRow?[0] ?? metadataRow?[0]
+                var record: Record?
+                if let tableName, let table = catalog.byTable[tableName] {
+                    record = try Self.row(of: id, in: table, db: db)
+                }
+                let metadata: Data? = metadataRow?[1]
+                let version: Int64? = changeRow?[1]
+                if record != nil || metadata != nil || version != nil {
+                    states[id] = LocalRecordState(record: record, metadata: metadata, pendingVersion: version)
+                }
+            }
+            return states
+        }
+    }
+
+    public func syncedRecordIDs() async throws -> [RecordID] {
+        let zone = zoneID
+        return try await read { db, _ in
+            try String.fetchAll(db, sql: #"SELECT record_name FROM "_gateway_records""#).map {
+                RecordID(recordName: $0, zoneID: zone)
+            }
+        }
+    }
+
+    public func apply(_ changes: DownloadedChanges) async throws {
+        let zone = zoneID
+        try await write { db, catalog in
+            try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
+            try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+            let versionStatement = try db.cachedStatement(sql: #"SELECT version FROM "_gateway_changes" WHERE record_name = ?"#)
+            var skipped = Set<RecordID>()
+            for (id, expected) in changes.expectedPendingVersions {
+                let current = try Int64.fetchOne(versionStatement, arguments: [id.recordName]) ?? 0
+                if current != expected { skipped.insert(id) }
+            }
+            var tables: [RecordID: String] = [:]
+            for record in changes.writes where !skipped.contains(record.id) {
+                guard let table = catalog.byType[record.recordType] else {
+                    skipped.insert(record.id)  // a record type this store does not hold
+                    continue
+                }
+                try db.cachedStatement(sql: table.upsertSQL).execute(arguments: try table.upsertArguments(for: record))
+                tables[record.id] = table.table
+            }
+            for id in changes.deletes where !skipped.contains(id) {
+                guard let tableName = try Self.tableName(of: id, db: db), let table = catalog.byTable[tableName] else { continue }
+                try db.cachedStatement(sql: table.deleteRowSQL).execute(arguments: StatementArguments(try table.keyValues(of: id.recordName)))
+            }
+            try Self.commit(changes.state, zone: zone, skipping: skipped, knownTables: tables, db: db)
+            try db.execute(sql: #"DELETE FROM "_gateway_applying""#)
+        }
+    }
+
+    public func markUploaded(_ update: SyncStateUpdate) async throws {
+        let zone = zoneID
+        try await write { db, _ in try Self.commit(update, zone: zone, skipping: [], knownTables: [:], db: db) }
+    }
+
+    public func failedRecords() async throws -> [FailedRecord] {
+        let zone = zoneID
+        return try await read { db, _ in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT f.record_name, f.version, f.code, f.message FROM "_gateway_failures" f
+                    JOIN "_gateway_changes" c ON c.record_name = f.record_name AND c.version = f.version
+                    ORDER BY f.record_name
+                    """
+            ).map { row in
+                FailedRecord(
+                    recordID: RecordID(recordName: row[0], zoneID: zone),
+                    failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
+            }
+        }
+    }
+
+    public func retryFailedRecords() async throws {
+        try await write { db, _ in try db.execute(sql: #"DELETE FROM "_gateway_failures""#) }
+    }
+
+    public func resetSyncState(keepData: Bool) async throws {
+        let zone = zoneID
+        try await write { db, catalog in
+            try db.execute(sql: #"DELETE FROM "_gateway_records""#)
+            try db.execute(sql: #"DELETE FROM "_gateway_failures""#)
+            try db.execute(
+                sql: #"DELETE FROM "_gateway_zone" WHERE zone_name = ? AND owner_name = ?"#,
+                arguments: [zone.zoneName, zone.ownerName])
+            if keepData {
+                for table in catalog.byTable.values { try GatewayTables.backfill(table, db: db) }
+            } else {
+                try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
+                try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+                for table in catalog.byTable.values { try db.execute(sql: "DELETE FROM \(table.quotedTable)") }
+                try db.execute(sql: #"DELETE FROM "_gateway_changes""#)
+                try db.execute(sql: #"DELETE FROM "_gateway_applying""#)
+            }
+        }
+    }
+
+    public func changeSignals() -> ChangeSignals {
+        let pool = pool
+        // Counts synced → changed transitions, so settling changes does not signal.
+        let transitions = LockedCounter()
+        return .polling(every: configuration.signalPollInterval) {
+            let changed = try await pool.read { db in
+                try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_changes")"#) ?? false
+            }
+            return transitions.observe(changed)
+        }
+    }
+
+    // MARK: Plumbing
+
+    private static func row(of id: RecordID, in table: ResolvedTable, db: Database) throws -> Record? {
+        guard let keys = try? table.keyValues(of: id.recordName) else { return nil }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: table.selectRowSQL), arguments: StatementArguments(keys)) else {
+            return nil
+        }
+        return table.record(from: row, id: id)
+    }
+
+    private static func tableName(of id: RecordID, db: Database) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT table_name FROM "_gateway_changes" WHERE record_name = ?1
+                    UNION ALL SELECT table_name FROM "_gateway_records" WHERE record_name = ?1 LIMIT 1
+                    """), arguments: [id.recordName])
+    }
+
+    private static func commit(
+        _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
+        db: Database
+    ) throws {
+        let upsertMetadata = try db.cachedStatement(
+            sql: """
+                INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES (?, ?, ?)
+                ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
+                """)
+        for (id, metadata) in update.metadata where !skipped.contains(id) {
+            guard let table = try knownTables[id] ?? tableName(of: id, db: db) else { continue }
+            try upsertMetadata.execute(arguments: [id.recordName, table, metadata])
+        }
+        let removeMetadata = try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#)
+        for id in update.removedMetadata where !skipped.contains(id) {
+            try removeMetadata.execute(arguments: [id.recordName])
+        }
+        let settle = try db.cachedStatement(sql: #"DELETE FROM "_gateway_changes" WHERE record_name = ? AND version <= ?"#)
+        let clearFailure = try db.cachedStatement(sql: #"DELETE FROM "_gateway_failures" WHERE record_name = ? AND version <= ?"#)
+        for (id, version) in update.settled where !skipped.contains(id) {
+            try settle.execute(arguments: [id.recordName, version])
+            try clearFailure.execute(arguments: [id.recordName, version])
+        }
+        let markFailed = try db.cachedStatement(
+            sql: #"INSERT OR REPLACE INTO "_gateway_failures" (record_name, version, code, message) VALUES (?, ?, ?, ?)"#)
+        for (id, failure) in update.failures {
+            try markFailed.execute(arguments: [id.recordName, failure.version, failure.code, failure.message])
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO "_gateway_zone" (zone_name, owner_name, state) VALUES (?, ?, ?)
+                ON CONFLICT (zone_name, owner_name) DO UPDATE SET state = excluded.state
+                """,
+            arguments: [zone.zoneName, zone.ownerName, update.zoneState])
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database, TableCatalog) throws -> T) async throws -> T {
+        let path = configuration.path
+        return try await Self.guardedAsync(path) { [self] in
+            try await pool.read { db in try body(db, try self.currentCatalog(db)) }
+        }
+    }
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database, TableCatalog) throws -> T) async throws -> T {
+        let path = configuration.path
+        return try await Self.guardedAsync(path) { [self] in
+            try await pool.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db, try self.currentCatalog(db))
+                    return .commit
+                }
+                return result!
+            }
+        }
+    }
+
+    /// The table catalog, re-read when the database schema changed (a column was added).
+    private func currentCatalog(_ db: Database) throws -> TableCatalog {
+        let version = try Self.schemaVersion(db)
+        let cached = catalog.withLock { $0 }
+        if cached.schemaVersion == version { return cached }
+        var fresh = try Self.resolve(configuration, db: db)
+        fresh.schemaVersion = version
+        catalog.withLock { $0 = fresh }
+        return fresh
+    }
+
+    private static func schemaVersion(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+    }
+
+    static func resolve(_ configuration: SQLiteAdapterConfiguration, db: Database) throws -> TableCatalog {
+        var byTable: [String: ResolvedTable] = [:]
+        var byType: [String: ResolvedTable] = [:]
+        for mapping in configuration.tables {
+            let table = try ResolvedTable(mapping, db: db, path: configuration.path)
+            guard byTable[table.table] == nil else {
+                throw SQLiteAdapterError(.invalidMapping, "table \(table.table) is configured twice in adapter \(configuration.name)")
+            }
+            guard byType[table.recordType] == nil else {
+                throw SQLiteAdapterError(
+                    .invalidMapping, "record type \(table.recordType) is used by two tables of adapter \(configuration.name)")
+            }
+            for other in byTable.values where Self.namesMayCollide(table.template, other.template) {
+                throw SQLiteAdapterError(
+                    .invalidMapping,
+                    "tables \(other.table) and \(table.table) would give records the same names; use record_name: \"<Type>.<pk>\"")
+            }
+            byTable[table.table] = table
+            byType[table.recordType] = table
+        }
+        return TableCatalog(schemaVersion: -1, byTable: byTable, byType: byType)
+    }
+
+    static func namesMayCollide(_ a: RecordNameTemplate, _ b: RecordNameTemplate) -> Bool {
+        let prefixesOverlap = a.prefix.hasPrefix(b.prefix) || b.prefix.hasPrefix(a.prefix)
+        let suffixesOverlap = a.suffix.hasSuffix(b.suffix) || b.suffix.hasSuffix(a.suffix)
+        return prefixesOverlap && suffixesOverlap
+    }
+
+    /// Installs triggers for the configured tables and removes those of tables no longer synced.
+    private static func install(_ catalog: TableCatalog, configuration: SQLiteAdapterConfiguration, db: Database) throws {
+        for table in catalog.byTable.values.sorted(by: { $0.table < $1.table }) {
+            try GatewayTables.install(table, db: db)
+        }
+        let installed = try String.fetchAll(db, sql: #"SELECT table_name FROM "_gateway_tables""#)
+        for table in installed where catalog.byTable[table] == nil {
+            for kind in ["insert", "update", "delete"] {
+                try db.execute(sql: "DROP TRIGGER IF EXISTS \(GatewayTables.triggerName(kind, table))")
+            }
+            try db.execute(sql: #"DELETE FROM "_gateway_changes" WHERE table_name = ?"#, arguments: [table])
+            try db.execute(sql: #"DELETE FROM "_gateway_tables" WHERE table_name = ?"#, arguments: [table])
+        }
+        // Sync state of another zone does not apply here: start over, keeping the data.
+        let otherZones = try Int.fetchOne(
+            db, sql: #"SELECT COUNT(*) FROM "_gateway_zone" WHERE NOT (zone_name = ? AND owner_name = ?)"#,
+            arguments: [configuration.zoneID.zoneName, configuration.zoneID.ownerName]) ?? 0
+        if otherZones > 0 {
+            try db.execute(sql: #"DELETE FROM "_gateway_zone""#)
+            try db.execute(sql: #"DELETE FROM "_gateway_records""#)
+            try db.execute(sql: #"DELETE FROM "_gateway_failures""#)
+            for table in catalog.byTable.values { try GatewayTables.backfill(table, db: db) }
+        }
+    }
+
+    private static func guarded<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteAdapterError {
+            throw error
+        } catch {
+            throw SQLiteAdapterError(.databaseFailed, "the database \(path) failed: \(reason(error))", underlying: error)
+        }
+    }
+
+    private static func guardedAsync<T>(_ path: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as SQLiteAdapterError {
+            throw error
+        } catch {
+            throw SQLiteAdapterError(.databaseFailed, "the database \(path) failed: \(reason(error))", underlying: error)
+        }
+    }
+
+    /// A database error's code and message, without the SQL arguments (row values).
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return "\(error.resultCode): \(error.message ?? "")"
+        }
+        return "\(error)"
+    }
+}
+
+/// Counts false → true transitions of an observed flag.
+final class LockedCounter: Sendable {
+    private let state = Mutex<(last: Bool?, count: Int)>((nil, 0))
+
+    func observe(_ value: Bool) -> Int {
+        state.withLock { state in
+            if state.last == false && value { state.count += 1 }
+            state.last = value
+            return state.count
+        }
+    }
+}
+
+/// GRDB also has a `Record`; in this module the word always means the gateway's record.
+typealias Record = GatewayCore.Record

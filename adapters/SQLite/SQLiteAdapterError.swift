@@ -1,0 +1,37 @@
+/// A SQLite adapter problem: a table or column that does not fit, or a store that failed.
+/// Messages name the file, table and column, never row values.
+public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        private init(_ name: String) { self.name = name }
+
+        /// A configured table does not exist.
+        public static let missingTable = Code("missingTable")
+        /// A configured column does not exist.
+        public static let missingColumn = Code("missingColumn")
+        /// A table has no primary key, so rows cannot be named.
+        public static let noPrimaryKey = Code("noPrimaryKey")
+        /// The mapping is inconsistent (duplicate record types, a bad record-name template).
+        public static let invalidMapping = Code("invalidMapping")
+        /// A record name does not match the table's template or key.
+        public static let invalidRecordName = Code("invalidRecordName")
+        /// The database could not be opened or written.
+        public static let databaseFailed = Code("databaseFailed")
+
+        public var description: String { name }
+    }
+
+    public var code: Code
+    public var message: String
+    public var underlying: (any Error)?
+
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        "\(code): \(message)" + (underlying.map { " [\($0)]" } ?? "")
+    }
+}
