@@ -1,0 +1,112 @@
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import GatewayTesting
+import SQLiteAdapter
+import Testing
+
+@Suite("SQLite end to end")
+struct SQLiteEndToEndTests {
+    static func launchWriter(path: String, prefix: String, count: Int, pauseMilliseconds: Int) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("SQLiteWriter"))
+        process.arguments = [path, "Note", prefix, "\(count)", "\(pauseMilliseconds)"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    static func cloudContents(_ cloud: EmbeddedCloud) async throws -> [String: [String: FieldValue]] {
+        var token: ChangeToken?
+        var result: [String: [String: FieldValue]] = [:]
+        while true {
+            let page = try await cloud.fetchChanges(in: Notes.zone, since: token, limit: 500)
+            for record in page.modified {
+                var fields = record.fields
+                fields["QSCloudKitModelCompatibilityVersionKey"] = nil
+                fields["QSCloudKitDeviceUUIDKey"] = nil
+                result[record.id.recordName] = fields
+            }
+            for id in page.deleted { result[id.recordName] = nil }
+            token = page.token
+            if !page.moreComing { return result }
+        }
+    }
+
+    @Test("two databases converge through the embedded cloud while a third program writes", arguments: MergePolicy.allCases.filter { $0 != .custom })
+    func twoDatabases(policy: MergePolicy) async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-e2e")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let fileA = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
+        let fileB = try SQLiteFile(directory, name: "b.sqlite", schema: Notes.schema)
+        for index in 0..<20 { try fileA.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, ["seed-\(index)", "seeded", index]) }
+        for index in 10..<15 { try fileB.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, ["seed-\(index)", "seeded", index]) }
+        try fileA.execute(#"INSERT INTO "Note" VALUES ('shared', 'from A', 1)"#)
+        try fileB.execute(#"INSERT INTO "Note" VALUES ('shared', 'from B', 1)"#)
+
+        let options = AdapterSyncOptions(batchSize: 16, merge: MergeSettings(policy: policy, prefers: .server))
+        let a = Synchronizer(
+            cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(fileA, name: "a"), options: options)],
+            configuration: SyncConfiguration(deviceID: "gateway-a"))
+        let b = Synchronizer(
+            cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(fileB, name: "b"), options: options)],
+            configuration: SyncConfiguration(deviceID: "gateway-b"))
+        #expect(try await a.sync().succeeded)
+        let first = try await b.sync()
+        #expect(first.succeeded)
+        #expect(first.adapters[0].conflictCount >= 6, "the shared row and the five rows seeded on both sides met")
+
+        let writer = try Self.launchWriter(path: fileA.path, prefix: "w", count: 60, pauseMilliseconds: 3)
+        var rounds = 0
+        while writer.isRunning {
+            rounds += 1
+            #expect(try await a.sync().succeeded)
+            try fileB.execute(#"UPDATE "Note" SET rank = rank + 100 WHERE name = ?"#, ["seed-\(rounds % 20)"])
+            #expect(try await b.sync().succeeded)
+        }
+        writer.waitUntilExit()
+        #expect(writer.terminationStatus == 0)
+        for _ in 0..<3 {
+            #expect(try await a.sync().succeeded)
+            #expect(try await b.sync().succeeded)
+        }
+
+        let contentsA = try Notes.contents(fileA)
+        let contentsB = try Notes.contents(fileB)
+        #expect(contentsA == contentsB)
+        #expect(try await Self.cloudContents(cloud) == contentsA)
+        #expect(contentsA.keys.filter { $0.hasPrefix("w-") }.count == 60, "every row of the third program arrived")
+        #expect(contentsA.count == 81)
+        let shared = contentsA["shared"]?["title"]
+        switch policy {
+        case .server, .merge: #expect(shared == .string("from A"), "the version already in the cloud won")
+        case .client: #expect(shared == .string("from B"), "the local version won")
+        case .custom: break
+        }
+        let pendingA = try await a.adapters[0].adapter.pendingChangeCount()
+        let pendingB = try await b.adapters[0].adapter.pendingChangeCount()
+        #expect(pendingA == 0 && pendingB == 0)
+    }
+
+    @Test("two databases seeded with the same rows converge without duplicates or conflicts lost")
+    func sameSeed() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-e2e")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let files = try (0..<2).map { try SQLiteFile(directory, name: "s\($0).sqlite", schema: Notes.schema) }
+        for file in files {
+            for index in 0..<50 { try file.execute(#"INSERT INTO "Note" VALUES (?, 'same', ?)"#, ["r\(index)", index]) }
+        }
+        for (index, file) in files.enumerated() {
+            let synchronizer = Synchronizer(
+                cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: "s\(index)"))],
+                configuration: SyncConfiguration(deviceID: "g\(index)"))
+            #expect(try await synchronizer.sync().succeeded)
+            #expect(try await synchronizer.adapters[0].adapter.pendingChangeCount() == 0)
+        }
+        #expect(try await Self.cloudContents(cloud).count == 50)
+        #expect(try Notes.contents(files[0]) == Notes.contents(files[1]))
+    }
+}

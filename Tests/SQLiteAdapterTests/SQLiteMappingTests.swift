@@ -1,0 +1,215 @@
+import Foundation
+import GRDB
+import GatewayCore
+import GatewayTesting
+import SQLiteAdapter
+import Testing
+
+@Suite("SQLite mapping")
+struct SQLiteMappingTests {
+    static let zone = ZoneID(zoneName: "Mapped")
+
+    static func adapter(_ file: SQLiteFile, _ tables: [TableMapping]) throws -> SQLiteAdapter {
+        try SQLiteAdapter(configuration: SQLiteAdapterConfiguration(name: "mapped", path: file.path, zoneID: zone, tables: tables))
+    }
+
+    /// Applies `pending` saves of one adapter to another, as the synchronizer would.
+    static func copy(_ pending: PendingChanges, to adapter: SQLiteAdapter) async throws {
+        try await adapter.apply(DownloadedChanges(writes: pending.saves.map(\.record), state: SyncStateUpdate(zoneState: Data())))
+    }
+
+    @Test("composite, text and blob keys become record names and back, through templates")
+    func keysAndTemplates() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let schema = """
+            CREATE TABLE line (invoice INTEGER, code TEXT, qty INTEGER, PRIMARY KEY (invoice, code));
+            CREATE TABLE blobbed (id BLOB PRIMARY KEY, label TEXT);
+            """
+        let source = try SQLiteFile(directory, schema: schema)
+        try source.execute("INSERT INTO line VALUES (7, 'a|b\\c', 3), (7, 'plain', 1), (8, '', 2)")
+        try source.execute("INSERT INTO blobbed VALUES (x'00ff10', 'bytes')")
+        let tables = [
+            TableMapping(table: "line", recordType: "InvoiceLine", recordName: "<Type>.<pk>"),
+            TableMapping(table: "blobbed", recordName: "b:<pk>"),
+        ]
+        let adapter = try Self.adapter(source, tables)
+        let pending = try await adapter.pendingChanges(limit: 10)
+        let names = Set(pending.saves.map(\.record.id.recordName))
+        #expect(names == ["InvoiceLine.7|a\\|b\\\\c", "InvoiceLine.7|plain", "InvoiceLine.8|", "b:00FF10"])
+        #expect(pending.saves.first { $0.record.id.recordName == "InvoiceLine.7|plain" }?.record.fields == ["qty": .int64(1)])
+        #expect(pending.saves.allSatisfy { $0.record.recordType == "InvoiceLine" || $0.record.recordType == "blobbed" })
+
+        let target = try SQLiteFile(directory, schema: schema)
+        let copy = try Self.adapter(target, tables)
+        try await Self.copy(pending, to: copy)
+        #expect(try target.rows("SELECT invoice, code, qty FROM line ORDER BY invoice, code").map { "\($0[0] as Int64)/\($0[1] as String)/\($0[2] as Int64)" }
+            == ["7/a|b\\c/3", "7/plain/1", "8//2"])
+        #expect(try target.rows("SELECT hex(id), label FROM blobbed").map { "\($0[0] as String)=\($0[1] as String)" } == ["00FF10=bytes"])
+        #expect(try await copy.hasChanges() == false, "applied rows are not local changes")
+    }
+
+    @Test("column types map to field types, with overrides, and write back")
+    func columnTypes() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let schema = """
+            CREATE TABLE thing (id INTEGER PRIMARY KEY, n INTEGER, x REAL, s TEXT, b BLOB, flag BOOLEAN,
+                                made DATETIME, seen INTEGER, at_ms INTEGER, plain_date TEXT);
+            """
+        let source = try SQLiteFile(directory, schema: schema)
+        try source.execute(
+            "INSERT INTO thing VALUES (1, 42, 2.5, 'text', x'0102', 1, '2024-05-01 12:30:00', 1714566600, 1714566600123, '2024-05-01')")
+        let mapping = TableMapping(table: "thing", columnTypes: ["seen": .unixSeconds, "at_ms": .unixMilliseconds])
+        let adapter = try Self.adapter(source, [mapping])
+        let record = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        let stamp = Timestamp(millisecondsSince1970: 1_714_566_600_000)
+        #expect(record.fields == [
+            "n": .int64(42), "x": .double(2.5), "s": .string("text"), "b": .bytes(Data([1, 2])), "flag": .int64(1),
+            "made": .timestamp(stamp), "seen": .timestamp(stamp),
+            "at_ms": .timestamp(Timestamp(millisecondsSince1970: 1_714_566_600_123)), "plain_date": .string("2024-05-01"),
+        ])
+        let target = try SQLiteFile(directory, schema: schema)
+        try await Self.copy(PendingChanges(saves: [PendingSave(record: record, metadata: nil, version: 1)]), to: try Self.adapter(target, [mapping]))
+        let row = try #require(try target.rows("SELECT n, x, s, hex(b), flag, made, seen, at_ms FROM thing").first)
+        #expect(row[0] as Int64 == 42 && row[1] as Double == 2.5 && row[2] as String == "text" && row[3] as String == "0102")
+        #expect(row[4] as Int64 == 1)
+        #expect(row[5] as String == "2024-05-01T12:30:00.000Z")
+        #expect(row[6] as Int64 == 1_714_566_600 && row[7] as Int64 == 1_714_566_600_123)
+    }
+
+    @Test("included and excluded columns: excluded data is neither sent nor overwritten")
+    func includeExclude() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let schema = "CREATE TABLE note (id TEXT PRIMARY KEY, title TEXT, secret TEXT, cache TEXT);"
+        let file = try SQLiteFile(directory, schema: schema)
+        try file.execute("INSERT INTO note VALUES ('n', 'title', 'local only', 'cached')")
+        let adapter = try Self.adapter(file, [TableMapping(table: "note", include: ["title"])])
+        let record = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        #expect(record.fields == ["title": .string("title")])
+        let pending = try await adapter.pendingChanges(limit: 1)
+        var update = SyncStateUpdate(zoneState: Data())
+        update.settled[record.id] = pending.saves[0].version
+        try await adapter.markUploaded(update)
+        try file.execute("UPDATE note SET cache = 'other' WHERE id = 'n'")
+        #expect(try await adapter.hasChanges() == false, "a change to a column that is not synced is not a change")
+        var remote = record
+        remote.fields = ["title": .string("from the cloud")]
+        try await adapter.apply(DownloadedChanges(writes: [remote], state: SyncStateUpdate(zoneState: Data())))
+        let row = try #require(try file.rows("SELECT title, secret, cache FROM note").first)
+        #expect(row[0] as String == "from the cloud" && row[1] as String == "local only" && row[2] as String == "other")
+    }
+
+    @Test("startup errors name the file, table and column, and write nothing")
+    func startupErrors() throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE keyed (id INTEGER PRIMARY KEY, a TEXT); CREATE TABLE loose (a TEXT);")
+        func failure(_ tables: [TableMapping]) -> SQLiteAdapterError? {
+            do {
+                _ = try Self.adapter(file, tables)
+                return nil
+            } catch {
+                return error as? SQLiteAdapterError
+            }
+        }
+        let missing = failure([TableMapping(table: "nope")])
+        #expect(missing?.code == .missingTable)
+        #expect(missing?.message.contains("nope") == true && missing?.message.contains(file.path) == true)
+        let column = failure([TableMapping(table: "keyed", exclude: ["ghost"])])
+        #expect(column?.code == .missingColumn && column?.message.contains("ghost") == true)
+        #expect(failure([TableMapping(table: "loose")])?.code == .noPrimaryKey)
+        #expect(failure([TableMapping(table: "keyed", recordName: "no-key-here")])?.code == .invalidMapping)
+        #expect(failure([TableMapping(table: "keyed"), TableMapping(table: "keyed", recordType: "Other")])?.code == .invalidMapping)
+        let collide = failure([
+            TableMapping(table: "keyed"),
+            TableMapping(table: "loose", recordType: "L"),
+        ])
+        #expect(collide?.code == .noPrimaryKey || collide?.code == .invalidMapping)
+        try file.execute("CREATE TABLE other (id INTEGER PRIMARY KEY)")
+        #expect(failure([TableMapping(table: "keyed"), TableMapping(table: "other")])?.code == .invalidMapping)
+        #expect(try file.count("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '_gateway_%'") == 0, "a refused configuration writes nothing")
+    }
+
+    @Test("identifiers are quoted: odd table and column names work")
+    func hostileIdentifiers() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let schema = #"CREATE TABLE "we""ird table" ("k""ey" TEXT PRIMARY KEY, "sel""ect; drop" TEXT, "ünï" INTEGER);"#
+        let file = try SQLiteFile(directory, schema: schema)
+        try file.execute(#"INSERT INTO "we""ird table" VALUES ('a''b', 'v', 1)"#)
+        let adapter = try Self.adapter(file, [TableMapping(table: "we\"ird table", recordType: "Weird")])
+        let pending = try await adapter.pendingChanges(limit: 5)
+        #expect(pending.saves.map(\.record.id.recordName) == ["a'b"])
+        #expect(pending.saves.first?.record.fields == ["sel\"ect; drop": .string("v"), "ünï": .int64(1)])
+        let target = try SQLiteFile(directory, schema: schema)
+        try await Self.copy(pending, to: try Self.adapter(target, [TableMapping(table: "we\"ird table", recordType: "Weird")]))
+        #expect(try target.count(#"SELECT COUNT(*) FROM "we""ird table" WHERE "k""ey" = 'a''b'"#) == 1)
+    }
+
+    @Test("existing rows are queued once; a table added later is backfilled; reopening queues nothing again")
+    func backfill() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE b (id INTEGER PRIMARY KEY, v TEXT);")
+        try file.execute("INSERT INTO a (v) VALUES ('1'), ('2'), ('3')")
+        try file.execute("INSERT INTO b (v) VALUES ('x')")
+        let first = try Self.adapter(file, [TableMapping(table: "a", recordName: "a-<pk>")])
+        #expect(try await first.pendingChangeCount() == 3)
+        let reopened = try Self.adapter(file, [TableMapping(table: "a", recordName: "a-<pk>")])
+        #expect(try await reopened.pendingChangeCount() == 3, "reopening does not queue rows again")
+        let widened = try Self.adapter(file, [TableMapping(table: "a", recordName: "a-<pk>"), TableMapping(table: "b", recordName: "b-<pk>")])
+        #expect(try await widened.pendingChangeCount() == 4, "the added table's row is queued")
+        let narrowed = try Self.adapter(file, [TableMapping(table: "b", recordName: "b-<pk>")])
+        #expect(try await narrowed.pendingChangeCount() == 1, "a table no longer synced leaves the change log")
+        try file.execute("INSERT INTO a (v) VALUES ('4')")
+        #expect(try await narrowed.pendingChangeCount() == 1, "and its triggers are gone")
+    }
+
+    @Test("a column added to a synced table is picked up without a restart")
+    func addedColumn() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE note (id TEXT PRIMARY KEY, title TEXT);")
+        let adapter = try Self.adapter(file, [TableMapping(table: "note")])
+        try file.execute("ALTER TABLE note ADD COLUMN color TEXT")
+        try file.execute("INSERT INTO note VALUES ('n', 't', 'red')")
+        #expect(try await adapter.pendingChanges(limit: 1).saves.first?.record.fields == ["title": .string("t"), "color": .string("red")])
+        let remote = Record(id: RecordID(recordName: "m", zoneID: Self.zone), recordType: "note", fields: ["title": .string("r"), "color": .string("blue")])
+        try await adapter.apply(DownloadedChanges(writes: [remote], state: SyncStateUpdate(zoneState: Data())))
+        #expect(try file.rows("SELECT color FROM note WHERE id = 'm'").first?[0] as String? == "blue")
+    }
+
+    @Test("changing a row's key logs a delete of the old name and a save of the new one")
+    func keyChange() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE note (id TEXT PRIMARY KEY, title TEXT);")
+        let adapter = try Self.adapter(file, [TableMapping(table: "note")])
+        try file.execute("INSERT INTO note VALUES ('old', 't')")
+        let pending = try await adapter.pendingChanges(limit: 5)
+        var update = SyncStateUpdate(zoneState: Data())
+        update.settled[pending.saves[0].record.id] = pending.saves[0].version
+        try await adapter.markUploaded(update)
+        try file.execute("UPDATE note SET id = 'new' WHERE id = 'old'")
+        let changed = try await adapter.pendingChanges(limit: 5)
+        #expect(changed.saves.map(\.record.id.recordName) == ["new"])
+        #expect(changed.deletes.map(\.recordID.recordName) == ["old"])
+    }
+
+    @Test("records of types the store has no table for are ignored")
+    func unknownTypes() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE note (id TEXT PRIMARY KEY, title TEXT);")
+        let adapter = try Self.adapter(file, [TableMapping(table: "note")])
+        let stranger = Record(id: RecordID(recordName: "x", zoneID: Self.zone), recordType: "Invoice", fields: ["total": .int64(3)])
+        var state = SyncStateUpdate(zoneState: Data([1]))
+        state.metadata[stranger.id] = Data([1])
+        try await adapter.apply(DownloadedChanges(writes: [stranger], state: state))
+        #expect(try file.count("SELECT COUNT(*) FROM note") == 0)
+        #expect(try await adapter.syncedRecordIDs().isEmpty)
+        #expect(try await adapter.loadZoneState() == Data([1]), "the token still moves")
+    }
+}
