@@ -14,7 +14,10 @@ struct BenchmarkError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-nonisolated(unsafe) let scenarios: [any Scenario] = [EmbeddedCloudScenario()]
+nonisolated(unsafe) let scenarios: [any Scenario] = [
+    EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
+    SQLiteMemoryScenario(),
+]
 
 struct Options {
     var selected: [String] = []
@@ -66,7 +69,7 @@ do {
     #endif
     var report = Report(date: ISO8601DateFormatter().string(from: Date()), machine: machineDescription(), records: options.records, results: [:])
     print("machine: \(report.machine)")
-    for scenario in scenarios where options.selected.isEmpty || options.selected.contains(scenario.name) {
+    for scenario in scenarios where options.selected.contains(scenario.name) || (options.selected.isEmpty && scenario.name != "sqlite-memory") {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }

@@ -306,9 +306,10 @@ struct AdapterSyncRun {
                     let version = batch.versions[id]!
                     switch result {
                     case .saved(let saved):
-                        var synced = batch.sent[id]!
-                        synced.changeTag = saved.changeTag
-                        update.metadata[id] = RecordMetadata(syncedRecord: synced).encoded()
+                        let sent = batch.sent[id]!
+                        update.metadata[id] = RecordMetadata(
+                            changeTag: saved.changeTag, recordType: sent.recordType, fingerprints: batch.fingerprints[id]!
+                        ).encoded()
                         update.settled[id] = version
                         report.uploaded += 1
                         settledCount += 1
@@ -435,11 +436,14 @@ struct UploadBatch {
         var intents: [RecordID: Data] = [:]
         for (id, record) in sent {
             var metadata = self.metadata[id] ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])
-            metadata.recordSending(record.fields)
+            metadata.recordSending(fingerprints[id]!)
             intents[id] = metadata.encoded()
         }
         return intents
     }
+
+    /// Fingerprints of the user fields sent for each saved record.
+    var fingerprints: [RecordID: [String: FieldFingerprint]] = [:]
 
     var operations: [RecordOperation] = []
     /// The change-log version read for each record.
@@ -459,7 +463,9 @@ struct UploadBatch {
             var record = save.record
             record.changeTag = metadata?.changeTag
             sent[id] = record
+            fingerprints[id] = FieldFingerprint.of(record.fields)
             versions[id] = save.version
+            record.fields.reserveCapacity(record.fields.count + 2)
             record.fields[configuration.compatibilityVersionField] = .int64(configuration.compatibilityVersion)
             record.fields[configuration.deviceIDField] = .string(writerStamp)
             operations.append(record.changeTag == nil ? .create(record) : .replace(record))

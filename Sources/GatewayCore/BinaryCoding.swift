@@ -13,6 +13,9 @@ public struct BinaryWriter: Sendable {
 
     public mutating func writeByte(_ byte: UInt8) { bytes.append(byte) }
 
+    /// Empties the buffer, keeping its storage for the next use.
+    public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+
     public mutating func writeVarint(_ value: UInt64) {
         var value = value
         while value >= 0x80 {

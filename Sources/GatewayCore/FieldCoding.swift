@@ -17,9 +17,9 @@ public enum FieldCoding {
         var writer = BinaryWriter(capacity: 64 + fields.count * 24)
         writer.writeByte(formatVersion)
         writer.writeVarint(UInt64(fields.count))
-        for name in fields.keys.sorted() {
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             writer.writeString(name)
-            encode(fields[name]!, into: &writer)
+            encode(value, into: &writer)
         }
         return writer.bytes
     }

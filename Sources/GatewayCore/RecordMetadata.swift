@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// What the synchronizer remembers about a synced record: the change tag it last saw and a
@@ -13,17 +12,16 @@ public struct RecordMetadata: Sendable, Equatable {
     public var recordType: String
     /// Fingerprints of the last synced field values, by field name.
     public var fingerprints: [String: FieldFingerprint]
-    /// Fingerprints of values sent to the cloud since the last confirmed sync, by field name.
+    /// Fingerprints of (field name, value) pairs sent to the cloud since the last confirmed sync.
     /// An upload whose answer was lost (or whose process died) may or may not have been saved; a
     /// server value found here is one this replica wrote, so it counts as the common ancestor.
-    public var sent: [String: [FieldFingerprint]]
+    public var sent: [UInt64]
 
-    /// How many unconfirmed values are remembered per field.
-    public static let sentValuesKept = 8
+    /// How many unconfirmed (field, value) pairs are remembered.
+    public static let sentValuesKept = 64
 
     public init(
-        changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint],
-        sent: [String: [FieldFingerprint]] = [:]
+        changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint], sent: [UInt64] = []
     ) {
         self.changeTag = changeTag
         self.recordType = recordType
@@ -33,13 +31,16 @@ public struct RecordMetadata: Sendable, Equatable {
 
     /// Remembers that `fields` are about to be sent.
     public mutating func recordSending(_ fields: [String: FieldValue]) {
-        for (name, value) in fields {
-            let fingerprint = FieldFingerprint(value)
-            var values = sent[name, default: []]
-            guard !values.contains(fingerprint) else { continue }
-            values.append(fingerprint)
-            sent[name] = Array(values.suffix(Self.sentValuesKept))
+        recordSending(FieldFingerprint.of(fields))
+    }
+
+    /// Remembers that values with these fingerprints are about to be sent.
+    public mutating func recordSending(_ fingerprints: [String: FieldFingerprint]) {
+        for (name, fingerprint) in fingerprints {
+            let pair = Self.pair(name, fingerprint)
+            if !sent.contains(pair) { sent.append(pair) }
         }
+        if sent.count > Self.sentValuesKept { sent.removeFirst(sent.count - Self.sentValuesKept) }
     }
 
     /// The ancestor to merge `server` against: the last synced values, except where the server
@@ -49,16 +50,24 @@ public struct RecordMetadata: Sendable, Equatable {
         var ancestor = fingerprints
         for (name, value) in server.fields {
             let fingerprint = FieldFingerprint(value)
-            if sent[name]?.contains(fingerprint) == true { ancestor[name] = fingerprint }
+            if sent.contains(Self.pair(name, fingerprint)) { ancestor[name] = fingerprint }
         }
         return ancestor
+    }
+
+    /// One number for a field name and a value's fingerprint.
+    static func pair(_ name: String, _ fingerprint: FieldFingerprint) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        hash ^= fingerprint.value &* 0x9E37_79B9_7F4A_7C15
+        return (hash ^ (hash >> 29)) &* 0xBF58_476D_1CE4_E5B9
     }
 
     /// Metadata for a record as the cloud holds it (tag and user fields).
     public init(syncedRecord record: Record) {
         self.init(
             changeTag: record.changeTag, recordType: record.recordType,
-            fingerprints: record.fields.mapValues(FieldFingerprint.init))
+            fingerprints: FieldFingerprint.of(record.fields))
     }
 
     static let formatVersion: UInt8 = 2
@@ -75,16 +84,12 @@ public struct RecordMetadata: Sendable, Equatable {
         }
         writer.writeString(recordType)
         writer.writeVarint(UInt64(fingerprints.count))
-        for name in fingerprints.keys.sorted() {
+        for (name, fingerprint) in fingerprints.sorted(by: { $0.key < $1.key }) {
             writer.writeString(name)
-            writer.writeInt64(Int64(bitPattern: fingerprints[name]!.value))
+            writer.writeInt64(Int64(bitPattern: fingerprint.value))
         }
         writer.writeVarint(UInt64(sent.count))
-        for name in sent.keys.sorted() {
-            writer.writeString(name)
-            writer.writeVarint(UInt64(sent[name]!.count))
-            for fingerprint in sent[name]! { writer.writeInt64(Int64(bitPattern: fingerprint.value)) }
-        }
+        for pair in sent { writer.writeInt64(Int64(bitPattern: pair)) }
         return Data(writer.bytes)
     }
 
@@ -110,15 +115,8 @@ public struct RecordMetadata: Sendable, Equatable {
                         let name = try reader.readString()
                         fingerprints[name] = FieldFingerprint(value: UInt64(bitPattern: try reader.readInt64()))
                     }
-                    var sent: [String: [FieldFingerprint]] = [:]
-                    for _ in 0..<(try reader.readLength()) {
-                        let name = try reader.readString()
-                        var values: [FieldFingerprint] = []
-                        for _ in 0..<(try reader.readLength()) {
-                            values.append(FieldFingerprint(value: UInt64(bitPattern: try reader.readInt64())))
-                        }
-                        sent[name] = values
-                    }
+                    var sent: [UInt64] = []
+                    for _ in 0..<(try reader.readLength()) { sent.append(UInt64(bitPattern: try reader.readInt64())) }
                     guard reader.isAtEnd else {
                         throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the metadata")
                     }
@@ -131,7 +129,11 @@ public struct RecordMetadata: Sendable, Equatable {
     }
 }
 
-/// A 64-bit digest of a field value's canonical encoding.
+/// A 64-bit digest of a field value's canonical encoding, stable across processes and versions.
+///
+/// It tells whether a value changed since the last sync, not what it was, so a fast
+/// non-cryptographic hash is enough (FNV-1a over the encoding, then a SplitMix64 finaliser to
+/// spread the bits); a collision would only make one edit look unchanged to the merge.
 public struct FieldFingerprint: Hashable, Sendable {
     public var value: UInt64
 
@@ -141,7 +143,28 @@ public struct FieldFingerprint: Hashable, Sendable {
 
     /// The fingerprint of `field`.
     public init(_ field: FieldValue) {
-        let digest = SHA256.hash(data: FieldCoding.encode(field))
-        value = digest.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        var writer = BinaryWriter(capacity: 32)
+        self.init(field, using: &writer)
+    }
+
+    /// The fingerprint of `field`, encoding it in `writer`'s reused storage.
+    init(_ field: FieldValue, using writer: inout BinaryWriter) {
+        writer.reset()
+        FieldCoding.encode(field, into: &writer)
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in writer.bytes {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        }
+        hash = (hash ^ (hash >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        hash = (hash ^ (hash >> 27)) &* 0x94D0_49BB_1331_11EB
+        value = hash ^ (hash >> 31)
+    }
+
+    /// The fingerprints of a record's fields.
+    public static func of(_ fields: [String: FieldValue]) -> [String: FieldFingerprint] {
+        var writer = BinaryWriter(capacity: 64)
+        var result = [String: FieldFingerprint](minimumCapacity: fields.count)
+        for (name, value) in fields { result[name] = FieldFingerprint(value, using: &writer) }
+        return result
     }
 }

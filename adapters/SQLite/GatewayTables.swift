@@ -13,13 +13,13 @@ enum GatewayTables {
                     record_name TEXT PRIMARY KEY NOT NULL,
                     table_name TEXT NOT NULL,
                     version INTEGER NOT NULL
-                );
+                ) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS "_gateway_changes_by_version" ON "_gateway_changes" (version);
                 CREATE TABLE IF NOT EXISTS "_gateway_records" (
                     record_name TEXT PRIMARY KEY NOT NULL,
                     table_name TEXT NOT NULL,
                     metadata BLOB NOT NULL
-                );
+                ) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS "_gateway_failures" (
                     record_name TEXT PRIMARY KEY NOT NULL,
                     version INTEGER NOT NULL,

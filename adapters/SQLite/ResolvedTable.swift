@@ -55,6 +55,8 @@ struct ResolvedTable: Sendable {
         self.mapping = mapping
         self.keyColumns = keys.map(column)
         self.valueColumns = synced.map(column)
+        (selectRowSQL, deleteRowSQL, upsertSQL) = Self.statements(
+            table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
         self.template = try RecordNameTemplate(
             mapping.recordName, recordType: mapping.recordType, keyColumnCount: keys.count, table: mapping.table)
     }
@@ -63,22 +65,24 @@ struct ResolvedTable: Sendable {
 
     var quotedTable: String { SQL.identifier(table) }
 
-    var selectRowSQL: String {
-        let selected = valueColumns.isEmpty ? "1" : valueColumns.map { SQL.identifier($0.name) }.joined(separator: ", ")
-        return "SELECT \(selected) FROM \(quotedTable) WHERE "
-            + keyColumns.map { "\(SQL.identifier($0.name)) = ?" }.joined(separator: " AND ")
-    }
+    /// Statements built once per table, since they are used per row.
+    let selectRowSQL: String
+    let deleteRowSQL: String
+    let upsertSQL: String
 
-    var deleteRowSQL: String {
-        "DELETE FROM \(quotedTable) WHERE " + keyColumns.map { "\(SQL.identifier($0.name)) = ?" }.joined(separator: " AND ")
-    }
-
-    var upsertSQL: String {
+    static func statements(table: String, keyColumns: [Column], valueColumns: [Column]) -> (select: String, delete: String, upsert: String) {
+        let quotedTable = SQL.identifier(table)
         let keys = keyColumns.map { SQL.identifier($0.name) }
         let values = valueColumns.map { SQL.identifier($0.name) }
+        let matchKey = keys.map { "\($0) = ?" }.joined(separator: " AND ")
+        let selected = values.isEmpty ? "1" : values.joined(separator: ", ")
         let names = keys + values
         let update = values.isEmpty ? "NOTHING" : "UPDATE SET " + values.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        return "INSERT INTO \(quotedTable) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", "))) ON CONFLICT (\(keys.joined(separator: ", "))) DO \(update)"
+        return (
+            "SELECT \(selected) FROM \(quotedTable) WHERE \(matchKey)",
+            "DELETE FROM \(quotedTable) WHERE \(matchKey)",
+            "INSERT INTO \(quotedTable) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", "))) ON CONFLICT (\(keys.joined(separator: ", "))) DO \(update)"
+        )
     }
 
     // MARK: Values

@@ -251,12 +251,24 @@ public final class SQLiteAdapter: ModelAdapter {
     ) throws {
         let upsertMetadata = try db.cachedStatement(
             sql: """
-                INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES (?, ?, ?)
+                INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES (?1, ?2, ?3)
                 ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
                 """)
+        // A record already known keeps its table; the table of a new one is in the change log.
+        let updateMetadata = try db.cachedStatement(
+            sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#)
+        let insertFromChanges = try db.cachedStatement(
+            sql: """
+                INSERT INTO "_gateway_records" (record_name, table_name, metadata)
+                SELECT record_name, table_name, ?2 FROM "_gateway_changes" WHERE record_name = ?1
+                """)
         for (id, metadata) in update.metadata where !skipped.contains(id) {
-            guard let table = try knownTables[id] ?? tableName(of: id, db: db) else { continue }
-            try upsertMetadata.execute(arguments: [id.recordName, table, metadata])
+            if let table = knownTables[id] {
+                try upsertMetadata.execute(arguments: [id.recordName, table, metadata])
+                continue
+            }
+            try updateMetadata.execute(arguments: [id.recordName, metadata])
+            if db.changesCount == 0 { try insertFromChanges.execute(arguments: [id.recordName, metadata]) }
         }
         let removeMetadata = try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#)
         for id in update.removedMetadata where !skipped.contains(id) {

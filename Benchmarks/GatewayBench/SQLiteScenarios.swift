@@ -1,0 +1,181 @@
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import SQLiteAdapter
+
+/// A notes table of six synced columns, filled by SQL so that generating it costs no Swift memory.
+enum BenchNotes {
+    static let zone = ZoneID(zoneName: "BenchNotes")
+    static let schema = """
+        CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT, body TEXT, views INTEGER, score REAL,
+                           created_at DATETIME, done BOOLEAN);
+        CREATE TABLE untracked (id INTEGER PRIMARY KEY, title TEXT, body TEXT, views INTEGER, score REAL,
+                                created_at DATETIME, done BOOLEAN);
+        """
+
+    static func makeDatabase(_ path: String, rows: Int) throws {
+        let database = try DatabaseQueue(path: path)
+        try database.write { db in
+            try db.execute(sql: schema)
+            try insert(rows: rows, startingAt: 1, into: "note", db: db)
+        }
+    }
+
+    static func insert(rows: Int, startingAt start: Int, into table: String, db: Database) throws {
+        guard rows > 0 else { return }
+        try db.execute(
+            sql: """
+                WITH RECURSIVE seq(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+                INSERT INTO \(table) (id, title, body, views, score, created_at, done)
+                SELECT i, 'Note number ' || i, 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. ' || i,
+                       i * 7, i / 3.0, strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i, 'unixepoch'), i % 2 FROM seq
+                """,
+            arguments: [start, start + rows - 1])
+    }
+
+    static func adapter(_ path: String, name: String) throws -> SQLiteAdapter {
+        try SQLiteAdapter(
+            configuration: SQLiteAdapterConfiguration(name: name, path: path, zoneID: zone, tables: [TableMapping(table: "note")]))
+    }
+
+    static func synchronizer(_ cloud: EmbeddedCloud, _ adapter: SQLiteAdapter, device: String) -> Synchronizer {
+        Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: device))
+    }
+
+    static func sync(_ synchronizer: Synchronizer) async throws -> AdapterSyncReport {
+        let report = try await synchronizer.sync().adapters[0]
+        guard report.outcome == .synced else { throw BenchmarkError("sync failed: \(report.outcome)") }
+        return report
+    }
+}
+
+/// Initial sync of N rows from one SQLite file through the embedded cloud into an empty file.
+struct SQLiteInitialSyncScenario: Scenario {
+    let name = "sqlite-initial"
+    let summary = "SQLite: initial sync of N rows (6 columns) from one file through the embedded cloud into an empty file"
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
+        let source = workDirectory.appendingPathComponent("source.sqlite").path
+        let target = workDirectory.appendingPathComponent("target.sqlite").path
+        try BenchNotes.makeDatabase(source, rows: records)
+        try BenchNotes.makeDatabase(target, rows: 0)
+        let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source")
+        let down = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(target, name: "target"), device: "target")
+        let (uploaded, upSeconds) = try await timed { try await BenchNotes.sync(up) }
+        let (downloaded, downSeconds) = try await timed { try await BenchNotes.sync(down) }
+        guard uploaded.uploaded == records, downloaded.downloaded == records else {
+            throw BenchmarkError("moved \(uploaded.uploaded) up and \(downloaded.downloaded) down, expected \(records)")
+        }
+        let rows = try await DatabaseQueue(path: target).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM note") ?? 0 }
+        guard rows == records else { throw BenchmarkError("the target has \(rows) rows, expected \(records)") }
+        return [
+            Measurement(name: "upload \(records) rows (file → cloud)", value: Double(records) / upSeconds, unit: "rows/s"),
+            Measurement(name: "download \(records) rows (cloud → file)", value: Double(records) / downSeconds, unit: "rows/s"),
+            Measurement(
+                name: "end to end \(records) rows", value: Double(records) / (upSeconds + downSeconds), unit: "rows/s",
+                goal: .atLeast(20_000)),
+            Measurement(name: "peak resident memory so far", value: peakResidentMegabytes(), unit: "MB"),
+        ]
+    }
+}
+
+/// Syncs 100 changed rows in a large and a small table; the cost should follow the changes.
+struct SQLiteIncrementalScenario: Scenario {
+    let name = "sqlite-incremental"
+    let summary = "SQLite: sync 100 changed rows in a table of N rows vs one of 10,000 rows (ratio of times)"
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        var seconds: [Int: Double] = [:]
+        for size in [10_000, max(records, 10_000)] {
+            let folder = workDirectory.appendingPathComponent("size-\(size)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let cloud = try EmbeddedCloud(path: folder.appendingPathComponent("cloud.sqlite").path)
+            let path = folder.appendingPathComponent("db.sqlite").path
+            try BenchNotes.makeDatabase(path, rows: size)
+            let synchronizer = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(path, name: "db"), device: "db")
+            _ = try await BenchNotes.sync(synchronizer)
+            // Median of five rounds of 100 changes each, spread over the table.
+            var rounds: [Double] = []
+            for round in 0..<5 {
+                try await DatabaseQueue(path: path).write { db in
+                    for index in 0..<100 {
+                        let id = 1 + (index * (size / 100) + round) % size
+                        try db.execute(sql: "UPDATE note SET views = views + 1 WHERE id = ?", arguments: [id])
+                    }
+                }
+                let (report, elapsed) = try await timed { try await BenchNotes.sync(synchronizer) }
+                guard report.uploaded == 100 else { throw BenchmarkError("uploaded \(report.uploaded), expected 100") }
+                rounds.append(elapsed)
+            }
+            seconds[size] = rounds.sorted()[2]
+        }
+        let large = max(records, 10_000)
+        return [
+            Measurement(name: "100 changes in 10000 rows", value: seconds[10_000]! * 1000, unit: "ms"),
+            Measurement(name: "100 changes in \(large) rows", value: seconds[large]! * 1000, unit: "ms"),
+            Measurement(name: "ratio large / small", value: seconds[large]! / seconds[10_000]!, unit: "×", goal: .atMost(1.5)),
+        ]
+    }
+}
+
+/// Inserts into a table with the gateway's triggers and into an identical one without.
+struct SQLiteInsertScenario: Scenario {
+    let name = "sqlite-insert"
+    let summary = "SQLite: insert throughput into a tracked table vs an untracked one (batched and one row per transaction)"
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        let path = workDirectory.appendingPathComponent("insert.sqlite").path
+        try BenchNotes.makeDatabase(path, rows: 0)
+        _ = try BenchNotes.adapter(path, name: "tracked")  // installs the triggers on "note" only
+        let database = try DatabasePool(path: path)
+        func batched(_ table: String) throws -> Double {
+            let start = ContinuousClock.now
+            try database.write { db in try BenchNotes.insert(rows: records, startingAt: 1, into: table, db: db) }
+            return Double(records) / (ContinuousClock.now - start).seconds
+        }
+        func single(_ table: String, count: Int) throws -> Double {
+            let start = ContinuousClock.now
+            for index in 0..<count {
+                try database.write { db in
+                    try db.execute(
+                        sql: "INSERT INTO \(table) (id, title, body, views, score, created_at, done) VALUES (?, 'title', 'body', 1, 1.5, '2024-01-01T00:00:00Z', 0)",
+                        arguments: [records + 1 + index])
+                }
+            }
+            return Double(count) / (ContinuousClock.now - start).seconds
+        }
+        let untrackedBatched = try batched("untracked")
+        let trackedBatched = try batched("note")
+        let singles = min(records, 10_000)
+        let untrackedSingle = try single("untracked", count: singles)
+        let trackedSingle = try single("note", count: singles)
+        return [
+            Measurement(name: "untracked, one transaction", value: untrackedBatched, unit: "rows/s"),
+            Measurement(name: "tracked, one transaction", value: trackedBatched, unit: "rows/s"),
+            Measurement(name: "tracked / untracked, one transaction", value: trackedBatched / untrackedBatched, unit: "×", goal: .atLeast(0.5)),
+            Measurement(name: "untracked, a transaction per row", value: untrackedSingle, unit: "rows/s"),
+            Measurement(name: "tracked, a transaction per row", value: trackedSingle, unit: "rows/s"),
+            Measurement(name: "tracked / untracked, a transaction per row", value: trackedSingle / untrackedSingle, unit: "×", goal: .atLeast(0.5)),
+        ]
+    }
+}
+
+/// Peak memory of an initial sync of N rows (run it alone: memory is per process).
+struct SQLiteMemoryScenario: Scenario {
+    let name = "sqlite-memory"
+    let summary = "SQLite: peak resident memory of an initial sync of N rows, file → cloud → file (run alone)"
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        var measurements = try await SQLiteInitialSyncScenario().run(records: records, workDirectory: workDirectory)
+        measurements.removeLast()
+        measurements.append(
+            Measurement(name: "peak resident memory, \(records) rows", value: peakResidentMegabytes(), unit: "MB", goal: .atMost(300)))
+        return measurements
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
