@@ -100,29 +100,13 @@ extension AdapterConformanceSuite {
         },
         AdapterConformanceCase("change signals fire on the synced-to-changed transition") { harness in
             let adapter = try await harness.makeAdapter(zone: zone)
-            let signals = adapter.changeSignals()
-            try await withTimeout(.seconds(20), "waiting for a change signal") {
-                try await withThrowingTaskGroup(of: Bool.self) { group in
-                    group.addTask {
-                        var iterator = signals.makeAsyncIterator()
-                        return await iterator.next() != nil
-                    }
-                    group.addTask {
-                        // Edit repeatedly (settling in between) until the listener has set its baseline.
-                        for round in 0..<200 {
-                            try await harness.saveLocally(note("s", title: "\(round)"), in: adapter)
-                            let pending = try await adapter.pendingChanges(limit: 10)
-                            var update = SyncStateUpdate(zoneState: zoneState("t"))
-                            for save in pending.saves { update.settled[save.record.id] = save.version }
-                            try await adapter.markUploaded(update)
-                            try await Task.sleep(for: .milliseconds(50))
-                        }
-                        return false
-                    }
-                    let first = try await group.next()
-                    group.cancelAll()
-                    try expectEqual(first, true, "a signal arrived")
-                }
+            try await expectChangeSignal(from: adapter.changeSignals()) { round in
+                // Edit, then settle, so each round is a synced → changed transition.
+                try await harness.saveLocally(note("s", title: "\(round)"), in: adapter)
+                let pending = try await adapter.pendingChanges(limit: 10)
+                var update = SyncStateUpdate(zoneState: zoneState("t"))
+                for save in pending.saves { update.settled[save.record.id] = save.version }
+                try await adapter.markUploaded(update)
             }
         },
     ]

@@ -23,24 +23,6 @@ public protocol AdapterConformanceHarness: Sendable {
     func recordThatFailsToApply(zone: ZoneID) -> Record
 }
 
-/// One behaviour every ``ModelAdapter`` must show.
-public struct AdapterConformanceCase: Sendable, CustomStringConvertible {
-    public let name: String
-    let body: @Sendable (any AdapterConformanceHarness) async throws -> Void
-
-    init(_ name: String, _ body: @escaping @Sendable (any AdapterConformanceHarness) async throws -> Void) {
-        self.name = name
-        self.body = body
-    }
-
-    /// Runs the case; throws ``ConformanceFailure`` (or the adapter's error) on misbehaviour.
-    public func run(with harness: any AdapterConformanceHarness) async throws {
-        try await body(harness)
-    }
-
-    public var description: String { name }
-}
-
 /// The behaviours every ``ModelAdapter`` must show, as DESIGN §5 states them.
 public enum AdapterConformanceSuite {
     static let zone = ZoneID(zoneName: "AdapterZone")

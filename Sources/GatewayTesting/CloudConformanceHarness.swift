@@ -21,22 +21,3 @@ public protocol CloudConformanceHarness: Sendable {
     /// How many distinct asset blobs the store holds.
     func storedAssetCount(in cloud: any CloudDatabase) async throws -> Int
 }
-
-/// One behaviour every ``CloudDatabase`` must show, runnable under any test framework.
-public struct CloudConformanceCase: Sendable, CustomStringConvertible {
-    /// What the case proves.
-    public let name: String
-    let body: @Sendable (any CloudConformanceHarness) async throws -> Void
-
-    init(_ name: String, _ body: @escaping @Sendable (any CloudConformanceHarness) async throws -> Void) {
-        self.name = name
-        self.body = body
-    }
-
-    /// Runs the case; throws ``ConformanceFailure`` (or the cloud's error) when the cloud misbehaves.
-    public func run(with harness: any CloudConformanceHarness) async throws {
-        try await body(harness)
-    }
-
-    public var description: String { name }
-}

@@ -75,3 +75,50 @@ public func withTimeout<T: Sendable>(
         return value
     }
 }
+
+/// Fails unless `signals` yields while `change` keeps changing the store. `change` is called with
+/// a round number, about every 50 ms, so a listener that starts late still sees a change.
+public func expectChangeSignal(
+    from signals: ChangeSignals, timeout: Duration = .seconds(20), fileID: String = #fileID, line: Int = #line,
+    whileChanging change: @escaping @Sendable (Int) async throws -> Void
+) async throws {
+    try await withTimeout(timeout, "waiting for a change signal", fileID: fileID, line: line) {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                var iterator = signals.makeAsyncIterator()
+                return await iterator.next() != nil
+            }
+            group.addTask {
+                for round in 0..<200 {
+                    try await change(round)
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                return false
+            }
+            let first = try await group.next()
+            group.cancelAll()
+            try expectEqual(first, true, "a signal arrived while the store changed", fileID: fileID, line: line)
+        }
+    }
+}
+
+/// The records of `zone` as the cloud holds them (name → fields), without the gateway's reserved
+/// fields, read through the change feed.
+public func zoneContents(
+    of cloud: any CloudDatabase, zone: ZoneID,
+    removing reserved: [String] = ["QSCloudKitModelCompatibilityVersionKey", "QSCloudKitDeviceUUIDKey"]
+) async throws -> [String: [String: FieldValue]] {
+    var token: ChangeToken?
+    var records: [String: [String: FieldValue]] = [:]
+    while true {
+        let page = try await cloud.fetchChanges(in: zone, since: token, limit: 1000)
+        for record in page.modified {
+            var fields = record.fields
+            for name in reserved { fields[name] = nil }
+            records[record.id.recordName] = fields
+        }
+        for id in page.deleted { records[id.recordName] = nil }
+        token = page.token
+        if !page.moreComing { return records }
+    }
+}

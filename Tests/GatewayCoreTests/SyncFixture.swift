@@ -58,20 +58,7 @@ final class SyncFixture: Sendable {
 
     /// The zone's records as the cloud holds them, user fields only.
     func cloudRecords(zone: ZoneID = SyncFixture.zone) async throws -> [String: [String: FieldValue]] {
-        var token: ChangeToken?
-        var records: [String: [String: FieldValue]] = [:]
-        while true {
-            let page = try await embedded.fetchChanges(in: zone, since: token, limit: 1000)
-            for record in page.modified {
-                var fields = record.fields
-                fields["QSCloudKitModelCompatibilityVersionKey"] = nil
-                fields["QSCloudKitDeviceUUIDKey"] = nil
-                records[record.id.recordName] = fields
-            }
-            for id in page.deleted { records[id.recordName] = nil }
-            token = page.token
-            if !page.moreComing { return records }
-        }
+        try await zoneContents(of: embedded, zone: zone)
     }
 
     static func note(_ name: String, _ fields: [String: FieldValue]) -> Record {

@@ -18,20 +18,7 @@ struct SQLiteEndToEndTests {
     }
 
     static func cloudContents(_ cloud: EmbeddedCloud) async throws -> [String: [String: FieldValue]] {
-        var token: ChangeToken?
-        var result: [String: [String: FieldValue]] = [:]
-        while true {
-            let page = try await cloud.fetchChanges(in: Notes.zone, since: token, limit: 500)
-            for record in page.modified {
-                var fields = record.fields
-                fields["QSCloudKitModelCompatibilityVersionKey"] = nil
-                fields["QSCloudKitDeviceUUIDKey"] = nil
-                result[record.id.recordName] = fields
-            }
-            for id in page.deleted { result[id.recordName] = nil }
-            token = page.token
-            if !page.moreComing { return result }
-        }
+        try await zoneContents(of: cloud, zone: Notes.zone)
     }
 
     @Test("two databases converge through the embedded cloud while a third program writes", arguments: MergePolicy.allCases.filter { $0 != .custom })
