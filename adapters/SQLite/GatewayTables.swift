@@ -4,11 +4,20 @@ import GRDB
 /// that capture changes, installed idempotently and versioned.
 enum GatewayTables {
     /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
-    static let version = 1
+    static let version = 2
 
     static func createTables(_ db: Database) throws {
         try db.execute(
             sql: """
+                -- Triggers only append here (one rightmost-page insert per row change: cheap for
+                -- the programs writing the database). The version is the rowid; the gateway
+                -- folds the log into "_gateway_changes" inside its own transactions.
+                CREATE TABLE IF NOT EXISTS "_gateway_log" (
+                    version INTEGER PRIMARY KEY,
+                    record_name TEXT NOT NULL,
+                    table_name TEXT NOT NULL
+                );
+                -- The pending change per record, with its latest version.
                 CREATE TABLE IF NOT EXISTS "_gateway_changes" (
                     record_name TEXT PRIMARY KEY NOT NULL,
                     table_name TEXT NOT NULL,
@@ -57,12 +66,8 @@ enum GatewayTables {
         let quoted = table.quotedTable
         let literal = SQL.literal(table.table)
         let skip = #"WHEN NOT EXISTS (SELECT 1 FROM "_gateway_applying")"#
-        let nextVersion = #"(SELECT IFNULL(MAX(version), 0) + 1 FROM "_gateway_changes")"#
         func log(_ name: String) -> String {
-            """
-            INSERT INTO "_gateway_changes" (record_name, table_name, version) VALUES (\(name), \(literal), \(nextVersion))
-                ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
-            """
+            #"INSERT INTO "_gateway_log" (record_name, table_name) VALUES ("# + name + ", " + literal + ");"
         }
         let updateColumns: String
         if let include = table.mapping.include {
@@ -81,9 +86,8 @@ enum GatewayTables {
                 CREATE TRIGGER \(triggerName("update", table.table)) AFTER UPDATE\(updateColumns) ON \(quoted) \(skip)
                 BEGIN
                     \(log(newName))
-                    INSERT INTO "_gateway_changes" (record_name, table_name, version)
-                        SELECT \(oldName), \(literal), \(nextVersion) WHERE \(oldName) IS NOT \(newName)
-                        ON CONFLICT (record_name) DO UPDATE SET version = excluded.version;
+                    INSERT INTO "_gateway_log" (record_name, table_name)
+                        SELECT \(oldName), \(literal) WHERE \(oldName) IS NOT \(newName);
                 END;
                 CREATE TRIGGER \(triggerName("delete", table.table)) AFTER DELETE ON \(quoted) \(skip)
                 BEGIN \(log(oldName)) END;
@@ -104,13 +108,33 @@ enum GatewayTables {
         let name = table.template.sqlExpression(keyColumns: table.keyColumns, row: "source")
         try db.execute(
             sql: """
-                INSERT INTO "_gateway_changes" (record_name, table_name, version)
-                SELECT \(name), \(SQL.literal(table.table)),
-                       (SELECT IFNULL(MAX(version), 0) FROM "_gateway_changes") + ROW_NUMBER() OVER ()
-                FROM \(table.quotedTable) AS source WHERE true
-                ON CONFLICT (record_name) DO NOTHING
+                INSERT INTO "_gateway_log" (record_name, table_name)
+                SELECT \(name), \(SQL.literal(table.table)) FROM \(table.quotedTable) AS source
                 """)
     }
+
+    /// Folds the trigger log into the pending changes (latest version per record). The last log
+    /// row stays, blanked, so that rowids (versions) keep growing: a version read before an edit
+    /// is always lower than the edit's.
+    static func compact(_ db: Database) throws {
+        guard try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')"#) == true else {
+            return
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO "_gateway_changes" (record_name, table_name, version)
+                    SELECT record_name, table_name, MAX(version) FROM "_gateway_log" WHERE record_name <> ''
+                    GROUP BY record_name
+                    ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
+                DELETE FROM "_gateway_log" WHERE version < (SELECT MAX(version) FROM "_gateway_log");
+                UPDATE "_gateway_log" SET record_name = '', table_name = '';
+                """)
+    }
+
+    /// SQL that is true when the store has local changes (folded or not).
+    static let hasChangesSQL = """
+        SELECT EXISTS (SELECT 1 FROM "_gateway_changes") OR EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')
+        """
 
     static func triggerName(_ kind: String, _ table: String) -> String {
         SQL.identifier("_gateway_\(kind)_\(table)")

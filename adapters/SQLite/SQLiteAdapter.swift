@@ -68,16 +68,24 @@ public final class SQLiteAdapter: ModelAdapter {
     }
 
     public func hasChanges() async throws -> Bool {
-        try await read { db, _ in try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_changes")"#) ?? false }
+        try await read { db, _ in try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false }
     }
 
     public func pendingChangeCount() async throws -> Int {
-        try await read { db, _ in try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "_gateway_changes""#) ?? 0 }
+        try await read { db, _ in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT (SELECT COUNT(*) FROM "_gateway_changes")
+                         + (SELECT COUNT(DISTINCT record_name) FROM "_gateway_log" l WHERE record_name <> ''
+                            AND NOT EXISTS (SELECT 1 FROM "_gateway_changes" c WHERE c.record_name = l.record_name))
+                    """) ?? 0
+        }
     }
 
     public func pendingChanges(limit: Int) async throws -> PendingChanges {
         let zone = zoneID
-        return try await read { db, catalog in
+        return try await write { db, catalog in
             let entries = try Row.fetchCursor(
                 db,
                 sql: """
@@ -105,7 +113,7 @@ public final class SQLiteAdapter: ModelAdapter {
     }
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
-        try await read { db, catalog in
+        try await write { db, catalog in
             let metadataStatement = try db.cachedStatement(
                 sql: #"SELECT table_name, metadata FROM "_gateway_records" WHERE record_name = ?"#)
             let changeStatement = try db.cachedStatement(
@@ -204,11 +212,14 @@ public final class SQLiteAdapter: ModelAdapter {
                 arguments: [zone.zoneName, zone.ownerName])
             if keepData {
                 for table in catalog.byTable.values { try GatewayTables.backfill(table, db: db) }
+                try GatewayTables.compact(db)
             } else {
                 try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
                 try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
                 for table in catalog.byTable.values { try db.execute(sql: "DELETE FROM \(table.quotedTable)") }
                 try db.execute(sql: #"DELETE FROM "_gateway_changes""#)
+                try db.execute(sql: #"UPDATE "_gateway_log" SET record_name = '', table_name = ''"#)
+                try db.execute(sql: #"DELETE FROM "_gateway_log" WHERE version < (SELECT MAX(version) FROM "_gateway_log")"#)
                 try db.execute(sql: #"DELETE FROM "_gateway_applying""#)
             }
         }
@@ -219,9 +230,7 @@ public final class SQLiteAdapter: ModelAdapter {
         // Counts synced → changed transitions, so settling changes does not signal.
         let transitions = LockedCounter()
         return .polling(every: configuration.signalPollInterval) {
-            let changed = try await pool.read { db in
-                try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_changes")"#) ?? false
-            }
+            let changed = try await pool.read { db in try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false }
             return transitions.observe(changed)
         }
     }
@@ -306,6 +315,7 @@ public final class SQLiteAdapter: ModelAdapter {
             try await pool.writeWithoutTransaction { db in
                 var result: T?
                 try db.inTransaction(.immediate) {
+                    try GatewayTables.compact(db)
                     result = try body(db, try self.currentCatalog(db))
                     return .commit
                 }
@@ -369,6 +379,7 @@ public final class SQLiteAdapter: ModelAdapter {
                 try db.execute(sql: "DROP TRIGGER IF EXISTS \(GatewayTables.triggerName(kind, table))")
             }
             try db.execute(sql: #"DELETE FROM "_gateway_changes" WHERE table_name = ?"#, arguments: [table])
+            try db.execute(sql: #"DELETE FROM "_gateway_log" WHERE table_name = ? AND record_name <> ''"#, arguments: [table])
             try db.execute(sql: #"DELETE FROM "_gateway_tables" WHERE table_name = ?"#, arguments: [table])
         }
         // Sync state of another zone does not apply here: start over, keeping the data.
@@ -381,6 +392,7 @@ public final class SQLiteAdapter: ModelAdapter {
             try db.execute(sql: #"DELETE FROM "_gateway_failures""#)
             for table in catalog.byTable.values { try GatewayTables.backfill(table, db: db) }
         }
+        try GatewayTables.compact(db)
     }
 
     private static func guarded<T>(_ path: String, _ body: () throws -> T) throws -> T {
