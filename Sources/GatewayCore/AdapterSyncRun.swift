@@ -202,7 +202,7 @@ struct AdapterSyncRun {
                     changes.writes.append(server)
                     changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
                 } else if metadata != nil {
-                    if current?.record != nil { changes.deletes.append(id) }
+                    changes.deletes.append(id)
                     changes.state.removedMetadata.insert(id)
                 }
                 continue

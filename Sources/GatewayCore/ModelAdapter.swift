@@ -29,8 +29,9 @@ public protocol ModelAdapter: Sendable {
     /// Records marked failed are left out until they change again or failures are cleared.
     func pendingChanges(limit: Int) async throws -> PendingChanges
 
-    /// What the store holds for each record: current values, metadata and pending version.
-    /// Records the store knows nothing about are absent from the answer.
+    /// What the store holds for each record: metadata, pending version, and the current values of
+    /// records with pending changes (the only ones the synchronizer merges; adapters may leave
+    /// the values of other records out). Records the store knows nothing about are absent.
     func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState]
 
     /// Every record that has sync metadata, i.e. that the store has seen in the cloud.
@@ -114,6 +115,7 @@ public struct PendingDelete: Sendable, Equatable {
 /// What the store holds for one record.
 public struct LocalRecordState: Sendable, Equatable {
     /// The current values; `nil` when the record does not exist locally (deleted or never seen).
+    /// May also be `nil` for a record without pending changes: adapters need not read it.
     public var record: Record?
     /// The record's sync metadata, `nil` if it was never synced.
     public var metadata: Data?

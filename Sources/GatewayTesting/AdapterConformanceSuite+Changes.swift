@@ -49,6 +49,7 @@ extension AdapterConformanceSuite {
             try await harness.saveLocally(note("a", title: "local edit"), in: adapter)
             let id = note("a", title: "").id
             let read = try await adapter.localState(for: [id])
+            try expectEqual(read[id]?.record?.fields["title"], .string("local edit"), "local state carries a pending record's values")
             try await harness.saveLocally(note("a", title: "later edit"), in: adapter)
             var changes = download([note("a", title: "server")], marker: "t2")
             changes.expectedPendingVersions[id] = read[id]?.pendingVersion ?? 0
