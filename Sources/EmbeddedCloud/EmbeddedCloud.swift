@@ -35,8 +35,6 @@ public final class EmbeddedCloud: CloudDatabase {
         grdb.prepareDatabase { db in
             // WAL with NORMAL sync survives a killed process; only power loss may drop the newest commits.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // 20 MB per connection keeps the upper B-tree levels of large zones cached.
-            try db.execute(sql: "PRAGMA cache_size = -20000")
         }
         do {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()

@@ -33,8 +33,6 @@ public final class SQLiteAdapter: ModelAdapter {
         grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
         grdb.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // 20 MB per connection keeps the upper B-tree levels of large tables cached.
-            try db.execute(sql: "PRAGMA cache_size = -20000")
         }
         guard FileManager.default.fileExists(atPath: configuration.path) else {
             throw SQLiteAdapterError(.databaseFailed, "the database \(configuration.path) of adapter \(configuration.name) does not exist")
