@@ -129,9 +129,8 @@ package enum ModifyRules {
         }
     }
 
-    /// Turns per-operation failures into the request's results: in an atomic request with any
-    /// failure, every other operation fails with ``CloudError/Code/batchRequestFailed``.
-    /// Returns `nil` when nothing failed.
+    /// Turns per-operation failures into the request's failures by index: in an atomic request
+    /// with any failure, every other operation fails with ``CloudError/Code/batchRequestFailed``.
     package static func failedResults(
         ids: [RecordID], failures: [Int: CloudError], atomic: Bool
     ) -> [Int: CloudError] {
