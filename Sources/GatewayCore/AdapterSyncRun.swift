@@ -259,31 +259,50 @@ struct AdapterSyncRun {
 
     // MARK: Upload
 
+    /// Uploads pending changes batch by batch. While the cloud saves one batch, the next one is
+    /// read from the store (they are different files, so both cores work), and the outcome of a
+    /// batch is committed together with the intent of the next one, so each batch costs one
+    /// adapter write besides the read.
     private mutating func upload() async throws {
         let total = try await store { try await adapter.pendingChangeCount() }
         guard total > 0 else { return }
         observer(.willUpload(adapter: name, pending: total))
         var done = 0
         var idleRounds = 0
+        // The next batch, already read, whose intent is already committed.
+        var prepared: UploadBatch?
         while true {
             let size = state.effectiveBatchSize(configured: options.batchSize)
-            let pending = try await store { try await adapter.pendingChanges(limit: size) }
-            if pending.isEmpty { break }
-            let batch = try UploadBatch(pending, configuration: configuration, writerStamp: writerStamp)
+            let batch: UploadBatch
+            if let next = prepared {
+                batch = next
+                prepared = nil
+            } else {
+                let pending = try await store { try await adapter.pendingChanges(limit: size) }
+                if pending.isEmpty { break }
+                batch = try UploadBatch(pending, configuration: configuration, writerStamp: writerStamp)
+                if !batch.operations.isEmpty {
+                    // Commit what is about to be sent first: if the answer is lost or the process
+                    // dies after the cloud saved it, the next sync still knows these values are its own.
+                    let intents = SyncStateUpdate(metadata: batch.intents(), zoneState: state.encoded())
+                    try await store { try await adapter.markUploaded(intents) }
+                }
+            }
             var update = SyncStateUpdate(settled: batch.settledLocally, zoneState: Data())
             for id in batch.settledLocally.keys where batch.metadata[id] != nil { update.removedMetadata.insert(id) }
             var settledCount = batch.settledLocally.count
             var conflicts: [(RecordID, Record?)] = []
             var lookups: [RecordID] = []
             var quotaError: CloudError?
+            var upcoming: PendingChanges?
             if !batch.operations.isEmpty {
-                // Commit what is about to be sent first: if the answer is lost or the process dies
-                // after the cloud saved it, the next sync still knows these values are its own.
-                let intents = SyncStateUpdate(metadata: batch.intents(), zoneState: state.encoded())
-                try await store { try await adapter.markUploaded(intents) }
                 let results: [RecordOperationResult]
                 do {
-                    results = try await retrying { try await cloud.modify(batch.operations, in: zone, atomic: false) }
+                    let (operations, cloud, zone, retrier) = (batch.operations, cloud, zone, retrier)
+                    async let sending = retrier.run { try await cloud.modify(operations, in: zone, atomic: false) }
+                    let cursor = batch.latestVersion
+                    upcoming = try await store { try await adapter.pendingChanges(limit: size, after: cursor) }
+                    results = try await sending
                     if state.effectiveBatchSize(configured: options.batchSize) == size {
                         state.recordCleanBatch(configured: options.batchSize, now: environment.now())
                         let grown = state.effectiveBatchSize(configured: options.batchSize)
@@ -344,13 +363,23 @@ struct AdapterSyncRun {
                     }
                 }
             }
+            // The next batch: what was read meanwhile, minus this batch's records (their outcome is
+            // committed now; a record edited again meanwhile goes in a later round).
+            if quotaError == nil, let upcoming {
+                let next = upcoming.excluding(batch.recordIDs, limit: size)
+                if !next.isEmpty {
+                    let nextBatch = try UploadBatch(next, configuration: configuration, writerStamp: writerStamp)
+                    update.metadata.merge(nextBatch.intents()) { current, _ in current }
+                    prepared = nextBatch
+                }
+            }
             update.zoneState = state.encoded()
             try await store { [update] in try await adapter.markUploaded(update) }
             done += settledCount
             observer(
                 .didUpload(
-                    adapter: name, saved: update.metadata.count, deleted: update.removedMetadata.count,
-                    failed: update.failures.count))
+                    adapter: name, saved: update.metadata.count - (prepared?.sent.count ?? 0),
+                    deleted: update.removedMetadata.count, failed: update.failures.count))
             observer(.progress(adapter: name, done: min(done, total), total: total))
             if let quotaError {
                 throw SyncError(
@@ -371,7 +400,7 @@ struct AdapterSyncRun {
             guard idleRounds < Self.maximumIdleRounds else {
                 throw SyncError(
                     .conflictsUnresolved,
-                    "\(pending.count) records kept meeting concurrent changes for \(idleRounds) rounds; they stay pending for the next sync",
+                    "\(batch.recordIDs.count) records kept meeting concurrent changes for \(idleRounds) rounds; they stay pending for the next sync",
                     adapter: name)
             }
         }
@@ -381,28 +410,11 @@ struct AdapterSyncRun {
 
     /// Runs a cloud call, retrying transient failures as the retry policy says.
     private func retrying<T>(_ body: () async throws -> T) async throws -> T {
-        var attempt = 0
-        while true {
-            do {
-                return try await body()
-            } catch let error as CloudError where error.code.isTransient {
-                attempt += 1
-                guard attempt < configuration.retry.maxAttempts else {
-                    throw SyncError(
-                        .retriesExhausted,
-                        "the cloud kept failing (\(error.code)) after \(attempt) attempts; everything unsent stays pending for the next sync",
-                        adapter: name, underlying: error)
-                }
-                let delay = error.retryAfter ?? configuration.retry.backoff(afterAttempt: attempt, jitter: environment.jitter())
-                observer(.retrying(adapter: name, error: error, attempt: attempt, delay: delay))
-                try await environment.sleep(delay)
-            } catch let error as CloudError where error.code == .notAuthenticated {
-                throw SyncError(
-                    .notAuthenticated,
-                    "the cloud rejected the gateway's credentials (\(error.message)); check the cloud section of the configuration and sign in again",
-                    adapter: name, underlying: error)
-            }
-        }
+        try await retrier.run(body)
+    }
+
+    var retrier: CloudRetrier {
+        CloudRetrier(policy: configuration.retry, environment: environment, observer: observer, adapter: name)
     }
 
     /// Runs an adapter call, naming the adapter in its failure.
@@ -429,8 +441,46 @@ struct AdapterSyncRun {
     }
 }
 
+/// Retries transient cloud failures; a value, so a child task can use it.
+struct CloudRetrier: Sendable {
+    let policy: RetryPolicy
+    let environment: SyncEnvironment
+    let observer: @Sendable (SyncEvent) -> Void
+    let adapter: String
+
+    func run<T>(_ body: () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch let error as CloudError where error.code.isTransient {
+                attempt += 1
+                guard attempt < policy.maxAttempts else {
+                    throw SyncError(
+                        .retriesExhausted,
+                        "the cloud kept failing (\(error.code)) after \(attempt) attempts; everything unsent stays pending for the next sync",
+                        adapter: adapter, underlying: error)
+                }
+                let delay = error.retryAfter ?? policy.backoff(afterAttempt: attempt, jitter: environment.jitter())
+                observer(.retrying(adapter: adapter, error: error, attempt: attempt, delay: delay))
+                try await environment.sleep(delay)
+            } catch let error as CloudError where error.code == .notAuthenticated {
+                throw SyncError(
+                    .notAuthenticated,
+                    "the cloud rejected the gateway's credentials (\(error.message)); check the cloud section of the configuration and sign in again",
+                    adapter: adapter, underlying: error)
+            }
+        }
+    }
+}
+
 /// The cloud operations for one batch of pending changes.
 struct UploadBatch {
+    /// Every record of the batch, sent or settled locally.
+    var recordIDs: Set<RecordID> { Set(versions.keys).union(settledLocally.keys) }
+    /// The highest change-log version in the batch.
+    var latestVersion: Int64? { (Array(versions.values) + Array(settledLocally.values)).max() }
+
     /// Each saved record's metadata with the values about to be sent remembered.
     func intents() -> [RecordID: Data] {
         var intents: [RecordID: Data] = [:]

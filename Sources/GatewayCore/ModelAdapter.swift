@@ -25,9 +25,11 @@ public protocol ModelAdapter: Sendable {
     /// How many records have local changes not yet in the cloud (failed records included).
     func pendingChangeCount() async throws -> Int
 
-    /// Up to `limit` local changes to upload, saves and deletes together, oldest version first.
-    /// Records marked failed are left out until they change again or failures are cleared.
-    func pendingChanges(limit: Int) async throws -> PendingChanges
+    /// Up to `limit` local changes to upload, saves and deletes together, oldest version first,
+    /// only those with a version above `after` when it is given (the synchronizer reads the next
+    /// batch while one is in flight). Records marked failed are left out until they change again
+    /// or failures are cleared.
+    func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges
 
     /// What the store holds for each record: metadata, pending version, and the current values of
     /// records with pending changes (the only ones the synchronizer merges; adapters may leave
@@ -63,6 +65,13 @@ public protocol ModelAdapter: Sendable {
     func changeSignals() -> ChangeSignals
 }
 
+extension ModelAdapter {
+    /// Up to `limit` local changes to upload, oldest first.
+    public func pendingChanges(limit: Int) async throws -> PendingChanges {
+        try await pendingChanges(limit: limit, after: nil)
+    }
+}
+
 /// Local changes waiting to be uploaded.
 public struct PendingChanges: Sendable, Equatable {
     /// Records saved locally, with their current values.
@@ -77,6 +86,16 @@ public struct PendingChanges: Sendable, Equatable {
 
     /// Whether nothing is pending.
     public var isEmpty: Bool { saves.isEmpty && deletes.isEmpty }
+
+    /// The changes of records not in `excluded`, the oldest `limit` of them.
+    public func excluding(_ excluded: Set<RecordID>, limit: Int) -> PendingChanges {
+        let saves = self.saves.filter { !excluded.contains($0.record.id) }
+        let deletes = self.deletes.filter { !excluded.contains($0.recordID) }
+        let versions = (saves.map(\.version) + deletes.map(\.version)).sorted()
+        guard limit > 0, versions.count > limit else { return PendingChanges(saves: limit > 0 ? saves : [], deletes: limit > 0 ? deletes : []) }
+        let cutoff = versions[limit - 1]
+        return PendingChanges(saves: saves.filter { $0.version <= cutoff }, deletes: deletes.filter { $0.version <= cutoff })
+    }
     /// How many changes there are.
     public var count: Int { saves.count + deletes.count }
 }

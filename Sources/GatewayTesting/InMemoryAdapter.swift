@@ -76,9 +76,9 @@ public actor InMemoryAdapter: ModelAdapter {
 
     public func pendingChangeCount() -> Int { storage.changeLog.count }
 
-    public func pendingChanges(limit: Int) -> PendingChanges {
+    public func pendingChanges(limit: Int, after: Int64?) -> PendingChanges {
         let entries = storage.changeLog
-            .filter { id, version in storage.failures[id]?.version != version }
+            .filter { id, version in storage.failures[id]?.version != version && version > (after ?? 0) }
             .sorted { $0.value < $1.value }
             .prefix(max(0, limit))
         var pending = PendingChanges()

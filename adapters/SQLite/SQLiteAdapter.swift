@@ -85,7 +85,7 @@ public final class SQLiteAdapter: ModelAdapter {
         }
     }
 
-    public func pendingChanges(limit: Int) async throws -> PendingChanges {
+    public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         let zone = zoneID
         return try await write { db, catalog in
             let entries = try Row.fetchCursor(
@@ -93,10 +93,11 @@ public final class SQLiteAdapter: ModelAdapter {
                 sql: """
                     SELECT c.record_name, c.table_name, c.version, r.metadata
                     FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
-                    WHERE NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
+                    WHERE c.version > ?
+                      AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
                     ORDER BY c.version LIMIT ?
                     """,
-                arguments: [max(0, limit)])
+                arguments: [after ?? 0, max(0, limit)])
             var pending = PendingChanges()
             while let entry = try entries.next() {
                 let recordName: String = entry[0]
