@@ -188,6 +188,9 @@ struct AdapterSyncRun {
         let ids = incoming.map(\.0)
         let local = ids.isEmpty ? [:] : try await store { try await adapter.localState(for: ids) }
         var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
+        changes.writes.reserveCapacity(incoming.count)
+        changes.state.metadata.reserveCapacity(incoming.count)
+        changes.expectedPendingVersions.reserveCapacity(incoming.count)
         for (id, stamped) in incoming {
             let ownWrite = stamped?.fields[configuration.deviceIDField] == .string(writerStamp)
             let server = stamped.map(stripped)
@@ -289,6 +292,9 @@ struct AdapterSyncRun {
                 }
             }
             var update = SyncStateUpdate(settled: batch.settledLocally, zoneState: Data())
+            // Room for this batch's outcome and the next batch's intents.
+            update.metadata.reserveCapacity(2 * size)
+            update.settled.reserveCapacity(size)
             for id in batch.settledLocally.keys where batch.metadata[id] != nil { update.removedMetadata.insert(id) }
             var settledCount = batch.settledLocally.count
             var conflicts: [(RecordID, Record?)] = []
@@ -506,6 +512,12 @@ struct UploadBatch {
     var settledLocally: [RecordID: Int64] = [:]
 
     init(_ pending: PendingChanges, configuration: SyncConfiguration, writerStamp: String) throws {
+        let count = pending.count
+        operations.reserveCapacity(count)
+        versions.reserveCapacity(count)
+        sent.reserveCapacity(count)
+        fingerprints.reserveCapacity(count)
+        metadata.reserveCapacity(count)
         for save in pending.saves {
             let id = save.record.id
             let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
