@@ -45,11 +45,6 @@ public struct BinaryWriter: Sendable {
         writeVarint(UInt64(value.count))
         bytes.append(contentsOf: value)
     }
-
-    public mutating func writeBytes(_ value: [UInt8]) {
-        writeVarint(UInt64(value.count))
-        bytes.append(contentsOf: value)
-    }
 }
 
 /// Reads what ``BinaryWriter`` wrote, checking every length against the input.
@@ -120,10 +115,6 @@ public struct BinaryReader {
 
     public mutating func readData() throws(BinaryDecodingError) -> Data {
         Data(try take(try readLength()))
-    }
-
-    public mutating func readBytes() throws(BinaryDecodingError) -> [UInt8] {
-        Array(try take(try readLength()))
     }
 }
 

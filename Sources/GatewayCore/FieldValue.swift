@@ -26,22 +26,6 @@ public enum FieldValue: Hashable, Sendable, Codable {
     /// Ciphertext made by the gateway. Clouds store it opaquely; only the gateway can decrypt it.
     case encrypted(Data)
 
-    /// A short name for the value's kind, used in error messages (never the value itself).
-    public var kindName: String {
-        switch self {
-        case .string: "string"
-        case .int64: "int64"
-        case .double: "double"
-        case .timestamp: "timestamp"
-        case .bytes: "bytes"
-        case .reference: "reference"
-        case .asset: "asset"
-        case .location: "location"
-        case .list: "list"
-        case .encrypted: "encrypted"
-        }
-    }
-
     /// Every asset reference in this value, including those inside lists.
     public var assetReferences: [AssetReference] {
         switch self {

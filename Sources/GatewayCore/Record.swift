@@ -31,8 +31,8 @@ public struct Record: Hashable, Sendable, Codable {
         set { fields[field] = newValue }
     }
 
-    /// Every asset this record references, in field-name order.
+    /// Every asset this record references (in no particular order).
     public var assetReferences: [AssetReference] {
-        fields.keys.sorted().flatMap { fields[$0]!.assetReferences }
+        fields.values.flatMap(\.assetReferences)
     }
 }

@@ -30,17 +30,6 @@ public enum RecordOperation: Hashable, Sendable {
         case .delete, .forceDelete: nil
         }
     }
-
-    /// A short name for the operation, as CloudKit Web Services spells it.
-    public var name: String {
-        switch self {
-        case .create: "create"
-        case .replace: "replace"
-        case .forceReplace: "forceReplace"
-        case .delete: "delete"
-        case .forceDelete: "forceDelete"
-        }
-    }
 }
 
 /// The outcome of one ``RecordOperation``: CloudKit's per-record result inside a partial failure.
