@@ -15,11 +15,16 @@ let package = Package(
         .library(name: "EmbeddedCloud", targets: ["EmbeddedCloud"]),
         .library(name: "GatewayTesting", targets: ["GatewayTesting"]),
         .library(name: "SQLiteAdapter", targets: ["SQLiteAdapter"]),
+        .library(name: "GatewayService", targets: ["GatewayService"]),
+        .library(name: "GatewayKinds", targets: ["GatewayKinds"]),
+        .executable(name: "gateway", targets: ["gateway"]),
         .executable(name: "gateway-bench", targets: ["GatewayBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -41,6 +46,26 @@ let package = Package(
             name: "SQLiteAdapter",
             dependencies: ["GatewayCore", .product(name: "GRDB", package: "GRDB.swift")],
             path: "adapters/SQLite",
+            swiftSettings: strictSettings
+        ),
+        // Config, registry and runtime of the gateway; no database library (kinds bring theirs).
+        .target(
+            name: "GatewayService",
+            dependencies: ["GatewayCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strictSettings
+        ),
+        // The adapter and cloud kinds this build ships, registered by name.
+        .target(
+            name: "GatewayKinds",
+            dependencies: ["GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "gateway",
+            dependencies: [
+                "GatewayCore", "GatewayService", "GatewayKinds",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -67,6 +92,14 @@ let package = Package(
             name: "SQLiteAdapterTests",
             dependencies: [
                 "GatewayCore", "SQLiteAdapter", "EmbeddedCloud", "GatewayTesting", "SQLiteWriter",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "GatewayServiceTests",
+            dependencies: [
+                "GatewayCore", "GatewayService", "GatewayKinds", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

@@ -347,18 +347,27 @@ public final class SQLiteAdapter: ModelAdapter {
         var byTable: [String: ResolvedTable] = [:]
         var byType: [String: ResolvedTable] = [:]
         for mapping in configuration.tables {
-            let table = try ResolvedTable(mapping, db: db, path: configuration.path)
+            let table: ResolvedTable
+            do {
+                table = try ResolvedTable(mapping, db: db, path: configuration.path)
+            } catch var error as SQLiteAdapterError {
+                error.table = mapping.table
+                throw error
+            }
             guard byTable[table.table] == nil else {
-                throw SQLiteAdapterError(.invalidMapping, "table \(table.table) is configured twice in adapter \(configuration.name)")
+                throw SQLiteAdapterError(
+                    .invalidMapping, "table \(table.table) is configured twice in adapter \(configuration.name)", table: mapping.table)
             }
             guard byType[table.recordType] == nil else {
                 throw SQLiteAdapterError(
-                    .invalidMapping, "record type \(table.recordType) is used by two tables of adapter \(configuration.name)")
+                    .invalidMapping, "record type \(table.recordType) is used by two tables of adapter \(configuration.name)",
+                    table: mapping.table)
             }
             for other in byTable.values where Self.namesMayCollide(table.template, other.template) {
                 throw SQLiteAdapterError(
                     .invalidMapping,
-                    "tables \(other.table) and \(table.table) would give records the same names; use record_name: \"<Type>.<pk>\"")
+                    "tables \(other.table) and \(table.table) would give records the same names; use record_name: \"<Type>.<pk>\"",
+                    table: mapping.table)
             }
             byTable[table.table] = table
             byType[table.recordType] = table

@@ -24,11 +24,20 @@ public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     public var message: String
     public var underlying: (any Error)?
+    /// The configured table the error is about, when it is about one.
+    public var table: String?
 
-    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil, table: String? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
+        self.table = table
+    }
+
+    /// Whether the error says the database does not match the configuration (rather than that
+    /// it failed): a missing table or column, no primary key, or an inconsistent mapping.
+    public var isMappingMismatch: Bool {
+        [.missingTable, .missingColumn, .noPrimaryKey, .invalidMapping].contains(code)
     }
 
     public var description: String {

@@ -1,0 +1,101 @@
+import GatewayCore
+
+/// The keys every adapter entry has, whatever its kind: `name`, `kind`, `zone`, the merge keys,
+/// `batch_size` and `on_zone_deleted`. The kind reads its own keys from the same entry.
+public struct AdapterSettings: Sendable, Decodable {
+    /// `name`: unique in the config; letters, digits, `-`, `_` and `.`.
+    public var name: Located<String>
+    /// `kind`: which registered ``AdapterKind`` handles the entry (`sqlite`, ...).
+    public var kind: Located<String>
+    /// `zone`: the record zone the adapter syncs with.
+    public var zone: Located<String>
+    /// Merge keys that override the gateway's.
+    public var merge: MergeOverride
+    /// `batch_size`: overrides the gateway's.
+    public var batchSize: Located<Int>?
+    /// `on_zone_deleted`: overrides the gateway's.
+    public var onZoneDeleted: ZoneDeletedPolicy?
+
+    enum CodingKeys: String, CodingKey {
+        case name, kind, zone, batchSize = "batch_size", onZoneDeleted = "on_zone_deleted"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(Located<String>.self, forKey: .name)
+        guard DeviceIdentity.isValid(name.value) else {
+            throw name.problem(.invalidValue, "adapter names use 1 to 64 letters, digits, '-', '_' or '.'")
+        }
+        kind = try container.decode(Located<String>.self, forKey: .kind)
+        zone = try container.decode(Located<String>.self, forKey: .zone)
+        if let problem = ZoneNameRules.problem(with: zone.value) { throw zone.problem(.invalidValue, problem) }
+        merge = try MergeOverride(from: decoder)
+        batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize)
+        if let batchSize, batchSize.value < 1 { throw batchSize.problem(.invalidValue, "must be at least 1") }
+        onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted)
+    }
+
+    public var zoneID: ZoneID { ZoneID(zoneName: zone.value) }
+}
+
+/// Settings of one record type that every kind shares, read from the kind's table (or record
+/// type) entry: merge overrides, `encrypted`, `assets` and `force_data`.
+public struct RecordTypeSettings: Sendable, Decodable {
+    /// The record type; set by the kind, which knows its default (the table name, ...).
+    public var recordType: String
+    /// Merge keys that override the adapter's for this record type.
+    public var merge: MergeOverride
+    /// `encrypted`: fields encrypted before upload.
+    public var encrypted: [Located<String>]
+    /// `assets`: fields uploaded as assets.
+    public var assets: [Located<String>]
+    /// `force_data`: send binary fields inline instead of as assets.
+    public var forceData: Bool?
+    /// Where the entry is.
+    public var location: ConfigLocation?
+    /// The entry's key path.
+    public var path: String
+
+    enum CodingKeys: String, CodingKey {
+        case encrypted, assets, forceData = "force_data"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        recordType = ""
+        merge = try MergeOverride(from: decoder)
+        encrypted = try container.decodeIfPresent([Located<String>].self, forKey: .encrypted) ?? []
+        assets = try container.decodeIfPresent([Located<String>].self, forKey: .assets) ?? []
+        forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData)
+        location = decoder.configLocation
+        path = decoder.configPath
+    }
+
+    public init(recordType: String, merge: MergeOverride = MergeOverride()) {
+        self.recordType = recordType
+        self.merge = merge
+        encrypted = []
+        assets = []
+        forceData = nil
+        location = nil
+        path = ""
+    }
+}
+
+/// What CloudKit accepts as a zone name that can sync.
+public enum ZoneNameRules {
+    /// Why CloudKit would reject `name`, or `nil` when it is fine.
+    public static func problem(with name: String) -> String? {
+        if name.isEmpty { return "a zone name must not be empty" }
+        if name.utf8.count > 255 { return "a zone name is at most 255 bytes" }
+        if name == "_defaultZone" {
+            return "the default zone has no change feed and cannot sync; name a custom zone such as NotesZone"
+        }
+        if name.hasPrefix("_") { return "zone names starting with '_' are reserved by CloudKit" }
+        let allowed = name.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == ".")
+        }
+        if !allowed { return "zone names use ASCII letters, digits, '_', '-' and '.'" }
+        return nil
+    }
+}

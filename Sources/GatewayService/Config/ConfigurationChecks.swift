@@ -1,0 +1,106 @@
+import GatewayCore
+
+/// Checks across sections that no single section can make: unique names, merge resolvers that
+/// exist, batch sizes the cloud accepts, encrypted fields with keys to encrypt them.
+struct ConfigurationChecks {
+    let configuration: GatewayConfiguration
+    let registry: GatewayRegistry
+
+    func run() throws {
+        try checkNames()
+        try checkBatchSizes()
+        try checkMerge()
+        try checkFieldSettings()
+    }
+
+    private func checkNames() throws {
+        var names: [String: AdapterSettings] = [:]
+        var stores: [String: String] = [:]
+        for adapter in configuration.adapters {
+            if let first = names[adapter.name] {
+                throw adapter.settings.name.problem(
+                    .duplicateName,
+                    "adapter name '\(adapter.name)' is already used at line \(first.name.location?.line ?? 0); adapter names must be unique")
+            }
+            names[adapter.name] = adapter.settings
+            if let store = adapter.plan.storeIdentity {
+                if let other = stores[store] {
+                    throw adapter.settings.name.problem(
+                        .duplicateName, "adapters '\(other)' and '\(adapter.name)' use the same store; give each store one adapter")
+                }
+                stores[store] = adapter.name
+            }
+        }
+    }
+
+    private func checkBatchSizes() throws {
+        let maximum = configuration.cloud.plan.limits.maxOperationsPerRequest
+        let sizes = [configuration.settings.batchSize] + configuration.adapters.compactMap(\.settings.batchSize)
+        for size in sizes where size.value > maximum {
+            throw size.problem(.invalidValue, "\(size.value) is more than the cloud's max_operations (\(maximum))")
+        }
+    }
+
+    private func checkMerge() throws {
+        let gatewayLevel = configuration.settings.merge
+        try checkMergeLevel(gatewayLevel, effective: gatewayLevel.applied(to: MergeSettings()))
+        for adapter in configuration.adapters {
+            let options = configuration.syncOptions(for: adapter)
+            try checkMergeLevel(adapter.settings.merge, effective: options.merge, inherited: gatewayLevel)
+            for recordType in adapter.plan.recordTypes where !recordType.merge.isEmpty {
+                try checkMergeLevel(
+                    recordType.merge, effective: options.mergeSettings(for: recordType.recordType),
+                    inherited: adapter.settings.merge.isEmpty ? gatewayLevel : adapter.settings.merge)
+            }
+        }
+    }
+
+    /// Checks one level's merge keys given what they amount to with the levels above.
+    private func checkMergeLevel(_ level: MergeOverride, effective: MergeSettings, inherited: MergeOverride? = nil) throws {
+        if let resolver = level.resolver {
+            guard effective.policy == .custom else {
+                throw resolver.problem(.inconsistent, "merge_resolver is used only with merge_policy: custom")
+            }
+            guard registry.resolvers[resolver.value] != nil else {
+                let known = registry.resolvers.keys.sorted()
+                let list = known.isEmpty ? "none are registered in this build" : "registered: \(known.joined(separator: ", "))"
+                throw resolver.problem(
+                    .invalidValue,
+                    "no merge resolver named '\(resolver.value)'; \(list)\(KeySuggestion.hint(for: resolver.value, in: known))")
+            }
+        }
+        if let policy = level.policy, policy.value == .custom, effective.resolverName == nil {
+            throw policy.problem(.inconsistent, "merge_policy: custom needs merge_resolver: NAME, a resolver registered in code")
+        }
+    }
+
+    private func checkFieldSettings() throws {
+        for adapter in configuration.adapters {
+            for recordType in adapter.plan.recordTypes {
+                var seen: Set<String> = []
+                for field in recordType.encrypted {
+                    guard seen.insert(field.value).inserted else {
+                        throw field.problem(.duplicateName, "field '\(field.value)' is listed twice")
+                    }
+                    if configuration.encryption.keys.isEmpty {
+                        throw field.problem(
+                            .inconsistent, "encrypted fields need a key: add encryption.keys (create one with `gateway keygen`)")
+                    }
+                }
+            }
+        }
+        // Reported after the checks above so a config gets every other finding first.
+        for adapter in configuration.adapters {
+            for recordType in adapter.plan.recordTypes {
+                if let field = recordType.encrypted.first {
+                    throw field.problem(
+                        .unsupported, "field encryption is not available in this build yet; remove 'encrypted' to sync this field in clear")
+                }
+                if let field = recordType.assets.first {
+                    throw field.problem(
+                        .unsupported, "the asset pipeline is not available in this build yet; binary fields are sent inline, so remove 'assets'")
+                }
+            }
+        }
+    }
+}

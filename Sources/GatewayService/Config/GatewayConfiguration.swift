@@ -1,0 +1,190 @@
+import Foundation
+import GatewayCore
+import Yams
+
+/// A loaded and checked `config.yaml`: everything the gateway needs before it touches a store.
+///
+/// Loading reads the file and checks it, and writes nothing: a broken config leaves no trace.
+public struct GatewayConfiguration: Sendable {
+    /// The config file as the user named it (messages use this form).
+    public var file: String
+    /// The `gateway:` section.
+    public var settings: GatewaySettings
+    /// Paths for kinds: the config's folder and the resolved `state_dir`.
+    public var context: ConfigContext
+    /// The `cloud:` section.
+    public var cloud: CloudConfiguration
+    /// The `encryption:` section.
+    public var encryption: EncryptionSettings
+    /// The `adapters:` list, in order.
+    public var adapters: [AdapterConfiguration]
+    /// Merge resolvers by name, from the registry.
+    public var resolvers: [String: any ConflictResolver]
+
+    /// Reads, decodes and checks a config file.
+    /// - Parameters:
+    ///   - file: the path as given; relative paths inside the file are resolved against its folder.
+    ///   - environment: the variables `${VAR}` expands from.
+    /// - Throws: ``ConfigError`` naming the file, line and column.
+    public static func load(
+        file: String, registry: GatewayRegistry, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> GatewayConfiguration {
+        let url = URL(fileURLWithPath: file)
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            let reason = FileManager.default.fileExists(atPath: url.path) ? "it cannot be read" : "it does not exist"
+            throw ConfigError(
+                .unreadableFile, "\(file): cannot read the configuration: \(reason); pass --config PATH or run `gateway init`",
+                underlying: error)
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(.invalidYAML, "\(file): the configuration is not UTF-8 text")
+        }
+        return try parse(
+            yaml: text, file: file, baseDirectory: url.deletingLastPathComponent().path, registry: registry,
+            environment: environment)
+    }
+
+    /// Decodes and checks config text.
+    public static func parse(
+        yaml text: String, file: String, baseDirectory: String, registry: GatewayRegistry, environment: [String: String]
+    ) throws -> GatewayConfiguration {
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: text) else {
+                throw ConfigError(.invalidYAML, "\(file): the configuration is empty; run `gateway init` for a starter")
+            }
+            root = node
+        } catch let error as YamlError {
+            throw Self.yamlError(error, file: file)
+        }
+        let session = ConfigDecodingSession(file: file, environment: environment)
+        let decoder = ConfigNodeDecoder(node: root, codingPath: [], session: session, fallbackMark: root.mark)
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try ConfigurationReader(file: file, baseDirectory: baseDirectory, registry: registry).read(decoder)
+        } catch let error as ConfigError {
+            // A misspelt key often surfaces first as a missing or wrongly typed neighbour; the
+            // unknown key is the better report when it comes earlier in the file.
+            if let unknown = session.firstUnknownKey(), Self.comesBefore(unknown, error) { throw unknown }
+            throw error
+        }
+        if let unknown = session.firstUnknownKey() { throw unknown }
+        try ConfigurationChecks(configuration: configuration, registry: registry).run()
+        return configuration
+    }
+
+    private static func comesBefore(_ a: ConfigError, _ b: ConfigError) -> Bool {
+        guard let left = a.location else { return false }
+        guard let right = b.location else { return true }
+        return (left.line, left.column) <= (right.line, right.column)
+    }
+
+    static func yamlError(_ error: YamlError, file: String) -> ConfigError {
+        func at(_ mark: Mark) -> ConfigLocation { ConfigLocation(file: file, line: mark.line, column: mark.column) }
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            let detail = context.map { "\(problem) \($0.text)" } ?? problem
+            return ConfigError(.invalidYAML, "invalid YAML: \(detail)", at: at(mark), underlying: error)
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            let keys = duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")
+            return ConfigError(.invalidYAML, "key \(keys) appears twice in one mapping", at: at(context.mark), underlying: error)
+        case .reader(let problem, _, _, _):
+            return ConfigError(.invalidYAML, "\(file): invalid YAML: \(problem)", underlying: error)
+        default:
+            return ConfigError(.invalidYAML, "\(file): invalid YAML", underlying: error)
+        }
+    }
+
+    /// The ``SyncConfiguration`` for a synchronizer of this config.
+    public func syncConfiguration(deviceID: String) -> SyncConfiguration {
+        SyncConfiguration(
+            compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, retry: settings.retry.policy,
+            resolvers: resolvers)
+    }
+
+    /// The sync options of one adapter: its overrides on top of the gateway's settings.
+    public func syncOptions(for adapter: AdapterConfiguration) -> AdapterSyncOptions {
+        let base = settings.merge.applied(to: MergeSettings())
+        let merge = adapter.settings.merge.applied(to: base)
+        var byType: [String: MergeSettings] = [:]
+        for recordType in adapter.plan.recordTypes where !recordType.merge.isEmpty {
+            byType[recordType.recordType] = recordType.merge.applied(to: merge)
+        }
+        return AdapterSyncOptions(
+            batchSize: adapter.settings.batchSize?.value ?? settings.batchSize.value, merge: merge, mergeByRecordType: byType,
+            onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted)
+    }
+
+    /// The adapter named `name`.
+    public func adapter(named name: String) -> AdapterConfiguration? {
+        adapters.first { $0.name == name }
+    }
+}
+
+/// The `cloud:` section: which kind, and the kind's decoded plan.
+public struct CloudConfiguration: Sendable {
+    public var kind: String
+    public var plan: any CloudPlan
+}
+
+/// One entry of `adapters:`.
+public struct AdapterConfiguration: Sendable {
+    public var settings: AdapterSettings
+    public var plan: any AdapterPlan
+    public var name: String { settings.name.value }
+}
+
+/// Walks the root mapping in dependency order: `gateway` first (its `state_dir` is needed to
+/// resolve the others), then `cloud`, `encryption` and `adapters`.
+struct ConfigurationReader {
+    let file: String
+    let baseDirectory: String
+    let registry: GatewayRegistry
+
+    enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters }
+    enum KindKey: String, CodingKey { case kind }
+
+    func read(_ decoder: ConfigNodeDecoder) throws -> GatewayConfiguration {
+        let root = try decoder.container(keyedBy: RootKeys.self)
+        let settings = try root.decodeIfPresent(GatewaySettings.self, forKey: .gateway) ?? GatewaySettings()
+        let context = ConfigContext(baseDirectory: baseDirectory, stateDirectory: settings.stateDirectory.value)
+
+        let cloudDecoder = try root.superDecoder(forKey: .cloud)
+        let cloudKind = try cloudDecoder.container(keyedBy: KindKey.self).decodeIfPresent(Located<String>.self, forKey: .kind)
+        let kindName = cloudKind?.value ?? "embedded"
+        guard let kind = registry.cloudKinds[kindName] else {
+            let known = registry.cloudKinds.keys.sorted()
+            throw (cloudKind ?? Located(kindName)).problem(
+                .unknownKind,
+                "unknown cloud kind '\(kindName)'; this build has \(known.joined(separator: ", "))\(KeySuggestion.hint(for: kindName, in: known))")
+        }
+        let cloud = CloudConfiguration(kind: kindName, plan: try kind.decodePlan(from: cloudDecoder, context: context))
+
+        let encryption = try root.decodeIfPresent(EncryptionSettings.self, forKey: .encryption) ?? EncryptionSettings()
+
+        var adapters: [AdapterConfiguration] = []
+        if try !root.decodeNil(forKey: .adapters) {
+            var list = try root.nestedUnkeyedContainer(forKey: .adapters)
+            while !list.isAtEnd {
+                let entry = try list.superDecoder()
+                let settings = try AdapterSettings(from: entry)
+                guard let kind = registry.adapterKinds[settings.kind.value] else {
+                    let known = registry.adapterKinds.keys.sorted()
+                    throw settings.kind.problem(
+                        .unknownKind,
+                        "unknown adapter kind '\(settings.kind.value)'; this build has \(known.joined(separator: ", "))"
+                            + KeySuggestion.hint(for: settings.kind.value, in: known))
+                }
+                let plan = try kind.decodePlan(settings: settings, from: entry, context: context)
+                adapters.append(AdapterConfiguration(settings: settings, plan: plan))
+            }
+        }
+        return GatewayConfiguration(
+            file: file, settings: settings, context: context, cloud: cloud, encryption: encryption, adapters: adapters,
+            resolvers: registry.resolvers)
+    }
+}

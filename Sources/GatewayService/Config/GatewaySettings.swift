@@ -1,0 +1,194 @@
+import Foundation
+import GatewayCore
+
+/// The `gateway:` section: settings of the gateway as a whole. Every key is optional.
+public struct GatewaySettings: Sendable, Decodable {
+    /// `state_dir` (default `.gateway`): the process lock, the device id and, by default, the
+    /// embedded cloud. Relative to the config file's folder.
+    public var stateDirectory: Located<String>
+    /// `compatibility_version` (default 1): records from a higher version are refused.
+    public var compatibilityVersion: Int64
+    /// `batch_size` (default 200): the largest upload batch; it shrinks on limit errors.
+    public var batchSize: Located<Int>
+    /// `merge_policy`, `merge_prefers`, `merge_resolver`: how conflicts are resolved (default
+    /// `merge`, preferring the server).
+    public var merge: MergeOverride
+    /// `sync_interval` (default 60s): how often the service syncs without a signal.
+    public var syncInterval: ConfigDuration
+    /// `retry`: how transient cloud errors are retried.
+    public var retry: RetrySettings
+    /// `on_zone_deleted` (default `recreate`): what to do when a zone was deleted in the cloud.
+    public var onZoneDeleted: ZoneDeletedPolicy
+    /// `control`: the service's HTTP control server.
+    public var control: ControlSettings
+    /// `device_id` (default: generated once and kept in `state_dir`): how this gateway stamps its
+    /// writes. Set it when `state_dir` does not survive restarts (containers).
+    public var deviceID: Located<String>?
+
+    enum CodingKeys: String, CodingKey {
+        case stateDirectory = "state_dir", compatibilityVersion = "compatibility_version", batchSize = "batch_size"
+        case syncInterval = "sync_interval", retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
+    }
+
+    public init() {
+        stateDirectory = Located(".gateway")
+        compatibilityVersion = 1
+        batchSize = Located(200)
+        merge = MergeOverride()
+        syncInterval = ConfigDuration(.seconds(60), text: "60s")
+        retry = RetrySettings()
+        onZoneDeleted = .recreate
+        control = ControlSettings()
+        deviceID = nil
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init()
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        stateDirectory = try container.decodeIfPresent(Located<String>.self, forKey: .stateDirectory) ?? stateDirectory
+        guard !stateDirectory.value.isEmpty else { throw stateDirectory.problem(.invalidValue, "must not be empty") }
+        let version = try container.decodeIfPresent(Located<Int64>.self, forKey: .compatibilityVersion)
+        if let version, version.value < 0 { throw version.problem(.invalidValue, "must be 0 or more") }
+        compatibilityVersion = version?.value ?? compatibilityVersion
+        batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize) ?? batchSize
+        guard batchSize.value >= 1 else { throw batchSize.problem(.invalidValue, "must be at least 1") }
+        merge = try MergeOverride(from: decoder)
+        syncInterval = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .syncInterval).map {
+            guard $0.value.duration > .zero else { throw $0.problem(.invalidValue, "must be longer than 0s") }
+            return $0.value
+        } ?? syncInterval
+        retry = try container.decodeIfPresent(RetrySettings.self, forKey: .retry) ?? retry
+        onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted) ?? onZoneDeleted
+        control = try container.decodeIfPresent(ControlSettings.self, forKey: .control) ?? control
+        deviceID = try container.decodeIfPresent(Located<String>.self, forKey: .deviceID)
+        if let deviceID, !DeviceIdentity.isValid(deviceID.value) {
+            throw deviceID.problem(.invalidValue, "use 1 to 64 letters, digits, '-', '_' or '.'")
+        }
+    }
+}
+
+/// `merge_policy`, `merge_prefers` and `merge_resolver`, at the gateway, adapter or record-type
+/// level; a level that leaves one out inherits it from the level above.
+public struct MergeOverride: Sendable, Decodable {
+    public var policy: Located<MergePolicy>?
+    public var prefers: Located<MergePreference>?
+    public var resolver: Located<String>?
+
+    enum CodingKeys: String, CodingKey {
+        case policy = "merge_policy", prefers = "merge_prefers", resolver = "merge_resolver"
+    }
+
+    public init(policy: MergePolicy? = nil, prefers: MergePreference? = nil, resolver: String? = nil) {
+        self.policy = policy.map { Located($0) }
+        self.prefers = prefers.map { Located($0) }
+        self.resolver = resolver.map { Located($0) }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        policy = try container.decodeIfPresent(Located<MergePolicy>.self, forKey: .policy)
+        prefers = try container.decodeIfPresent(Located<MergePreference>.self, forKey: .prefers)
+        resolver = try container.decodeIfPresent(Located<String>.self, forKey: .resolver)
+    }
+
+    /// These settings on top of `base`.
+    public func applied(to base: MergeSettings) -> MergeSettings {
+        var settings = base
+        if let policy { settings.policy = policy.value }
+        if let prefers { settings.prefers = prefers.value }
+        if let resolver { settings.resolverName = resolver.value }
+        if settings.policy != .custom { settings.resolverName = nil }
+        return settings
+    }
+
+    public var isEmpty: Bool { policy == nil && prefers == nil && resolver == nil }
+}
+
+/// `retry: { max_attempts, base_delay, max_delay }`: how transient cloud errors are retried.
+public struct RetrySettings: Sendable, Decodable {
+    /// `max_attempts` (default 5): tries in all before the adapter's sync fails.
+    public var maxAttempts: Int
+    /// `base_delay` (default 500ms): the first backoff; it doubles per attempt.
+    public var baseDelay: ConfigDuration
+    /// `max_delay` (default 60s): the longest backoff.
+    public var maxDelay: ConfigDuration
+
+    enum CodingKeys: String, CodingKey {
+        case maxAttempts = "max_attempts", baseDelay = "base_delay", maxDelay = "max_delay"
+    }
+
+    public init() {
+        maxAttempts = 5
+        baseDelay = ConfigDuration(.milliseconds(500), text: "500ms")
+        maxDelay = ConfigDuration(.seconds(60), text: "60s")
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init()
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let attempts = try container.decodeIfPresent(Located<Int>.self, forKey: .maxAttempts) {
+            guard attempts.value >= 1 else { throw attempts.problem(.invalidValue, "must be at least 1") }
+            maxAttempts = attempts.value
+        }
+        baseDelay = try container.decodeIfPresent(ConfigDuration.self, forKey: .baseDelay) ?? baseDelay
+        if let maximum = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .maxDelay) {
+            guard maximum.value.duration >= baseDelay.duration else {
+                throw maximum.problem(.invalidValue, "must be at least base_delay (\(baseDelay))")
+            }
+            maxDelay = maximum.value
+        }
+    }
+
+    public var policy: RetryPolicy {
+        RetryPolicy(maxAttempts: maxAttempts, baseDelay: baseDelay.duration, maxDelay: maxDelay.duration)
+    }
+}
+
+/// `control: { listen, token }`: the service's HTTP control server.
+public struct ControlSettings: Sendable, Decodable {
+    /// `listen` (default `127.0.0.1:8787`): `host:port` to bind.
+    public var listen: Located<String>
+    /// `token` (default empty): the bearer token `POST` requests need; required for every
+    /// request when `listen` is not a loopback address. Take it from the environment:
+    /// `token: "${GATEWAY_TOKEN}"`.
+    public var token: String
+    /// The host part of `listen`.
+    public var host: String
+    /// The port part of `listen`.
+    public var port: Int
+
+    enum CodingKeys: String, CodingKey { case listen, token }
+
+    public init() {
+        listen = Located("127.0.0.1:8787")
+        token = ""
+        host = "127.0.0.1"
+        port = 8787
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init()
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        token = try container.decodeIfPresent(String.self, forKey: .token) ?? ""
+        if let listen = try container.decodeIfPresent(Located<String>.self, forKey: .listen) {
+            guard let separator = listen.value.lastIndex(of: ":"),
+                let port = Int(listen.value[listen.value.index(after: separator)...]), (0...65_535).contains(port),
+                separator > listen.value.startIndex
+            else {
+                throw listen.problem(.invalidValue, "expected host:port, such as 127.0.0.1:8787, found '\(listen.value)'")
+            }
+            self.listen = listen
+            host = String(listen.value[..<separator]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            self.port = port
+        }
+        if !isLoopback, token.isEmpty {
+            throw self.listen.problem(
+                .inconsistent, "listening on a non-loopback address needs control.token; set it from the environment: token: \"${GATEWAY_TOKEN}\"")
+        }
+    }
+
+    /// Whether `listen` binds to this machine only.
+    public var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}

@@ -1,0 +1,91 @@
+import GatewayCore
+
+/// The per-adapter summary `gateway sync` prints when it ends.
+public enum SyncSummary {
+    /// Whether the sync moved nothing and everything synced.
+    public static func isNothingToDo(_ report: SyncReport) -> Bool {
+        report.succeeded
+            && report.adapters.allSatisfy {
+                $0.downloaded + $0.deletedLocally + $0.uploaded + $0.deletedRemotely + $0.conflictCount + $0.failedRecords == 0
+            }
+    }
+
+    /// A table with one line per adapter: downloaded, uploaded, conflicts with how they were
+    /// resolved, failed records and the outcome; failures are explained below it.
+    public static func render(_ report: SyncReport, zones: [String: String] = [:]) -> String {
+        if report.adapters.isEmpty { return "No adapters to sync: add one under 'adapters:' in the config.\n" }
+        if isNothingToDo(report) {
+            let count = report.adapters.count
+            return "Nothing to do: \(count == 1 ? "the adapter is" : "all \(count) adapters are") in sync.\n"
+        }
+        var rows: [[String]] = [["adapter", "zone", "downloaded", "uploaded", "conflicts", "failed", "result"]]
+        for adapter in report.adapters {
+            rows.append([
+                adapter.adapter, zones[adapter.adapter] ?? "",
+                counted(adapter.downloaded, deleted: adapter.deletedLocally),
+                counted(adapter.uploaded, deleted: adapter.deletedRemotely),
+                conflicts(adapter), "\(adapter.failedRecords)", outcome(adapter.outcome),
+            ])
+        }
+        var text = TextTable.render(rows, rightAligned: [2, 3, 5])
+        for adapter in report.adapters {
+            if case .failed(let code, let message) = adapter.outcome {
+                text += "error: adapter \(adapter.adapter): \(message) (\(code))\n"
+            } else if case .paused(let reason) = adapter.outcome {
+                text += "paused: adapter \(adapter.adapter): \(reason)\n"
+            }
+            if adapter.failedRecords > 0 {
+                text += "note: adapter \(adapter.adapter) has \(adapter.failedRecords) failed record(s); see `gateway status`, fix them, then `gateway retry`\n"
+            }
+        }
+        return text
+    }
+
+    private static func counted(_ written: Int, deleted: Int) -> String {
+        deleted == 0 ? "\(written)" : "\(written) (+\(deleted) deleted)"
+    }
+
+    static func conflicts(_ adapter: AdapterSyncReport) -> String {
+        guard adapter.conflictCount > 0 else { return "0" }
+        let parts = ConflictOutcome.allCases.compactMap { outcome -> String? in
+            guard let count = adapter.conflicts[outcome], count > 0 else { return nil }
+            let label = switch outcome {
+            case .serverWon: "server won"
+            case .localWon: "local won"
+            case .merged: "merged"
+            }
+            return "\(count) \(label)"
+        }
+        return "\(adapter.conflictCount) (\(parts.joined(separator: ", ")))"
+    }
+
+    private static func outcome(_ outcome: AdapterSyncReport.Outcome) -> String {
+        switch outcome {
+        case .synced: "synced"
+        case .paused: "paused"
+        case .failed: "failed"
+        }
+    }
+}
+
+/// Plain text tables with aligned columns.
+public enum TextTable {
+    /// Renders rows (the first is the header) with two spaces between columns.
+    public static func render(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
+        let columns = rows.map(\.count).max() ?? 0
+        var widths = [Int](repeating: 0, count: columns)
+        for row in rows { for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) } }
+        var text = ""
+        for row in rows {
+            var line = ""
+            for (index, cell) in row.enumerated() {
+                let padding = String(repeating: " ", count: widths[index] - cell.count)
+                if index > 0 { line += "  " }
+                line += rightAligned.contains(index) ? padding + cell : cell + padding
+            }
+            while line.hasSuffix(" ") { line.removeLast() }
+            text += line + "\n"
+        }
+        return text
+    }
+}

@@ -1,0 +1,64 @@
+import GatewayCore
+
+/// A kind of adapter that `config.yaml` can name in `kind:`. Register one in a
+/// ``GatewayRegistry`` to add a backend without touching the gateway.
+///
+/// The kind reads its own keys from the adapter entry; the keys every adapter has
+/// (``AdapterSettings``) are already decoded. Keys that neither asks for are reported as unknown,
+/// with a suggestion, so a kind must ask for every key it understands (`decodeIfPresent` counts).
+public protocol AdapterKind: Sendable {
+    /// The `kind:` value, such as `sqlite`.
+    var name: String { get }
+
+    /// Reads this kind's keys of one adapter entry. Must not touch the store: decoding a config
+    /// writes nothing.
+    /// - Throws: ``ConfigError`` built with `decoder.configProblem` or ``Located/problem(_:_:)``,
+    ///   so messages point at the right line.
+    func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan
+}
+
+/// A decoded adapter entry, ready to check and to open.
+public protocol AdapterPlan: Sendable {
+    /// The record types the adapter syncs, with their shared per-type settings.
+    var recordTypes: [RecordTypeSettings] { get }
+
+    /// Identifies the store; see the default in the extension.
+    var storeIdentity: String? { get }
+
+    /// Checks the store without changing it: it can be reached and has the configured tables and
+    /// columns.
+    /// - Throws: ``ConfigError`` with code `storeMismatch` for a store that does not fit the
+    ///   configuration, any other error for a store that cannot be reached.
+    func check() async throws
+
+    /// Opens the adapter, installing what it needs in the store.
+    /// - Throws: like ``check()``.
+    func open() async throws -> any ModelAdapter
+}
+
+/// A kind of cloud that `config.yaml` can name in `cloud.kind`.
+public protocol CloudKind: Sendable {
+    /// The `kind:` value, such as `embedded`.
+    var name: String { get }
+
+    /// Reads the `cloud:` section. Must not touch the cloud.
+    func decodePlan(from decoder: any Decoder, context: ConfigContext) throws -> any CloudPlan
+}
+
+/// A decoded `cloud:` section, ready to check and to open.
+public protocol CloudPlan: Sendable {
+    /// The limits the cloud will report, for checks such as `batch_size` against `max_operations`.
+    var limits: CloudLimits { get }
+
+    /// Checks the cloud can be reached, without changing it.
+    func check() async throws
+
+    /// Connects to (or, for a local cloud, creates) the cloud.
+    func open() async throws -> any CloudDatabase
+}
+
+extension AdapterPlan {
+    /// Identifies the store (a resolved file path, a database URL and schema), so two adapters
+    /// configured on the same store are refused; `nil` when the kind cannot tell.
+    public var storeIdentity: String? { nil }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import GatewayCore
+
+/// An adapter opened from its config entry.
+public struct OpenedAdapter: Sendable {
+    public var configuration: AdapterConfiguration
+    public var adapter: any ModelAdapter
+    public var name: String { configuration.name }
+}
+
+/// Opens what a config describes: its state folder, its cloud and its adapters.
+public enum GatewayStores {
+    /// Creates `state_dir` when it does not exist yet.
+    public static func prepareStateDirectory(_ configuration: GatewayConfiguration) throws {
+        let path = configuration.context.stateDirectory
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw GatewayError(.stateUnavailable, "state_dir \(path) is a file; point gateway.state_dir at a folder")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw GatewayError(.stateUnavailable, "cannot create state_dir \(path): \(error.localizedDescription)", underlying: error)
+        }
+    }
+
+    /// The configured adapters, or those named, in config order.
+    /// - Throws: ``GatewayError/Code/unknownAdapter`` for a name the config does not have.
+    public static func select(_ names: [String], in configuration: GatewayConfiguration) throws -> [AdapterConfiguration] {
+        guard !names.isEmpty else { return configuration.adapters }
+        let known = configuration.adapters.map(\.name)
+        for name in names where !known.contains(name) {
+            throw GatewayError(
+                .unknownAdapter,
+                "\(configuration.file) has no adapter named '\(name)'; its adapters are \(known.joined(separator: ", "))"
+                    + KeySuggestion.hint(for: name, in: known))
+        }
+        return configuration.adapters.filter { names.contains($0.name) }
+    }
+
+    /// Opens adapters in order.
+    /// - Throws: ``ConfigError`` when a store does not match the config; ``GatewayError`` with
+    ///   ``GatewayError/Code/storeUnavailable`` when it cannot be opened.
+    public static func open(_ adapters: [AdapterConfiguration]) async throws -> [OpenedAdapter] {
+        var opened: [OpenedAdapter] = []
+        for configuration in adapters {
+            do {
+                opened.append(OpenedAdapter(configuration: configuration, adapter: try await configuration.plan.open()))
+            } catch let error as ConfigError {
+                throw error
+            } catch {
+                throw GatewayError(
+                    .storeUnavailable, "adapter \(configuration.name): cannot open its store: \(error)", underlying: error)
+            }
+        }
+        return opened
+    }
+
+    /// Opens the cloud.
+    public static func openCloud(_ configuration: GatewayConfiguration) async throws -> any CloudDatabase {
+        do {
+            return try await configuration.cloud.plan.open()
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw GatewayError(.cloudUnavailable, "cannot open the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Key files for encrypted fields: the base64 of 32 random bytes (an AES-256 key) and a newline,
+/// readable by the owner only.
+public enum KeyFile {
+    /// Writes a new random key. The file is created with mode 0600 and never replaces an
+    /// existing one, so a key that encrypted data cannot be lost by accident.
+    /// - Throws: ``GatewayError/Code/fileExists`` when `path` exists.
+    public static func create(at path: String) throws {
+        var generator = SystemRandomNumberGenerator()
+        let key = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let text = Data(key).base64EncodedString() + "\n"
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw GatewayError(.stateUnavailable, "cannot create \(folder.path): \(error.localizedDescription)", underlying: error)
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            if errno == EEXIST { throw GatewayError(.fileExists, "\(path) already exists; a key file is never replaced") }
+            throw GatewayError(.stateUnavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        // The umask may have narrowed the mode further; it must not be wider than 0600.
+        fchmod(descriptor, 0o600)
+        let written = text.withCString { write(descriptor, $0, strlen($0)) }
+        guard written == text.utf8.count, fsync(descriptor) == 0 else {
+            unlink(path)
+            throw GatewayError(.stateUnavailable, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An exclusive lock on `state_dir/gateway.lock`, held while a process syncs, so two gateway
+/// processes on one state folder never sync at once. The kernel releases it when the process
+/// dies, so a crash never leaves it stuck.
+public final class ProcessLock: Sendable {
+    public let path: String
+    private let descriptor: Int32
+
+    /// Takes the lock without waiting.
+    /// - Throws: ``GatewayError/Code/alreadyRunning`` when another process holds it.
+    public init(stateDirectory: String) throws {
+        path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("gateway.lock").path
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw GatewayError(.stateUnavailable, "cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = errno
+            close(descriptor)
+            if reason == EWOULDBLOCK {
+                throw GatewayError(
+                    .alreadyRunning, "another gateway process is syncing with state folder \(stateDirectory); wait for it to finish")
+            }
+            throw GatewayError(.stateUnavailable, "cannot lock \(path): \(String(cString: strerror(reason)))")
+        }
+        let pid = "\(getpid())\n"
+        _ = ftruncate(descriptor, 0)
+        _ = pid.withCString { write(descriptor, $0, strlen($0)) }
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}

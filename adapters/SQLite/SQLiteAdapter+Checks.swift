@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+
+extension SQLiteAdapter {
+    /// Checks that the database has every configured table, key and column, without changing
+    /// the file (it is opened read-only; nothing is installed).
+    /// - Throws: ``SQLiteAdapterError``; ``SQLiteAdapterError/isMappingMismatch`` tells a
+    ///   mismatch from a database that cannot be opened.
+    public static func check(_ configuration: SQLiteAdapterConfiguration) throws {
+        guard FileManager.default.fileExists(atPath: configuration.path) else {
+            throw SQLiteAdapterError(.databaseFailed, "the database \(configuration.path) of adapter \(configuration.name) does not exist")
+        }
+        var grdb = GRDB.Configuration()
+        grdb.readonly = true
+        do {
+            let queue = try DatabaseQueue(path: configuration.path, configuration: grdb)
+            try queue.read { db in _ = try resolve(configuration, db: db) }
+        } catch let error as SQLiteAdapterError {
+            throw error
+        } catch {
+            throw SQLiteAdapterError(.databaseFailed, "cannot read \(configuration.path): \(reason(error))", underlying: error)
+        }
+    }
+
+    /// Checks the mapping against the database a seed script would create, in memory.
+    public static func check(_ configuration: SQLiteAdapterConfiguration, seedScript: String, seedName: String) throws {
+        do {
+            let queue = try DatabaseQueue()
+            try queue.writeWithoutTransaction { db in try db.execute(sql: seedScript) }
+            try queue.read { db in _ = try resolve(configuration, db: db) }
+        } catch let error as SQLiteAdapterError {
+            throw error
+        } catch {
+            throw SQLiteAdapterError(.databaseFailed, "the seed script \(seedName) failed: \(reason(error))", underlying: error)
+        }
+    }
+
+    /// Creates a database by running a SQL script, for example data that ships as text. The
+    /// file appears complete or not at all: the script runs on a temporary file that is then
+    /// renamed.
+    /// - Throws: ``SQLiteAdapterError`` when the file exists or the script fails.
+    public static func createDatabase(at path: String, seedScript: String, seedName: String) throws {
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw SQLiteAdapterError(.databaseFailed, "\(path) already exists; it is not seeded again")
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let temporary = folder.appendingPathComponent(".\(UUID().uuidString).seeding")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            do {
+                let queue = try DatabaseQueue(path: temporary.path)
+                try queue.writeWithoutTransaction { db in try db.execute(sql: seedScript) }
+                try queue.close()
+            }
+            try FileManager.default.moveItem(atPath: temporary.path, toPath: path)
+        } catch {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary.path + suffix) }
+            throw SQLiteAdapterError(
+                .databaseFailed, "cannot create \(path) from \(seedName): \(reason(error))", underlying: error)
+        }
+    }
+}
