@@ -29,14 +29,16 @@ final class ConfigDecodingSession {
         queriedKeys[path, default: []].insert(key)
     }
 
-    /// The first key, in file order, that no type asked for.
-    func firstUnknownKey() -> ConfigError? {
+    /// The first key, in file order, that no type asked for; with `withSuggestionOnly`, only
+    /// keys that look like a misspelling of a known one.
+    func firstUnknownKey(withSuggestionOnly: Bool = false) -> ConfigError? {
         var found: [(mark: Mark?, error: ConfigError)] = []
         for (path, mapping) in visitedMappings {
             let known = queriedKeys[path] ?? []
             for (keyNode, _) in mapping {
                 let key = keyNode.scalar?.string ?? ""
                 guard !known.contains(key) else { continue }
+                if withSuggestionOnly, KeySuggestion.closest(to: key, in: known) == nil { continue }
                 found.append((keyNode.mark, unknownKeyError(key, keyNode: keyNode, path: path, known: known)))
             }
         }

@@ -67,8 +67,11 @@ public struct GatewayConfiguration: Sendable {
             configuration = try ConfigurationReader(file: file, baseDirectory: baseDirectory, registry: registry).read(decoder)
         } catch let error as ConfigError {
             // A misspelt key often surfaces first as a missing or wrongly typed neighbour; the
-            // unknown key is the better report when it comes earlier in the file.
-            if let unknown = session.firstUnknownKey(), Self.comesBefore(unknown, error) { throw unknown }
+            // unknown key is the better report when it looks like a typo and comes earlier. Other
+            // unknown keys may simply not have been asked for yet when decoding stopped.
+            if let unknown = session.firstUnknownKey(withSuggestionOnly: true), Self.comesBefore(unknown, error) {
+                throw unknown
+            }
             throw error
         }
         if let unknown = session.firstUnknownKey() { throw unknown }

@@ -41,6 +41,35 @@ public enum GatewayStores {
         return configuration.adapters.filter { names.contains($0.name) }
     }
 
+    /// Checks the cloud and the adapters without changing anything, so a store that does not
+    /// match the config is reported before the gateway writes a byte (its state folder included).
+    /// - Throws: ``ConfigError`` for a mismatch; ``GatewayError`` for a store or cloud that
+    ///   cannot be reached.
+    public static func check(_ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], cloud: Bool) async throws {
+        if cloud {
+            do {
+                try await configuration.cloud.plan.check()
+            } catch let error as ConfigError {
+                throw error
+            } catch let error as GatewayError {
+                throw error
+            } catch {
+                throw GatewayError(.cloudUnavailable, "the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
+            }
+        }
+        for adapter in adapters {
+            do {
+                try await adapter.plan.check()
+            } catch let error as ConfigError {
+                throw error
+            } catch let error as GatewayError {
+                throw error
+            } catch {
+                throw GatewayError(.storeUnavailable, "adapter \(adapter.name): \(error)", underlying: error)
+            }
+        }
+    }
+
     /// Opens adapters in order.
     /// - Throws: ``ConfigError`` when a store does not match the config; ``GatewayError`` with
     ///   ``GatewayError/Code/storeUnavailable`` when it cannot be opened.

@@ -15,6 +15,7 @@ public enum ManualSync {
         observer: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) async throws -> SyncReport {
         let selected = try GatewayStores.select(names, in: configuration)
+        try await GatewayStores.check(configuration, adapters: selected, cloud: true)
         try GatewayStores.prepareStateDirectory(configuration)
         let lock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
         let deviceID = try DeviceIdentity.load(

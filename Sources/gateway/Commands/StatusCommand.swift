@@ -20,7 +20,9 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.load()
-        let adapters = try await GatewayStores.open(try GatewayStores.select(adapter, in: configuration))
+        let selected = try GatewayStores.select(adapter, in: configuration)
+        try await GatewayStores.check(configuration, adapters: selected, cloud: false)
+        let adapters = try await GatewayStores.open(selected)
         let status = try await GatewayStatus.read(adapters, configuration: configuration)
         if json {
             try Console.json(status)

@@ -11,24 +11,7 @@ struct ValidateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.load()
-        do {
-            try await configuration.cloud.plan.check()
-        } catch let error as ConfigError {
-            throw error
-        } catch let error as GatewayError {
-            throw error
-        } catch {
-            throw GatewayError(.cloudUnavailable, "the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
-        }
-        for adapter in configuration.adapters {
-            do {
-                try await adapter.plan.check()
-            } catch let error as ConfigError {
-                throw error
-            } catch {
-                throw GatewayError(.storeUnavailable, "adapter \(adapter.name): \(error)", underlying: error)
-            }
-        }
+        try await GatewayStores.check(configuration, adapters: configuration.adapters, cloud: true)
         let names = configuration.adapters.map(\.name)
         Console.out(
             "\(configuration.file) is valid: \(configuration.cloud.kind) cloud, \(names.count) adapter(s)"

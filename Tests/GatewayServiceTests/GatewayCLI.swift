@@ -1,0 +1,91 @@
+import Foundation
+import GatewayTesting
+import Testing
+
+/// What one run of the `gateway` executable printed and returned.
+struct CLIResult: Sendable, CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var description: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+}
+
+/// Runs the real `gateway` executable as a subprocess, the way a user or a monitor does.
+enum GatewayCLI {
+    static func run(
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(120)
+    ) async throws -> CLIResult {
+        let executable = try BuiltExecutable.path("gateway")
+        let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: outputs) }
+        let stdoutURL = outputs.appendingPathComponent("stdout")
+        let stderrURL = outputs.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        let stdout = try FileHandle(forWritingTo: stdoutURL)
+        let stderr = try FileHandle(forWritingTo: stderrURL)
+        defer {
+            try? stdout.close()
+            try? stderr.close()
+        }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var variables = ProcessInfo.processInfo.environment
+        variables["TERM"] = "dumb"
+        variables.merge(environment) { _, new in new }
+        process.environment = variables
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        let status: Int32 = try await withTimeout(timeout, "gateway \(arguments.joined(separator: " "))") {
+            try await withCheckedThrowingContinuation { continuation in
+                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+                do {
+                    try process.run()
+                } catch {
+                    process.terminationHandler = nil
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+        return CLIResult(
+            status: status, stdout: try String(contentsOf: stdoutURL, encoding: .utf8),
+            stderr: try String(contentsOf: stderrURL, encoding: .utf8))
+    }
+}
+
+/// The repository's root, for the default config and the examples.
+enum Repository {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Copies the default config and the example data into `directory`, as a fresh clone has them.
+    static func copyDefaultSetup(to directory: URL) throws {
+        try FileManager.default.copyItem(at: root.appendingPathComponent("config.yaml"), to: directory.appendingPathComponent("config.yaml"))
+        try FileManager.default.copyItem(at: root.appendingPathComponent("examples"), to: directory.appendingPathComponent("examples"))
+    }
+}
+
+/// Every file under a folder with its size and contents' hash, to prove a command wrote nothing.
+struct FolderSnapshot: Equatable, CustomStringConvertible {
+    var files: [String: Data]
+
+    init(_ directory: URL) throws {
+        files = [:]
+        let base = directory.resolvingSymlinksInPath().path
+        let enumerator = FileManager.default.enumerator(at: directory.resolvingSymlinksInPath(), includingPropertiesForKeys: nil)
+        while let url = enumerator?.nextObject() as? URL {
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+            let relative = String(url.resolvingSymlinksInPath().path.dropFirst(base.count))
+            files[relative] = isDirectory.boolValue ? Data("<dir>".utf8) : try Data(contentsOf: url)
+        }
+    }
+
+    var description: String { files.keys.sorted().joined(separator: ", ") }
+}
