@@ -223,6 +223,13 @@ struct AdapterSyncRun {
                 changes.state.settled[id] = pendingVersion
                 continue
             }
+            if let server, let record = current.record, record.recordType == server.recordType, record.fields == server.fields {
+                // Both sides hold the same values (two stores seeded alike, or a full resync after
+                // a reset): nothing to resolve and nothing to upload.
+                changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
+                changes.state.settled[id] = pendingVersion
+                continue
+            }
             let conflict = ConflictContext(
                 recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
             let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)

@@ -32,7 +32,7 @@ struct MultiProcessTests {
                 return await iterator.next() != nil
             }
             let processes = try ["A", "B"].map { id in
-                try Self.launch(writer, [path, Self.zone.zoneName, id, "\(ownRecords)", "\(increments)"])
+                try Self.launch(writer, [path, Self.zone.zoneName, id, "\(ownRecords)", "\(increments)"], output: directory.path("writer-\(id).log"))
             }
             var token: ChangeToken?
             while true {
@@ -48,9 +48,9 @@ struct MultiProcessTests {
                 if !page.moreComing { try await Task.sleep(for: .milliseconds(5)) }
             }
             for (process, output) in processes {
-                process.waitUntilExit()
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                #expect(process.terminationStatus == 0, "writer failed: \(text)")
+                let status = try await process.wait()
+                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                #expect(status == 0, "writer failed: \(text)")
             }
             signalled = try await group.next() ?? false
             group.cancelAll()
@@ -75,14 +75,7 @@ struct MultiProcessTests {
         #expect(replay.count == ownIDs.count + counterIDs.count, "the feed holds nothing else")
     }
 
-    static func launch(_ executable: String, _ arguments: [String]) throws -> (process: Process, output: Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        return (process, output)
+    static func launch(_ executable: String, _ arguments: [String], output: String) throws -> (process: ChildProcess, output: String) {
+        (try ChildProcess(executable, arguments: arguments, standardOutput: output, standardError: output), output)
     }
 }

@@ -22,37 +22,13 @@ enum GatewayCLI {
         defer { try? FileManager.default.removeItem(at: outputs) }
         let stdoutURL = outputs.appendingPathComponent("stdout")
         let stderrURL = outputs.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        let stdout = try FileHandle(forWritingTo: stdoutURL)
-        let stderr = try FileHandle(forWritingTo: stderrURL)
-        defer {
-            try? stdout.close()
-            try? stderr.close()
-        }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
         var variables = ProcessInfo.processInfo.environment
         variables["TERM"] = "dumb"
         variables.merge(environment) { _, new in new }
-        process.environment = variables
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withTimeout(timeout, "gateway \(arguments.joined(separator: " "))") {
-            try await withCheckedThrowingContinuation { continuation in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do {
-                    try process.run()
-                } catch {
-                    process.terminationHandler = nil
-                    continuation.resume(throwing: error)
-                }
-            }
-        }
+        let child = try ChildProcess(
+            executable, arguments: arguments, directory: directory.path, environment: variables, standardOutput: stdoutURL.path,
+            standardError: stderrURL.path)
+        let status = try await child.wait(timeout: timeout)
         return CLIResult(
             status: status, stdout: try String(contentsOf: stdoutURL, encoding: .utf8),
             stderr: try String(contentsOf: stderrURL, encoding: .utf8))

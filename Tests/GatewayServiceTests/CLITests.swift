@@ -1,0 +1,250 @@
+import Foundation
+import GRDB
+import GatewayService
+import GatewayTesting
+import Testing
+
+/// The `gateway` executable end to end, as a user runs it on a fresh clone.
+@Suite("gateway CLI")
+struct CLITests {
+    /// A folder holding the repository's default config and example data.
+    struct FreshClone {
+        let directory: TemporaryDirectory
+        var url: URL { directory.url }
+
+        init() throws {
+            directory = try TemporaryDirectory(prefix: "gateway-cli")
+            try Repository.copyDefaultSetup(to: directory.url)
+        }
+
+        func gateway(_ arguments: String..., environment: [String: String] = [:]) async throws -> CLIResult {
+            try await GatewayCLI.run(arguments, in: url, environment: environment)
+        }
+
+        func database(_ name: String) throws -> DatabaseQueue {
+            try DatabaseQueue(path: directory.path(".gateway/examples/\(name).sqlite"))
+        }
+    }
+
+    @Test("sync on the default config syncs the example data; a second run has nothing to do; status follows changes")
+    func defaultConfig() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+
+        let first = try await clone.gateway("sync")
+        #expect(first.status == 0, "\(first)")
+        #expect(
+            first.stdout == """
+                adapter        zone       downloaded  uploaded  conflicts  failed  result
+                notes          NotesZone           0       100  0               0  synced
+                notes-replica  NotesZone         100         0  0               0  synced
+
+                """, "\(first)")
+        #expect(first.stderr.contains("notes: uploading 100 change(s)\n"), "plain progress lines when not on a terminal")
+
+        let second = try await clone.gateway("sync")
+        #expect(second.status == 0, "\(second)")
+        #expect(second.stdout == "Nothing to do: all 2 adapters are in sync.\n")
+
+        let clean = try await clone.gateway("status", "--fail-on-changes")
+        #expect(clean.status == 0, "\(clean)")
+
+        try await clone.database("notes").write { db in try db.execute(sql: "UPDATE notes SET title = 'Edited' WHERE id = 7") }
+        let dirty = try await clone.gateway("status", "--fail-on-changes")
+        #expect(dirty.status == 1, "\(dirty)")
+        #expect(dirty.stdout.contains("notes          sqlite  NotesZone  yes            1       0    200  synced"), "\(dirty)")
+
+        let json = try await clone.gateway("status", "--json")
+        let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(json.stdout.utf8))
+        #expect(status.hasChanges)
+        #expect(status.adapters.map(\.pendingChanges) == [1, 0])
+
+        let third = try await clone.gateway("sync")
+        #expect(third.status == 0, "\(third)")
+        let replicated = try await clone.database("notes-replica").read { db in
+            try String.fetchOne(db, sql: "SELECT title FROM notes WHERE id = 7")
+        }
+        #expect(replicated == "Edited")
+        #expect(try await clone.gateway("status", "--fail-on-changes").status == 0)
+    }
+
+    @Test("sync --adapter syncs only that adapter; an unknown adapter is a usage error")
+    func selectAdapter() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let only = try await clone.gateway("sync", "--adapter", "notes")
+        #expect(only.status == 0, "\(only)")
+        #expect(!only.stdout.contains("notes-replica"))
+        let unknown = try await clone.gateway("sync", "--adapter", "note")
+        #expect(unknown.status == 2)
+        #expect(
+            unknown.stderr
+                == "error: config.yaml has no adapter named 'note'; its adapters are notes, notes-replica; did you mean 'notes'?\n")
+    }
+
+    @Test("a second sync while one holds the state folder's lock exits 75")
+    func alreadySyncing() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        try FileManager.default.createDirectory(at: clone.url.appendingPathComponent(".gateway"), withIntermediateDirectories: true)
+        let lock = try ProcessLock(stateDirectory: clone.directory.path(".gateway"))
+        let blocked = try await clone.gateway("sync")
+        withExtendedLifetime(lock) {}
+        #expect(blocked.status == 75, "\(blocked)")
+        #expect(blocked.stderr.hasPrefix("error: another gateway process is syncing with state folder"))
+    }
+
+    @Test("a failed adapter exits 1 and the summary says why")
+    func syncFailure() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        // A newer gateway (model version 2) writes the zone; this one (version 1) must refuse it.
+        let newer = try String(contentsOf: clone.url.appendingPathComponent("config.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "compatibility_version: 1", with: "compatibility_version: 2")
+        try Data(newer.utf8).write(to: clone.url.appendingPathComponent("newer.yaml"))
+        #expect(try await clone.gateway("sync", "--config", "newer.yaml", "--adapter", "notes").status == 0)
+
+        let result = try await clone.gateway("sync", "--adapter", "notes-replica")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.contains("notes-replica  NotesZone           0         0  0               0  failed"), "\(result)")
+        #expect(result.stdout.contains("error: adapter notes-replica: "), "\(result)")
+        #expect(result.stdout.contains("(higherModelVersionFound)"), "\(result)")
+        let rows = try await clone.database("notes-replica").read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes") }
+        #expect(rows == 0, "nothing from the newer model was applied")
+    }
+
+    @Test("validate checks config, cloud and tables and writes nothing")
+    func validate() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let before = try FolderSnapshot(clone.url)
+        let result = try await clone.gateway("validate")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "config.yaml is valid: embedded cloud, 2 adapter(s) (notes, notes-replica)\n")
+        #expect(try FolderSnapshot(clone.url) == before)
+    }
+
+    @Test("every example config validates", arguments: ["minimal.yaml", "two-apps.yaml", "service.yaml"])
+    func exampleConfig(_ name: String) async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let result = try await clone.gateway("validate", "--config", "examples/\(name)", environment: ["GATEWAY_TOKEN": "example-token"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.hasPrefix("examples/\(name) is valid"))
+    }
+
+    @Test("the example configs in the repository are the ones tested")
+    func examplesAreListed() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Repository.root.appendingPathComponent("examples").path)
+            .filter { $0.hasSuffix(".yaml") }.sorted()
+        #expect(names == ["minimal.yaml", "service.yaml", "two-apps.yaml"])
+    }
+
+    @Test("a missing config file, an unknown option and a missing argument are usage errors (exit 2)")
+    func usageErrors() async throws {
+        let directory = try TemporaryDirectory(prefix: "gateway-usage")
+        defer { directory.remove() }
+        let missing = try await GatewayCLI.run(["status"], in: directory.url)
+        #expect(missing.status == 2)
+        #expect(
+            missing.stderr
+                == "error: config.yaml: cannot read the configuration: it does not exist; pass --config PATH or run `gateway init`\n")
+        #expect(try await GatewayCLI.run(["sync", "--bogus"], in: directory.url).status == 2)
+        #expect(try await GatewayCLI.run(["reset"], in: directory.url).status == 2)
+        #expect(try await GatewayCLI.run(["--help"], in: directory.url).status == 0)
+    }
+
+    @Test("init writes a starter config that validates, and refuses to overwrite it")
+    func initCommand() async throws {
+        let directory = try TemporaryDirectory(prefix: "gateway-init")
+        defer { directory.remove() }
+        let first = try await GatewayCLI.run(["init"], in: directory.url)
+        #expect(first.status == 0, "\(first)")
+        #expect(try await GatewayCLI.run(["validate"], in: directory.url).status == 0)
+        let again = try await GatewayCLI.run(["init"], in: directory.url)
+        #expect(again.status == 2)
+        #expect(again.stderr == "error: config.yaml already exists; pass --force to replace it\n")
+        #expect(try await GatewayCLI.run(["init", "--force"], in: directory.url).status == 0)
+    }
+
+    @Test("keygen writes a 256-bit key readable by its owner only, and never replaces one")
+    func keygen() async throws {
+        let directory = try TemporaryDirectory(prefix: "gateway-keygen")
+        defer { directory.remove() }
+        let result = try await GatewayCLI.run(["keygen", "--id", "k2"], in: directory.url)
+        #expect(result.status == 0, "\(result)")
+        let path = directory.path(".gateway/keys/k2.key")
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(Data(base64Encoded: text.trimmingCharacters(in: .newlines))?.count == 32)
+        #expect(result.stdout.contains("- { id: k2, file: .gateway/keys/k2.key }"))
+
+        let again = try await GatewayCLI.run(["keygen", "--id", "k2"], in: directory.url)
+        #expect(again.status == 2)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == text, "the existing key is untouched")
+        let other = try await GatewayCLI.run(["keygen", "--id", "k3"], in: directory.url)
+        #expect(try String(contentsOfFile: directory.path(".gateway/keys/k3.key"), encoding: .utf8) != text)
+        #expect(other.status == 0)
+    }
+
+    @Test("reset resyncs an adapter in full without duplicating anything")
+    func reset() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        let result = try await clone.gateway("reset", "--adapter", "notes-replica")
+        #expect(result.status == 0, "\(result)")
+        let pending = try await clone.gateway("status", "--fail-on-changes")
+        #expect(pending.status == 1, "a reset adapter has everything to send again")
+
+        let resync = try await clone.gateway("sync")
+        #expect(resync.status == 0, "\(resync)")
+        // Every record is downloaded again and matches the local row: nothing is written,
+        // uploaded or counted as a conflict.
+        #expect(resync.stdout == "Nothing to do: all 2 adapters are in sync.\n", "\(resync)")
+        let counts = try await clone.database("notes-replica").read { db in
+            try [Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes"), Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags")]
+        }
+        #expect(counts == [50, 5])
+        #expect(try await clone.gateway("status", "--fail-on-changes").status == 0)
+    }
+
+    @Test("retry sends failed records again once the cause is fixed")
+    func retry() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let config = clone.url.appendingPathComponent("config.yaml")
+        let original = try String(contentsOf: config, encoding: .utf8)
+        let small = original.replacingOccurrences(
+            of: "  path: .gateway/cloud.sqlite", with: "  path: .gateway/cloud.sqlite\n  limits: { max_record_size: 2KB }")
+        try Data(small.utf8).write(to: config)
+        #expect(try await clone.gateway("sync").status == 0)
+        try await clone.database("notes").write { db in
+            try db.execute(sql: "UPDATE notes SET body = ? WHERE id = 1", arguments: [String(repeating: "long text ", count: 400)])
+        }
+        let failing = try await clone.gateway("sync")
+        #expect(failing.status == 0, "a failed record does not fail the adapter: \(failing)")
+        #expect(failing.stdout.contains("note: adapter notes has 1 failed record(s)"), "\(failing)")
+        let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--json").stdout.utf8))
+        #expect(status.adapters.first?.failedRecords == 1)
+
+        try Data(original.utf8).write(to: config)
+        let retried = try await clone.gateway("retry")
+        #expect(retried.status == 0, "\(retried)")
+        #expect(retried.stdout.hasPrefix("retrying 1 failed record(s)\n"), "\(retried)")
+        let body = try await clone.database("notes-replica").read { db in try String.fetchOne(db, sql: "SELECT body FROM notes WHERE id = 1") }
+        #expect(body?.count == 4_000)
+    }
+
+    @Test("zones lists the cloud's zones and the adapters bound to them")
+    func zones() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("zones").stdout == "The cloud has no zones yet; `gateway sync` creates them.\n")
+        #expect(try await clone.gateway("sync").status == 0)
+        let result = try await clone.gateway("zones")
+        #expect(result.status == 0)
+        #expect(result.stdout == "zone       adapters\nNotesZone  notes, notes-replica\n")
+    }
+}
