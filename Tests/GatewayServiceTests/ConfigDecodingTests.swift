@@ -1,0 +1,227 @@
+import Foundation
+import GatewayCore
+import GatewayKinds
+@testable import GatewayService
+import GatewayTesting
+import Testing
+
+@Suite("config decoding")
+struct ConfigDecodingTests {
+    /// Parses config text in `directory` (where an `app.sqlite` exists) with the built-in kinds.
+    static func parse(_ yaml: String, in directory: TemporaryDirectory, environment: [String: String] = [:]) throws
+        -> GatewayConfiguration
+    {
+        try GatewayConfiguration.parse(
+            yaml: yaml, file: "config.yaml", baseDirectory: directory.url.path, registry: .builtIn, environment: environment)
+    }
+
+    static func directoryWithDatabase() throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: "config-decoding")
+        _ = FileManager.default.createFile(atPath: directory.path("app.sqlite"), contents: Data())
+        return directory
+    }
+
+    @Test("an empty mapping gives every default")
+    func defaults() throws {
+        let directory = try Self.directoryWithDatabase()
+        defer { directory.remove() }
+        let configuration = try Self.parse("{}", in: directory)
+        let settings = configuration.settings
+        #expect(settings.compatibilityVersion == 1)
+        #expect(settings.batchSize.value == 200)
+        #expect(settings.merge.applied(to: MergeSettings()) == MergeSettings(policy: .merge, prefers: .server))
+        #expect(settings.syncInterval.duration == .seconds(60))
+        #expect(settings.retry.policy == RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(500), maxDelay: .seconds(60)))
+        #expect(settings.onZoneDeleted == .recreate)
+        #expect(settings.control.host == "127.0.0.1" && settings.control.port == 8787 && settings.control.token.isEmpty)
+        #expect(settings.deviceID == nil)
+        #expect(configuration.context.stateDirectory == directory.url.appendingPathComponent(".gateway").standardizedFileURL.path)
+        #expect(configuration.cloud.kind == "embedded")
+        #expect(configuration.cloud.plan.limits == CloudLimits())
+        #expect(configuration.adapters.isEmpty)
+    }
+
+    @Test("every key of every section is read")
+    func everyKey() throws {
+        let directory = try Self.directoryWithDatabase()
+        defer { directory.remove() }
+        let yaml = """
+            gateway:
+              state_dir: /var/lib/gateway
+              compatibility_version: 3
+              batch_size: 90
+              merge_policy: client
+              merge_prefers: client
+              sync_interval: 1h30m
+              retry: { max_attempts: 9, base_delay: 250ms, max_delay: 2m }
+              on_zone_deleted: pause
+              control: { listen: "0.0.0.0:9000", token: "${TOKEN}" }
+              device_id: edge-7
+            cloud:
+              kind: embedded
+              path: cloud/main.sqlite
+              limits: { max_operations: 100, max_record_size: 512KB, max_request_size: 1MiB, max_asset_size: 10MB }
+              tombstone_retention: 7d
+              poll_interval: 250ms
+            encryption:
+              keys:
+                - { id: k2, file: keys/k2.key }
+                - { id: k1, env: OLD_KEY }
+            adapters:
+              - name: app
+                kind: sqlite
+                path: app.sqlite
+                zone: AppZone
+                batch_size: 50
+                on_zone_deleted: mirror
+                merge_policy: merge
+                busy_timeout: 5s
+                poll_interval: 1s
+                tables:
+                  - table: notes
+                    record_type: Note
+                    record_name: "<Type>.<pk>"
+                    include: [title, body]
+                    columns: { created: unix_ms }
+                    merge_prefers: server
+                    force_data: true
+                  - table: tags
+                    exclude: [secret]
+                    merge_policy: server
+            """
+        let configuration = try Self.parse(yaml, in: directory, environment: ["TOKEN": "s3cret"])
+        let settings = configuration.settings
+        #expect(configuration.context.stateDirectory == "/var/lib/gateway")
+        #expect(settings.compatibilityVersion == 3)
+        #expect(settings.syncInterval.duration == .seconds(5_400))
+        #expect(settings.retry.policy == RetryPolicy(maxAttempts: 9, baseDelay: .milliseconds(250), maxDelay: .seconds(120)))
+        #expect(settings.onZoneDeleted == .pause)
+        #expect(settings.control.host == "0.0.0.0" && settings.control.port == 9000 && settings.control.token == "s3cret")
+        #expect(!settings.control.isLoopback)
+        #expect(settings.deviceID?.value == "edge-7")
+        #expect(
+            configuration.cloud.plan.limits
+                == CloudLimits(maxOperationsPerRequest: 100, maxRecordSize: 512_000, maxRequestSize: 1_048_576, maxAssetSize: 10_000_000))
+        #expect(configuration.encryption.keys.map(\.id.value) == ["k2", "k1"])
+        #expect(configuration.encryption.keys.map(\.origin) == [.file("keys/k2.key"), .environment("OLD_KEY")])
+
+        let adapter = try #require(configuration.adapter(named: "app"))
+        #expect(adapter.settings.zoneID == ZoneID(zoneName: "AppZone"))
+        #expect(adapter.plan.recordTypes.map(\.recordType) == ["Note", "tags"])
+        #expect(adapter.plan.recordTypes[0].forceData == true)
+        let options = configuration.syncOptions(for: adapter)
+        #expect(options.batchSize == 50)
+        #expect(options.onZoneDeleted == .mirror)
+        #expect(options.merge == MergeSettings(policy: .merge, prefers: .client), "the adapter's policy, the gateway's preference")
+        #expect(options.mergeSettings(for: "Note") == MergeSettings(policy: .merge, prefers: .server))
+        #expect(options.mergeSettings(for: "tags") == MergeSettings(policy: .server, prefers: .client))
+        #expect(options.mergeSettings(for: "Other") == options.merge)
+        #expect(configuration.syncConfiguration(deviceID: "edge-7").compatibilityVersion == 3)
+    }
+
+    @Test("a registered resolver can be named by merge_resolver")
+    func customResolver() throws {
+        struct KeepLocal: ConflictResolver {
+            func resolve(_ conflict: ConflictContext) -> ConflictResolution { .local }
+        }
+        let directory = try Self.directoryWithDatabase()
+        defer { directory.remove() }
+        var registry = GatewayRegistry.builtIn
+        registry.register(resolver: KeepLocal(), named: "keep-local")
+        let configuration = try GatewayConfiguration.parse(
+            yaml: "gateway: { merge_policy: custom, merge_resolver: keep-local }", file: "config.yaml",
+            baseDirectory: directory.url.path, registry: registry, environment: [:])
+        #expect(configuration.settings.merge.applied(to: MergeSettings()).resolverName == "keep-local")
+        #expect(configuration.resolvers["keep-local"] != nil)
+    }
+
+    @Test("a kind registered by a custom build is decoded from its own keys")
+    func customKind() throws {
+        struct MemoryKind: AdapterKind {
+            let name = "memory"
+            struct Plan: AdapterPlan {
+                let types: [String]
+                var recordTypes: [RecordTypeSettings] { types.map { RecordTypeSettings(recordType: $0) } }
+                func check() async throws {}
+                func open() async throws -> any ModelAdapter { InMemoryAdapter(name: "memory", zoneID: ZoneID(zoneName: "Z")) }
+            }
+            enum Keys: String, CodingKey { case types }
+            func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan {
+                Plan(types: try decoder.container(keyedBy: Keys.self).decode([String].self, forKey: .types))
+            }
+        }
+        let directory = try Self.directoryWithDatabase()
+        defer { directory.remove() }
+        var registry = GatewayRegistry.builtIn
+        registry.register(MemoryKind())
+        let yaml = "adapters:\n  - { name: mem, kind: memory, zone: Z, types: [A, B] }"
+        let configuration = try GatewayConfiguration.parse(
+            yaml: yaml, file: "config.yaml", baseDirectory: directory.url.path, registry: registry, environment: [:])
+        #expect(configuration.adapters.first?.plan.recordTypes.map(\.recordType) == ["A", "B"])
+
+        let misspelt = "adapters:\n  - { name: mem, kind: memory, zone: Z, types: [A], tpyes: [B] }"
+        #expect {
+            try GatewayConfiguration.parse(
+                yaml: misspelt, file: "config.yaml", baseDirectory: directory.url.path, registry: registry, environment: [:])
+        } throws: { error in
+            (error as? ConfigError)?.description
+                == "config.yaml:2:53: unknown key 'tpyes' in 'adapters[0]'; did you mean 'types'?"
+        }
+    }
+
+    @Test(
+        "${VAR} expansion",
+        arguments: [
+            ("plain", "plain"), ("${A}", "alpha"), ("x-${A}-y", "x-alpha-y"), ("${MISSING:-fallback}", "fallback"),
+            ("${EMPTY:-fallback}", "fallback"), ("${EMPTY}", ""), ("${MISSING:-}", ""), ("$$HOME", "$HOME"), ("cost $5", "cost $5"),
+            ("${A}${A}", "alphaalpha"),
+        ])
+    func expansion(_ text: String, _ expected: String) throws {
+        #expect(try VariableExpansion.expand(text, environment: ["A": "alpha", "EMPTY": ""]) == expected)
+    }
+
+    @Test("malformed and undefined variables are errors", arguments: ["${MISSING}", "${A", "${1A}", "${}"])
+    func expansionErrors(_ text: String) {
+        #expect(throws: (any Error).self) { try VariableExpansion.expand(text, environment: ["A": "alpha"]) }
+    }
+
+    @Test(
+        "durations",
+        arguments: [
+            ("500ms", Duration.milliseconds(500)), ("30s", .seconds(30)), ("5m", .seconds(300)), ("1h30m", .seconds(5_400)),
+            ("2d", .seconds(172_800)), ("1m30s", .seconds(90)),
+        ])
+    func durations(_ text: String, _ expected: Duration) {
+        #expect(ConfigDuration.parse(text) == expected)
+    }
+
+    @Test("not durations", arguments: ["", "60", "5 minutes", "1.5h", "s", "-1s", "10x", "99999999999999999d"])
+    func notDurations(_ text: String) {
+        #expect(ConfigDuration.parse(text) == nil)
+    }
+
+    @Test(
+        "sizes",
+        arguments: [
+            ("1024", Int64(1_024)), ("1MB", 1_000_000), ("512KB", 512_000), ("2MiB", 2_097_152), ("1 GB", 1_000_000_000),
+            ("10B", 10), ("1_000", 1_000),
+        ])
+    func sizes(_ text: String, _ expected: Int64) {
+        #expect(ByteSize.parse(text) == expected)
+    }
+
+    @Test("not sizes", arguments: ["", "MB", "1 megabyte", "1.5MB", "-1MB", "1TB"])
+    func notSizes(_ text: String) {
+        #expect(ByteSize.parse(text) == nil)
+    }
+
+    @Test("zone names CloudKit would reject", arguments: ["", "_defaultZone", "_private", "My Zone", "Zöne", String(repeating: "z", count: 256)])
+    func badZoneNames(_ name: String) {
+        #expect(ZoneNameRules.problem(with: name) != nil)
+    }
+
+    @Test("zone names that sync", arguments: ["NotesZone", "notes-2026", "a.b_c", String(repeating: "z", count: 255)])
+    func goodZoneNames(_ name: String) {
+        #expect(ZoneNameRules.problem(with: name) == nil)
+    }
+}
