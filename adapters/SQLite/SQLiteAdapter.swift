@@ -116,26 +116,34 @@ public final class SQLiteAdapter: ModelAdapter {
     }
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
-        try await write { db, catalog in
-            let metadataStatement = try db.cachedStatement(
-                sql: #"SELECT table_name, metadata FROM "_gateway_records" WHERE record_name = ?"#)
-            let changeStatement = try db.cachedStatement(
-                sql: #"SELECT table_name, version FROM "_gateway_changes" WHERE record_name = ?"#)
+        // One query per table for the whole page (names passed as a JSON array) rather than two
+        // point queries per record.
+        let names = String(decoding: try JSONEncoder().encode(recordIDs.map(\.recordName)), as: UTF8.self)
+        return try await write { db, catalog in
+            var metadataRows: [String: (table: String, metadata: Data?)] = [:]
+            let metadataCursor = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: #"SELECT record_name, table_name, metadata FROM "_gateway_records" WHERE record_name IN (SELECT value FROM json_each(?))"#),
+                arguments: [names])
+            while let row = try metadataCursor.next() { metadataRows[row[0]] = (row[1], row[2]) }
+            var changeRows: [String: (table: String, version: Int64)] = [:]
+            let changeCursor = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: #"SELECT record_name, table_name, version FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#),
+                arguments: [names])
+            while let row = try changeCursor.next() { changeRows[row[0]] = (row[1], row[2]) }
+
             var states: [RecordID: LocalRecordState] = [:]
             for id in recordIDs {
-                let metadataRow = try Row.fetchOne(metadataStatement, arguments: [id.recordName])
-                let changeRow = try Row.fetchOne(changeStatement, arguments: [id.recordName])
-                let tableName: String? = changeRow?[0] ?? metadataRow?[0]
+                let metadataRow = metadataRows[id.recordName]
+                let changeRow = changeRows[id.recordName]
+                guard metadataRow != nil || changeRow != nil else { continue }
                 var record: Record?
                 // Values matter only for merging local edits, so rows without one are not read.
-                if changeRow != nil, let tableName, let table = catalog.byTable[tableName] {
+                if let changeRow, let table = catalog.byTable[changeRow.table] {
                     record = try Self.row(of: id, in: table, db: db)
                 }
-                let metadata: Data? = metadataRow?[1]
-                let version: Int64? = changeRow?[1]
-                if record != nil || metadata != nil || version != nil {
-                    states[id] = LocalRecordState(record: record, metadata: metadata, pendingVersion: version)
-                }
+                states[id] = LocalRecordState(record: record, metadata: metadataRow?.metadata, pendingVersion: changeRow?.version)
             }
             return states
         }
@@ -152,14 +160,22 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func apply(_ changes: DownloadedChanges) async throws {
         let zone = zoneID
+        // Pending versions are compared for the whole page in one query (names as a JSON array).
+        let expectedNames = String(decoding: try JSONEncoder().encode(changes.expectedPendingVersions.keys.map(\.recordName)), as: UTF8.self)
         try await write { db, catalog in
             try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
             try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
-            let versionStatement = try db.cachedStatement(sql: #"SELECT version FROM "_gateway_changes" WHERE record_name = ?"#)
+            var current: [String: Int64] = [:]
+            if !changes.expectedPendingVersions.isEmpty {
+                let cursor = try Row.fetchCursor(
+                    db.cachedStatement(
+                        sql: #"SELECT record_name, version FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#),
+                    arguments: [expectedNames])
+                while let row = try cursor.next() { current[row[0]] = row[1] }
+            }
             var skipped = Set<RecordID>()
-            for (id, expected) in changes.expectedPendingVersions {
-                let current = try Int64.fetchOne(versionStatement, arguments: [id.recordName]) ?? 0
-                if current != expected { skipped.insert(id) }
+            for (id, expected) in changes.expectedPendingVersions where (current[id.recordName] ?? 0) != expected {
+                skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]
             for record in changes.writes where !skipped.contains(record.id) {
