@@ -118,7 +118,7 @@ public final class SQLiteAdapter: ModelAdapter {
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         // One query per table for the whole page (names passed as a JSON array) rather than two
         // point queries per record.
-        let names = String(decoding: try JSONEncoder().encode(recordIDs.map(\.recordName)), as: UTF8.self)
+        let names = try Self.jsonArray(recordIDs.map(\.recordName))
         return try await write { db, catalog in
             var metadataRows: [String: (table: String, metadata: Data?)] = [:]
             let metadataCursor = try Row.fetchCursor(
@@ -161,7 +161,7 @@ public final class SQLiteAdapter: ModelAdapter {
     public func apply(_ changes: DownloadedChanges) async throws {
         let zone = zoneID
         // Pending versions are compared for the whole page in one query (names as a JSON array).
-        let expectedNames = String(decoding: try JSONEncoder().encode(changes.expectedPendingVersions.keys.map(\.recordName)), as: UTF8.self)
+        let expectedNames = try Self.jsonArray(changes.expectedPendingVersions.keys.map(\.recordName))
         try await write { db, catalog in
             try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
             try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
@@ -272,6 +272,11 @@ public final class SQLiteAdapter: ModelAdapter {
                     SELECT table_name FROM "_gateway_changes" WHERE record_name = ?1
                     UNION ALL SELECT table_name FROM "_gateway_records" WHERE record_name = ?1 LIMIT 1
                     """), arguments: [id.recordName])
+    }
+
+    /// Record names as a JSON array, the argument of `IN (SELECT value FROM json_each(?))`.
+    private static func jsonArray(_ names: [String]) throws -> String {
+        String(decoding: try JSONEncoder().encode(names), as: UTF8.self)
     }
 
     private static func commit(

@@ -23,7 +23,7 @@ public struct AdapterSettings: Sendable, Decodable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decode(Located<String>.self, forKey: .name)
-        guard DeviceIdentity.isValid(name.value) else {
+        guard ConfigName.isValid(name.value) else {
             throw name.problem(.invalidValue, "adapter names use 1 to 64 letters, digits, '-', '_' or '.'")
         }
         kind = try container.decode(Located<String>.self, forKey: .kind)

@@ -36,7 +36,7 @@ public struct KeySource: Sendable, Decodable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(Located<String>.self, forKey: .id)
-        guard DeviceIdentity.isValid(id.value) else {
+        guard ConfigName.isValid(id.value) else {
             throw id.problem(.invalidValue, "key ids use 1 to 64 letters, digits, '-', '_' or '.'")
         }
         let file = try container.decodeIfPresent(String.self, forKey: .file)

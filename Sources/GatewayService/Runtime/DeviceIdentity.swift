@@ -3,14 +3,8 @@ import Foundation
 /// The id this gateway stamps its writes with, so it recognises them when they come back.
 /// It must survive restarts; it is generated once and kept in `state_dir/device-id`.
 public enum DeviceIdentity {
-    /// 1 to 64 ASCII letters, digits, `-`, `_` or `.`: safe in the `<device>:<adapter>` stamp,
-    /// file names and metrics labels.
-    public static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 64
-            && name.unicodeScalars.allSatisfy {
-                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" || $0 == ".")
-            }
-    }
+    /// Whether `name` can be a device id (see ``ConfigName``).
+    public static func isValid(_ name: String) -> Bool { ConfigName.isValid(name) }
 
     /// The configured id, or the one kept in `stateDirectory`, created on first use.
     public static func load(configured: String?, stateDirectory: String) throws -> String {

@@ -12,7 +12,7 @@ struct KeygenCommand: AsyncParsableCommand {
     var output: String?
 
     func run() async throws {
-        guard DeviceIdentity.isValid(id) else {
+        guard ConfigName.isValid(id) else {
             throw ValidationError("key ids use 1 to 64 letters, digits, '-', '_' or '.'")
         }
         let path = output ?? ".gateway/keys/\(id).key"
