@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SQLiteAdapter", targets: ["SQLiteAdapter"]),
         .library(name: "GatewayService", targets: ["GatewayService"]),
         .library(name: "GatewayKinds", targets: ["GatewayKinds"]),
+        .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
         .executable(name: "gateway", targets: ["gateway"]),
         .executable(name: "gateway-bench", targets: ["GatewayBench"]),
     ],
@@ -60,12 +61,18 @@ let package = Package(
             dependencies: ["GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter"],
             swiftSettings: strictSettings
         ),
-        .executableTarget(
-            name: "gateway",
+        // The command line's commands, as a library so custom builds can add kinds.
+        .target(
+            name: "GatewayCLI",
             dependencies: [
                 "GatewayCore", "GatewayService", "GatewayKinds",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "gateway",
+            dependencies: ["GatewayCLI"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -261,6 +261,7 @@ struct AdapterSyncRun {
             report.conflicts[outcome, default: 0] += 1
             observer(.conflict(adapter: name, recordID: id, policy: settings.policy, resolution: outcome))
         }
+        observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
         try await store { [changes] in try await adapter.apply(changes) }
         report.downloaded += changes.writes.count
         report.deletedLocally += changes.deletes.count
@@ -387,6 +388,7 @@ struct AdapterSyncRun {
                 }
             }
             update.zoneState = state.encoded()
+            observer(.willCommit(adapter: name, records: batch.operations.count))
             try await store { [update] in try await adapter.markUploaded(update) }
             done += settledCount
             observer(

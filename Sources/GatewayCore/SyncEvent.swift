@@ -4,10 +4,14 @@ public enum SyncEvent: Sendable {
     case adapterStarted(adapter: String)
     /// A page of changes is being fetched.
     case willFetch(adapter: String)
+    /// Merged changes are about to be written to the store with the new change token.
+    case willApply(adapter: String, records: Int)
     /// A page was applied: how many records it wrote and deleted locally.
     case didFetch(adapter: String, written: Int, deleted: Int)
     /// Uploading starts with this many pending changes.
     case willUpload(adapter: String, pending: Int)
+    /// The cloud answered a batch; its outcome is about to be committed to the store.
+    case willCommit(adapter: String, records: Int)
     /// A batch was uploaded.
     case didUpload(adapter: String, saved: Int, deleted: Int, failed: Int)
     /// Upload progress: changes done and the total known at the start.

@@ -57,7 +57,7 @@ public final class SyncProgressView: Sendable {
                 current = nil
                 if interactive { return "\r\u{1B}[2K" }
                 return "\(report.adapter): done\n"
-            case .willFetch, .didUpload, .batchSizeChanged:
+            case .willFetch, .willApply, .willCommit, .didUpload, .batchSizeChanged:
                 break
             }
             guard var progress = current else { return nil }

@@ -14,16 +14,31 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Sync only this adapter (repeatable).")
     var adapter: [String] = []
 
+    @Option(name: .long, help: "Progress on standard error: auto (a bar on a terminal, lines otherwise), bar, lines, json (one JSON object per event) or none.")
+    var progress: ProgressStyle = .auto
+
     func run() async throws {
         let configuration = try options.load()
-        let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver())
+        let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver(progress))
         Console.out(SyncSummary.render(report, zones: Self.zones(configuration)))
         if !report.succeeded { throw ExitCode(ExitStatus.syncFailed) }
     }
 
-    static func progressObserver() -> @Sendable (SyncEvent) -> Void {
-        let view = SyncProgressView(interactive: SyncProgressView.standardErrorIsTerminal, write: Console.err)
-        return { view.handle($0) }
+    enum ProgressStyle: String, ExpressibleByArgument, CaseIterable {
+        case auto, bar, lines, json, none
+    }
+
+    static func progressObserver(_ style: ProgressStyle = .auto) -> @Sendable (SyncEvent) -> Void {
+        switch style {
+        case .none:
+            return { _ in }
+        case .json:
+            return { Console.err(SyncEventLine($0).text) }
+        case .auto, .bar, .lines:
+            let interactive = style == .bar || (style == .auto && SyncProgressView.standardErrorIsTerminal)
+            let view = SyncProgressView(interactive: interactive, write: Console.err)
+            return { view.handle($0) }
+        }
     }
 
     static func zones(_ configuration: GatewayConfiguration) -> [String: String] {

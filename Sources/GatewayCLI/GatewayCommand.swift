@@ -1,11 +1,48 @@
 import ArgumentParser
 import Foundation
 import GatewayCore
+import GatewayKinds
 import GatewayService
+
+/// The `gateway` command line, as a library so that a custom build can register its own kinds
+/// and run the same commands:
+/// ```swift
+/// var registry = GatewayRegistry.builtIn
+/// registry.register(MyAdapterKind())
+/// await GatewayCLI.main(registry: registry)
+/// ```
+public enum GatewayCLI {
+    /// The kinds and resolvers the commands load configs with.
+    @TaskLocal static var registry = GatewayRegistry.builtIn
+
+    /// Parses the process's arguments, runs the command and exits with its status.
+    public static func main(registry: GatewayRegistry = .builtIn, arguments: [String]? = nil) async -> Never {
+        let status = await $registry.withValue(registry) { await run(arguments) }
+        Foundation.exit(status)
+    }
+
+    static func run(_ arguments: [String]?) async -> Int32 {
+        do {
+            var command = try await GatewayCommand.asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return ExitStatus.ok
+        } catch {
+            let code = ExitStatus.code(for: error, command: GatewayCommand.self)
+            if let message = ExitStatus.message(for: error, command: GatewayCommand.self) {
+                let stream = code == 0 ? FileHandle.standardOutput : FileHandle.standardError
+                stream.write(Data((message + "\n").utf8))
+            }
+            return code
+        }
+    }
+}
 
 /// The `gateway` command. Exit codes (DESIGN §9): 0 ok, 1 sync failed, 2 usage or config
 /// error, 75 already syncing.
-@main
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
@@ -17,24 +54,6 @@ struct GatewayCommand: AsyncParsableCommand {
             SyncCommand.self, StatusCommand.self, ValidateCommand.self, InitCommand.self, KeygenCommand.self,
             ResetCommand.self, RetryCommand.self, ZonesCommand.self,
         ])
-
-    static func main() async {
-        do {
-            var command = try await asyncParseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            let code = ExitStatus.code(for: error, command: Self.self)
-            if let message = ExitStatus.message(for: error, command: Self.self) {
-                let stream = code == 0 ? FileHandle.standardOutput : FileHandle.standardError
-                stream.write(Data((message + "\n").utf8))
-            }
-            Foundation.exit(code)
-        }
-    }
 }
 
 /// Maps errors to the documented exit codes and messages.
@@ -82,7 +101,7 @@ struct ConfigOptions: ParsableArguments {
     var config = "config.yaml"
 
     func load() throws -> GatewayConfiguration {
-        try GatewayConfiguration.load(file: config, registry: .builtIn)
+        try GatewayConfiguration.load(file: config, registry: GatewayCLI.registry)
     }
 }
 
