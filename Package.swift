@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
         .executable(name: "gateway", targets: ["gateway"]),
         .executable(name: "gateway-bench", targets: ["GatewayBench"]),
+        .executable(name: "gateway-harness", targets: ["GatewayHarness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -79,6 +80,17 @@ let package = Package(
             name: "GatewayBench",
             dependencies: ["GatewayCore", "EmbeddedCloud", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/GatewayBench",
+            swiftSettings: strictSettings
+        ),
+        // The reliability harness: kills syncs at random moments; runs gateways under faults.
+        .executableTarget(
+            name: "GatewayHarness",
+            dependencies: [
+                "GatewayCore", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/GatewayHarness",
             swiftSettings: strictSettings
         ),
         // A second process for the multi-process tests of the embedded cloud.

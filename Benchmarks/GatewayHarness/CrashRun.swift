@@ -1,0 +1,158 @@
+import Foundation
+import GatewayTesting
+
+/// Kills `gateway sync` with SIGKILL at random moments of each phase, restarts it until a sync
+/// completes and has nothing left to do, then checks every side against the generated data.
+struct CrashRun {
+    /// Where a kill lands, told apart by the event `gateway sync --progress json` printed last.
+    enum Phase: String, CaseIterable {
+        /// A page is being fetched from the cloud.
+        case download
+        /// Merged changes are being written to the store with the new token.
+        case apply
+        /// A batch is being saved to the cloud (the next batch is read meanwhile).
+        case upload
+        /// A batch's outcome is being committed to the store.
+        case commit
+
+        func matches(_ event: [String: Any]) -> Bool {
+            let name = event["event"] as? String
+            switch self {
+            case .download: return name == "willFetch"
+            case .apply: return name == "willApply" && (event["records"] as? Int ?? 0) > 0
+            case .upload: return name == "willUpload" || name == "progress"
+            case .commit: return name == "willCommit"
+            }
+        }
+    }
+
+    struct Result: Encodable {
+        var records: Int
+        var kills: Int
+        var killsByPhase: [String: Int]
+        var runsThatFinishedBeforeTheirKill: Int
+        var syncsToFinish: Int
+        var lost: Int
+        var duplicated: Int
+        var checksums: [String: String]
+        var seconds: Double
+    }
+
+    let records: Int
+    let kills: Int
+    let seed: UInt64
+    let directory: URL
+    let gateway: String
+
+    func run() async throws -> Result {
+        let started = ContinuousClock.now
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var random = SeededGenerator(seed: seed)
+        let half = records / 2
+        let rowsA = (0..<half).map { HarnessData.Row.generated(id: String(format: "a-%06d", $0), using: &random) }
+        let rowsB = (0..<(records - half)).map { HarnessData.Row.generated(id: String(format: "b-%06d", $0), using: &random) }
+        try HarnessData.createDatabase(at: path("a.sqlite"), rows: rowsA)
+        try HarnessData.createDatabase(at: path("b.sqlite"), rows: rowsB)
+        let config = HarnessData.config(
+            stateDirectory: "state", cloud: "  kind: embedded\n  path: cloud.sqlite",
+            adapters: [("a", "a.sqlite"), ("b", "b.sqlite")])
+        try Data(config.utf8).write(to: directory.appendingPathComponent("config.yaml"))
+
+        var byPhase: [String: Int] = [:]
+        var early = 0
+        var attempts = 0
+        while byPhase.values.reduce(0, +) < kills {
+            attempts += 1
+            guard attempts <= kills * 4 else {
+                throw HarnessFailure("only \(byPhase.values.reduce(0, +)) of \(kills) kills landed; use more records")
+            }
+            let phase = Phase.allCases[(attempts - 1) % Phase.allCases.count]
+            let skip = Int.random(in: 0...3, using: &random)
+            let delay = Duration.microseconds(Int.random(in: 0...3_000, using: &random))
+            if try await killedSync(in: phase, after: skip, delay: delay, attempt: attempts) {
+                byPhase[phase.rawValue, default: 0] += 1
+                print("kill \(byPhase.values.reduce(0, +)): \(phase.rawValue)")
+            } else {
+                early += 1
+            }
+        }
+
+        var syncs = 0
+        while true {
+            syncs += 1
+            guard syncs <= 10 else { throw HarnessFailure("no sync reported 'Nothing to do' after 10 runs") }
+            let output = path("final-\(syncs).out")
+            let child = try ChildProcess(
+                gateway, arguments: ["sync", "--config", "config.yaml", "--progress", "none"], directory: directory.path,
+                standardOutput: output, standardError: path("final-\(syncs).err"))
+            let status = try await child.wait(timeout: .seconds(600))
+            guard status == 0 else {
+                throw HarnessFailure("gateway sync exited \(status): \((try? String(contentsOfFile: path("final-\(syncs).err"), encoding: .utf8)) ?? "")")
+            }
+            if try String(contentsOfFile: output, encoding: .utf8).hasPrefix("Nothing to do") { break }
+        }
+
+        let expected = Dictionary(uniqueKeysWithValues: (rowsA + rowsB).map { ($0.id, $0.line) })
+        let sides = [
+            "a": try HarnessData.read(database: path("a.sqlite")), "b": try HarnessData.read(database: path("b.sqlite")),
+            "cloud": try await HarnessData.read(cloud: path("cloud.sqlite")),
+        ]
+        var lost = 0
+        var duplicated = 0
+        for (side, lines) in sides {
+            let missing = expected.filter { lines[$0.key] != $0.value }
+            let extra = lines.keys.filter { expected[$0] == nil }
+            if !missing.isEmpty { print("\(side): \(missing.count) rows lost or changed, for example \(missing.first!.key)") }
+            if !extra.isEmpty { print("\(side): \(extra.count) rows that were never written, for example \(extra.first!)") }
+            lost += missing.count
+            duplicated += extra.count
+        }
+        for store in ["a.sqlite", "b.sqlite"] where try HarnessData.pendingChanges(database: path(store)) != 0 {
+            throw HarnessFailure("\(store) still has pending changes after a sync reported nothing to do")
+        }
+        return Result(
+            records: records, kills: byPhase.values.reduce(0, +), killsByPhase: byPhase, runsThatFinishedBeforeTheirKill: early,
+            syncsToFinish: syncs, lost: lost, duplicated: duplicated, checksums: sides.mapValues(HarnessData.checksum),
+            seconds: Double((ContinuousClock.now - started).components.seconds))
+    }
+
+    /// Starts a sync and kills it `delay` after the `skip + 1`-th event of `phase`. Returns
+    /// whether the kill landed (false when the sync ended first).
+    private func killedSync(in phase: Phase, after skip: Int, delay: Duration, attempt: Int) async throws -> Bool {
+        let events = path("run-\(attempt).events")
+        let child = try ChildProcess(
+            gateway, arguments: ["sync", "--config", "config.yaml", "--progress", "json"], directory: directory.path,
+            standardOutput: path("run-\(attempt).out"), standardError: events)
+        var offset = 0
+        var seen = 0
+        let deadline = ContinuousClock.now + .seconds(300)
+        while ContinuousClock.now < deadline {
+            let finished = !child.isRunning
+            let data = (try? Data(contentsOf: URL(fileURLWithPath: events))) ?? Data()
+            if data.count > offset, let end = data.lastIndex(of: UInt8(ascii: "\n")), end >= offset {
+                for line in data[offset...end].split(separator: UInt8(ascii: "\n")) {
+                    guard let event = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], phase.matches(event) else {
+                        continue
+                    }
+                    seen += 1
+                    if seen > skip {
+                        try await Task.sleep(for: delay)
+                        guard child.isRunning else { return false }
+                        child.kill()
+                        let status = try await child.wait()
+                        return status == 128 + 9
+                    }
+                }
+                offset = end + 1
+            }
+            if finished { return false }
+            try await Task.sleep(for: .microseconds(200))
+        }
+        child.kill()
+        _ = try await child.wait()
+        throw HarnessFailure("sync \(attempt) neither reached \(phase.rawValue) nor ended in 300 s")
+    }
+
+    private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+}

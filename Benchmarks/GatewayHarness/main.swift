@@ -1,0 +1,22 @@
+// The reliability harness: `crash` kills `gateway sync` at random moments and proves nothing is
+// lost or duplicated; `converge` runs three gateway processes against one cloud with injected
+// faults and concurrent writers, then proves every store and the cloud agree. Any other first
+// argument runs the gateway command line itself, with one more cloud kind (`faulty-embedded`,
+// the embedded cloud behind FaultInjectingCloud), which `converge` uses for its gateways.
+//
+//   swift run -c release gateway-harness crash --records 50000 --kills 30
+//   swift run -c release gateway-harness converge
+import Foundation
+import GatewayCLI
+import GatewayKinds
+import GatewayService
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "crash", "converge", "--help", "-h", nil:
+    await HarnessCommand.runHarness(arguments)
+default:
+    var registry = GatewayRegistry.builtIn
+    registry.register(FaultyCloudKind())
+    await GatewayCLI.main(registry: registry)
+}
