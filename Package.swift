@@ -124,6 +124,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "ReliabilityTests",
+            dependencies: ["GatewayTesting", "GatewayHarness", "gateway"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "GatewayCoreTests",
             dependencies: ["GatewayCore", "GatewayTesting", "EmbeddedCloud"],
             swiftSettings: strictSettings

@@ -106,7 +106,7 @@ struct ConvergeRun {
     /// Random inserts, updates and deletes on a pool of ids shared by every database.
     private func write() async throws {
         var random = SeededGenerator(seed: seed)
-        let databases = try (0..<gateways).map { try DatabaseQueue(path: path("db\($0).sqlite")) }
+        let databases = try (0..<gateways).map { try HarnessData.open(path("db\($0).sqlite")) }
         for step in 0..<writes {
             let database = databases[Int.random(in: 0..<gateways, using: &random)]
             let id = String(format: "shared-%04d", Int.random(in: 0..<sharedRecords, using: &random))

@@ -40,6 +40,7 @@ struct CrashRun {
 
     let records: Int
     let kills: Int
+    let batchSize: Int
     let seed: UInt64
     let directory: URL
     let gateway: String
@@ -56,7 +57,7 @@ struct CrashRun {
         try HarnessData.createDatabase(at: path("b.sqlite"), rows: rowsB)
         let config = HarnessData.config(
             stateDirectory: "state", cloud: "  kind: embedded\n  path: cloud.sqlite",
-            adapters: [("a", "a.sqlite"), ("b", "b.sqlite")])
+            adapters: [("a", "a.sqlite"), ("b", "b.sqlite")], batchSize: batchSize)
         try Data(config.utf8).write(to: directory.appendingPathComponent("config.yaml"))
 
         var byPhase: [String: Int] = [:]
@@ -68,7 +69,7 @@ struct CrashRun {
                 throw HarnessFailure("only \(byPhase.values.reduce(0, +)) of \(kills) kills landed; use more records")
             }
             let phase = Phase.allCases[(attempts - 1) % Phase.allCases.count]
-            let skip = Int.random(in: 0...3, using: &random)
+            let skip = Int.random(in: 0...1, using: &random)
             let delay = Duration.microseconds(Int.random(in: 0...3_000, using: &random))
             if try await killedSync(in: phase, after: skip, delay: delay, attempt: attempts) {
                 byPhase[phase.rawValue, default: 0] += 1

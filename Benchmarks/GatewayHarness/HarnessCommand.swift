@@ -39,6 +39,7 @@ struct HarnessCommand: AsyncParsableCommand {
 
         @Option(help: "Records in all, half written in each of the two databases.") var records = 50_000
         @Option(help: "Kills that must land (spread over download, apply, upload, commit).") var kills = 30
+        @Option(help: "The gateway's upload batch size; smaller makes more moments to kill in.") var batchSize = 200
         @Option(help: "Seed of the data and of the kill moments.") var seed: UInt64 = 1
         @Option(help: "Working folder (replaced).") var directory = ".gateway/harness/crash"
         @Option(help: "The gateway executable; default: the one next to this harness.") var gateway: String?
@@ -46,8 +47,8 @@ struct HarnessCommand: AsyncParsableCommand {
 
         func run() async throws {
             let result = try await CrashRun(
-                records: records, kills: kills, seed: seed, directory: URL(fileURLWithPath: directory),
-                gateway: gateway ?? HarnessCommand.sibling("gateway")
+                records: records, kills: kills, batchSize: batchSize, seed: seed, directory: URL(fileURLWithPath: directory),
+                gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway")
             ).run()
             try HarnessCommand.report(result, to: json)
             let identical = Set(result.checksums.values).count == 1
@@ -70,7 +71,7 @@ struct HarnessCommand: AsyncParsableCommand {
         func run() async throws {
             let result = try await ConvergeRun(
                 gateways: gateways, sharedRecords: sharedRecords, writes: writes, faultProbability: faultProbability, seed: seed,
-                directory: URL(fileURLWithPath: directory), harness: CommandLine.arguments[0]
+                directory: URL(fileURLWithPath: directory), harness: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
             ).run()
             try HarnessCommand.report(result, to: json)
             guard result.converged else { throw ExitCode.failure }

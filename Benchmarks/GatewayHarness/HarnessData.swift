@@ -37,9 +37,16 @@ enum HarnessData {
         }
     }
 
+    /// Opens a store as another program would: waiting for the gateway's write lock.
+    static func open(_ path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        return try DatabaseQueue(path: path, configuration: configuration)
+    }
+
     /// Creates a database with `rows`.
     static func createDatabase(at path: String, rows: [Row]) throws {
-        let database = try DatabaseQueue(path: path)
+        let database = try open(path)
         try database.write { db in
             try db.execute(sql: schema)
             for row in rows { try upsert(row, db: db) }
@@ -59,7 +66,7 @@ enum HarnessData {
 
     /// Every row of a store, by id.
     static func read(database path: String) throws -> [String: String] {
-        let database = try DatabaseQueue(path: path)
+        let database = try open(path)
         defer { try? database.close() }
         return try database.read { db in
             var lines: [String: String] = [:]
@@ -73,7 +80,7 @@ enum HarnessData {
 
     /// How many changes a store still has to upload.
     static func pendingChanges(database path: String) throws -> Int {
-        let database = try DatabaseQueue(path: path)
+        let database = try open(path)
         defer { try? database.close() }
         return try database.read { db in try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "_gateway_changes""#) ?? 0 }
     }
