@@ -15,13 +15,14 @@ struct CrashRun {
         /// A batch's outcome is being committed to the store.
         case commit
 
-        func matches(_ event: [String: Any]) -> Bool {
-            let name = event["event"] as? String
-            switch self {
-            case .download: return name == "willFetch"
-            case .apply: return name == "willApply" && (event["records"] as? Int ?? 0) > 0
-            case .upload: return name == "willUpload" || name == "progress"
-            case .commit: return name == "willCommit"
+        /// The phase an event starts, if it starts one.
+        init?(startedBy event: [String: Any]) {
+            switch event["event"] as? String {
+            case "willFetch": self = .download
+            case "willApply" where (event["records"] as? Int ?? 0) > 0: self = .apply
+            case "willUpload", "progress": self = .upload
+            case "willCommit": self = .commit
+            default: return nil
             }
         }
     }
@@ -41,6 +42,8 @@ struct CrashRun {
     let records: Int
     let kills: Int
     let batchSize: Int
+    /// Phase starts a run may pass before its kill.
+    let maximumSkip: Int
     let seed: UInt64
     let directory: URL
     let gateway: String
@@ -60,6 +63,8 @@ struct CrashRun {
             adapters: [("a", "a.sqlite"), ("b", "b.sqlite")], batchSize: batchSize)
         try Data(config.utf8).write(to: directory.appendingPathComponent("config.yaml"))
 
+        // Each run is killed a random number of phase starts in, a moment later, so the kills
+        // move through the whole sync (every run gets somewhat further before it dies).
         var byPhase: [String: Int] = [:]
         var early = 0
         var attempts = 0
@@ -68,10 +73,9 @@ struct CrashRun {
             guard attempts <= kills * 4 else {
                 throw HarnessFailure("only \(byPhase.values.reduce(0, +)) of \(kills) kills landed; use more records")
             }
-            let phase = Phase.allCases[(attempts - 1) % Phase.allCases.count]
-            let skip = Int.random(in: 0...1, using: &random)
+            let skip = Int.random(in: 0...maximumSkip, using: &random)
             let delay = Duration.microseconds(Int.random(in: 0...3_000, using: &random))
-            if try await killedSync(in: phase, after: skip, delay: delay, attempt: attempts) {
+            if let phase = try await killedSync(after: skip, delay: delay, attempt: attempts) {
                 byPhase[phase.rawValue, default: 0] += 1
                 print("kill \(byPhase.values.reduce(0, +)): \(phase.rawValue)")
             } else {
@@ -118,9 +122,9 @@ struct CrashRun {
             seconds: Double((ContinuousClock.now - started).components.seconds))
     }
 
-    /// Starts a sync and kills it `delay` after the `skip + 1`-th event of `phase`. Returns
-    /// whether the kill landed (false when the sync ended first).
-    private func killedSync(in phase: Phase, after skip: Int, delay: Duration, attempt: Int) async throws -> Bool {
+    /// Starts a sync and kills it `delay` after the `skip + 1`-th phase start. Returns the phase
+    /// the kill landed in, or `nil` when the sync ended first.
+    private func killedSync(after skip: Int, delay: Duration, attempt: Int) async throws -> Phase? {
         let events = path("run-\(attempt).events")
         let child = try ChildProcess(
             gateway, arguments: ["sync", "--config", "config.yaml", "--progress", "json"], directory: directory.path,
@@ -133,26 +137,25 @@ struct CrashRun {
             let data = (try? Data(contentsOf: URL(fileURLWithPath: events))) ?? Data()
             if data.count > offset, let end = data.lastIndex(of: UInt8(ascii: "\n")), end >= offset {
                 for line in data[offset...end].split(separator: UInt8(ascii: "\n")) {
-                    guard let event = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], phase.matches(event) else {
-                        continue
-                    }
+                    guard let event = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                        let phase = Phase(startedBy: event)
+                    else { continue }
                     seen += 1
                     if seen > skip {
                         try await Task.sleep(for: delay)
-                        guard child.isRunning else { return false }
+                        guard child.isRunning else { return nil }
                         child.kill()
-                        let status = try await child.wait()
-                        return status == 128 + 9
+                        return try await child.wait() == 128 + 9 ? phase : nil
                     }
                 }
                 offset = end + 1
             }
-            if finished { return false }
+            if finished { return nil }
             try await Task.sleep(for: .microseconds(200))
         }
         child.kill()
         _ = try await child.wait()
-        throw HarnessFailure("sync \(attempt) neither reached \(phase.rawValue) nor ended in 300 s")
+        throw HarnessFailure("sync \(attempt) neither reached a kill point nor ended in 300 s")
     }
 
     private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
