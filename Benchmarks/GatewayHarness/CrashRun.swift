@@ -44,6 +44,8 @@ struct CrashRun {
     let batchSize: Int
     /// Phase starts a run may pass before its kill.
     let maximumSkip: Int
+    /// Aim the runs at each phase in turn, so even a small run has kills in every phase.
+    let eachPhase: Bool
     let seed: UInt64
     let directory: URL
     let gateway: String
@@ -73,9 +75,12 @@ struct CrashRun {
             guard attempts <= kills * 4 else {
                 throw HarnessFailure("only \(byPhase.values.reduce(0, +)) of \(kills) kills landed; use more records")
             }
-            let skip = Int.random(in: 0...maximumSkip, using: &random)
+            // With `eachPhase`, runs aim at the phases in turn, a phase start or two in; otherwise any
+            // phase start counts.
+            let target = eachPhase ? Phase.allCases[(attempts - 1) % Phase.allCases.count] : nil
+            let skip = Int.random(in: 0...(eachPhase ? 1 : maximumSkip), using: &random)
             let delay = Duration.microseconds(Int.random(in: 0...3_000, using: &random))
-            if let phase = try await killedSync(after: skip, delay: delay, attempt: attempts) {
+            if let phase = try await killedSync(in: target, after: skip, delay: delay, attempt: attempts) {
                 byPhase[phase.rawValue, default: 0] += 1
                 print("kill \(byPhase.values.reduce(0, +)): \(phase.rawValue)")
             } else {
@@ -122,9 +127,9 @@ struct CrashRun {
             seconds: Double((ContinuousClock.now - started).components.seconds))
     }
 
-    /// Starts a sync and kills it `delay` after the `skip + 1`-th phase start. Returns the phase
-    /// the kill landed in, or `nil` when the sync ended first.
-    private func killedSync(after skip: Int, delay: Duration, attempt: Int) async throws -> Phase? {
+    /// Starts a sync and kills it `delay` after the `skip + 1`-th start of `target` (of any phase
+    /// when `nil`). Returns the phase the kill landed in, or `nil` when the sync ended first.
+    private func killedSync(in target: Phase?, after skip: Int, delay: Duration, attempt: Int) async throws -> Phase? {
         let events = path("run-\(attempt).events")
         let child = try ChildProcess(
             gateway, arguments: ["sync", "--config", "config.yaml", "--progress", "json"], directory: directory.path,
@@ -138,7 +143,7 @@ struct CrashRun {
             if data.count > offset, let end = data.lastIndex(of: UInt8(ascii: "\n")), end >= offset {
                 for line in data[offset...end].split(separator: UInt8(ascii: "\n")) {
                     guard let event = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                        let phase = Phase(startedBy: event)
+                        let phase = Phase(startedBy: event), target == nil || target == phase
                     else { continue }
                     seen += 1
                     if seen > skip {

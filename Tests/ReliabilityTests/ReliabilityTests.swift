@@ -34,7 +34,7 @@ struct ReliabilityTests {
         let directory = try TemporaryDirectory(prefix: "reliability-crash")
         defer { directory.remove() }
         let status = try await Self.harness(
-            ["crash", "--records", "2000", "--kills", "8", "--batch-size", "25", "--directory", directory.path("run"), "--json",
+            ["crash", "--records", "2000", "--kills", "8", "--batch-size", "25", "--each-phase", "--directory", directory.path("run"), "--json",
              directory.path("result.json")], in: directory)
         let log = (try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? ""
         #expect(status == 0, "\(log)\((try? String(contentsOfFile: directory.path("harness.err"), encoding: .utf8)) ?? "")")
