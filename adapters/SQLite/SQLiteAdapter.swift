@@ -288,21 +288,23 @@ public final class SQLiteAdapter: ModelAdapter {
                 INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES (?1, ?2, ?3)
                 ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
                 """)
-        // A record already known keeps its table; the table of a new one is in the change log.
-        let updateMetadata = try db.cachedStatement(
-            sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#)
-        let insertFromChanges = try db.cachedStatement(
+        // A record with a pending change takes its table from the change log (one statement for
+        // both a new and a known record); any other record is already known and keeps its table.
+        let upsertFromChanges = try db.cachedStatement(
             sql: """
                 INSERT INTO "_gateway_records" (record_name, table_name, metadata)
                 SELECT record_name, table_name, ?2 FROM "_gateway_changes" WHERE record_name = ?1
+                ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata
                 """)
+        let updateMetadata = try db.cachedStatement(
+            sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#)
         for (id, metadata) in update.metadata where !skipped.contains(id) {
             if let table = knownTables[id] {
                 try upsertMetadata.execute(arguments: [id.recordName, table, metadata])
                 continue
             }
-            try updateMetadata.execute(arguments: [id.recordName, metadata])
-            if db.changesCount == 0 { try insertFromChanges.execute(arguments: [id.recordName, metadata]) }
+            try upsertFromChanges.execute(arguments: [id.recordName, metadata])
+            if db.changesCount == 0 { try updateMetadata.execute(arguments: [id.recordName, metadata]) }
         }
         let removeMetadata = try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#)
         for id in update.removedMetadata where !skipped.contains(id) {
@@ -310,9 +312,11 @@ public final class SQLiteAdapter: ModelAdapter {
         }
         let settle = try db.cachedStatement(sql: #"DELETE FROM "_gateway_changes" WHERE record_name = ? AND version <= ?"#)
         let clearFailure = try db.cachedStatement(sql: #"DELETE FROM "_gateway_failures" WHERE record_name = ? AND version <= ?"#)
+        // Failure marks are rare: skip clearing them, a statement per record, when there are none.
+        let hasFailures = try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_failures")"#) ?? true
         for (id, version) in update.settled where !skipped.contains(id) {
             try settle.execute(arguments: [id.recordName, version])
-            try clearFailure.execute(arguments: [id.recordName, version])
+            if hasFailures { try clearFailure.execute(arguments: [id.recordName, version]) }
         }
         let markFailed = try db.cachedStatement(
             sql: #"INSERT OR REPLACE INTO "_gateway_failures" (record_name, version, code, message) VALUES (?, ?, ?, ?)"#)
