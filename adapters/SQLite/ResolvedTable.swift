@@ -57,6 +57,7 @@ struct ResolvedTable: Sendable {
         self.valueColumns = synced.map(column)
         (selectRowSQL, deleteRowSQL, upsertSQL) = Self.statements(
             table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
+        selectRowsSQL = Self.selectRowsStatement(table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
         self.template = try RecordNameTemplate(
             mapping.recordName, recordType: mapping.recordType, keyColumnCount: keys.count, table: mapping.table)
     }
@@ -69,6 +70,16 @@ struct ResolvedTable: Sendable {
     let selectRowSQL: String
     let deleteRowSQL: String
     let upsertSQL: String
+    /// Selects the key and values of many rows at once, for a single INTEGER or TEXT key: the
+    /// keys are bound as one JSON array. `nil` for other keys, which are read row by row.
+    let selectRowsSQL: String?
+
+    static func selectRowsStatement(table: String, keyColumns: [Column], valueColumns: [Column]) -> String? {
+        guard keyColumns.count == 1, [.integer, .text].contains(keyColumns[0].kind) else { return nil }
+        let key = SQL.identifier(keyColumns[0].name)
+        let selected = ([key] + valueColumns.map { SQL.identifier($0.name) }).joined(separator: ", ")
+        return "SELECT \(selected) FROM \(SQL.identifier(table)) WHERE \(key) IN (SELECT value FROM json_each(?))"
+    }
 
     static func statements(table: String, keyColumns: [Column], valueColumns: [Column]) -> (select: String, delete: String, upsert: String) {
         let quotedTable = SQL.identifier(table)
@@ -116,11 +127,12 @@ struct ResolvedTable: Sendable {
         }
     }
 
-    /// The record for a row selected with ``selectRowSQL``.
-    func record(from row: Row, id: RecordID) -> Record {
+    /// The record for a row selected with ``selectRowSQL`` (values from column `offset` on; 1
+    /// for ``selectRowsSQL``, whose first column is the key).
+    func record(from row: Row, id: RecordID, offset: Int = 0) -> Record {
         var fields: [String: FieldValue] = [:]
         for (index, column) in valueColumns.enumerated() {
-            if let value = ValueMapping.field(row[index], kind: column.kind) { fields[column.name] = value }
+            if let value = ValueMapping.field(row[offset + index], kind: column.kind) { fields[column.name] = value }
         }
         return Record(id: id, recordType: recordType, fields: fields)
     }

@@ -98,21 +98,59 @@ public final class SQLiteAdapter: ModelAdapter {
                     ORDER BY c.version LIMIT ?
                     """,
                 arguments: [after ?? 0, max(0, limit)])
-            var pending = PendingChanges()
+            struct Entry {
+                var id: RecordID
+                var table: ResolvedTable
+                var version: Int64
+                var metadata: Data?
+            }
+            var ordered: [Entry] = []
             while let entry = try entries.next() {
-                let recordName: String = entry[0]
                 guard let table = catalog.byTable[entry[1]] else { continue }
-                let id = RecordID(recordName: recordName, zoneID: zone)
-                let version: Int64 = entry[2]
-                let metadata: Data? = entry[3]
-                if let record = try Self.row(of: id, in: table, db: db) {
-                    pending.saves.append(PendingSave(record: record, metadata: metadata, version: version))
+                ordered.append(Entry(id: RecordID(recordName: entry[0], zoneID: zone), table: table, version: entry[2], metadata: entry[3]))
+            }
+            let rows = try Self.rows(of: ordered.map { ($0.id, $0.table) }, db: db)
+            var pending = PendingChanges()
+            pending.saves.reserveCapacity(ordered.count)
+            for entry in ordered {
+                if let record = rows[entry.id] {
+                    pending.saves.append(PendingSave(record: record, metadata: entry.metadata, version: entry.version))
                 } else {
-                    pending.deletes.append(PendingDelete(recordID: id, metadata: metadata, version: version))
+                    pending.deletes.append(PendingDelete(recordID: entry.id, metadata: entry.metadata, version: entry.version))
                 }
             }
             return pending
         }
+    }
+
+    /// The current rows of many records: one query per table where the key allows it
+    /// (``ResolvedTable/selectRowsSQL``), one per record otherwise. Records without a row are absent.
+    private static func rows(of records: [(RecordID, ResolvedTable)], db: Database) throws -> [RecordID: Record] {
+        var found: [RecordID: Record] = [:]
+        found.reserveCapacity(records.count)
+        var batched: [String: (table: ResolvedTable, byKey: [DatabaseValue: RecordID])] = [:]
+        for (id, table) in records {
+            guard table.selectRowsSQL != nil, let key = try? table.keyValues(of: id.recordName).first else {
+                if let record = try row(of: id, in: table, db: db) { found[id] = record }
+                continue
+            }
+            batched[table.table, default: (table, [:])].byKey[key] = id
+        }
+        for (table, byKey) in batched.values {
+            guard let sql = table.selectRowsSQL else { continue }
+            let keys: String
+            if table.keyColumns[0].kind == .integer {
+                keys = try jsonArray(byKey.keys.compactMap { Int64.fromDatabaseValue($0) })
+            } else {
+                keys = try jsonArray(byKey.keys.compactMap { String.fromDatabaseValue($0) })
+            }
+            let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: [keys])
+            while let row = try cursor.next() {
+                guard let id = byKey[row[0] as DatabaseValue] else { continue }
+                found[id] = table.record(from: row, id: id, offset: 1)
+            }
+        }
+        return found
     }
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
@@ -274,9 +312,9 @@ public final class SQLiteAdapter: ModelAdapter {
                     """), arguments: [id.recordName])
     }
 
-    /// Record names as a JSON array, the argument of `IN (SELECT value FROM json_each(?))`.
-    private static func jsonArray(_ names: [String]) throws -> String {
-        String(decoding: try JSONEncoder().encode(names), as: UTF8.self)
+    /// Values as a JSON array, the argument of `IN (SELECT value FROM json_each(?))`.
+    private static func jsonArray(_ values: [some Encodable]) throws -> String {
+        String(decoding: try JSONEncoder().encode(values), as: UTF8.self)
     }
 
     private static func commit(
