@@ -124,11 +124,12 @@ struct AdapterSyncRun {
                 continue
             }
             try checkCompatibility(page.modified)
-            if state.refetching { seen.formUnion(page.modified.map(\.id)) }
+            let modified = try page.modified.map(opened)
+            if state.refetching { seen.formUnion(modified.map(\.id)) }
             cursor = page.token
             var next = state
             next.token = state.refetching ? nil : page.token
-            let incoming = page.modified.map { ($0.id, Optional($0)) } + page.deleted.map { ($0, Record?.none) }
+            let incoming = modified.map { ($0.id, Optional($0)) } + page.deleted.map { ($0, Record?.none) }
             let (written, deleted) = try await integrate(incoming, zoneState: next)
             state = next
             observer(.didFetch(adapter: name, written: written, deleted: deleted))
@@ -163,6 +164,27 @@ struct AdapterSyncRun {
                     "record \(record.id) was written with model version \(version), newer than this gateway's \(configuration.compatibilityVersion); upgrade the gateway. Nothing of that page was applied and the change token did not move",
                     adapter: name)
             }
+        }
+    }
+
+    /// The record with its encrypted fields decrypted.
+    /// - Throws: ``SyncError/Code/undecryptableField`` when a field cannot be decrypted (or this
+    ///   adapter has no keys), before anything of the page is applied.
+    private func opened(_ record: Record) throws -> Record {
+        guard record.hasEncryptedFields else { return record }
+        guard let encryption = options.encryption else {
+            let field = record.fields.first { if case .encrypted = $0.value { true } else { false } }?.key ?? ""
+            throw SyncError(
+                .undecryptableField,
+                "field \(field) of record \(record.id.recordName) is encrypted, and adapter \(name) has no keys; configure encryption.keys",
+                adapter: name)
+        }
+        do {
+            return try encryption.decrypt(record)
+        } catch {
+            var error = error
+            error.adapter = name
+            throw error
         }
     }
 
@@ -291,7 +313,7 @@ struct AdapterSyncRun {
             } else {
                 let pending = try await store { try await adapter.pendingChanges(limit: size) }
                 if pending.isEmpty { break }
-                batch = try UploadBatch(pending, configuration: configuration, writerStamp: writerStamp)
+                batch = try UploadBatch(pending, configuration: configuration, writerStamp: writerStamp, encryption: options.encryption)
                 if !batch.operations.isEmpty {
                     // Commit what is about to be sent first: if the answer is lost or the process
                     // dies after the cloud saved it, the next sync still knows these values are its own.
@@ -354,7 +376,7 @@ struct AdapterSyncRun {
                     case .failed(_, let error):
                         switch error.code {
                         case .serverRecordChanged:
-                            if let server = error.serverRecord { conflicts.append((id, server)) } else { lookups.append(id) }
+                            if let server = error.serverRecord { conflicts.append((id, try opened(server))) } else { lookups.append(id) }
                         case .unknownItem:
                             if case .delete = operation {
                                 update.removedMetadata.insert(id)
@@ -382,7 +404,7 @@ struct AdapterSyncRun {
             if quotaError == nil, let upcoming {
                 let next = upcoming.excluding(batch.recordIDs, limit: size)
                 if !next.isEmpty {
-                    let nextBatch = try UploadBatch(next, configuration: configuration, writerStamp: writerStamp)
+                    let nextBatch = try UploadBatch(next, configuration: configuration, writerStamp: writerStamp, encryption: options.encryption)
                     update.metadata.merge(nextBatch.intents()) { current, _ in current }
                     prepared = nextBatch
                 }
@@ -403,7 +425,7 @@ struct AdapterSyncRun {
                     adapter: name, underlying: quotaError)
             }
             if !lookups.isEmpty {
-                let servers = try await retrying { try await cloud.lookup(lookups) }
+                let servers = try await retrying { try await cloud.lookup(lookups) }.map { try $0.map(opened) }
                 try checkCompatibility(servers.compactMap { $0 })
                 conflicts += zip(lookups, servers).map { ($0, $1) }
             }
@@ -520,7 +542,7 @@ struct UploadBatch {
     /// Local deletions of records the cloud never had: settled without a request.
     var settledLocally: [RecordID: Int64] = [:]
 
-    init(_ pending: PendingChanges, configuration: SyncConfiguration, writerStamp: String) throws {
+    init(_ pending: PendingChanges, configuration: SyncConfiguration, writerStamp: String, encryption: FieldEncryption?) throws {
         let count = pending.count
         operations.reserveCapacity(count)
         versions.reserveCapacity(count)
@@ -536,6 +558,13 @@ struct UploadBatch {
             sent[id] = record
             fingerprints[id] = FieldFingerprint.of(record.fields)
             versions[id] = save.version
+            if let encryption {
+                do {
+                    record = try encryption.encrypt(record)
+                } catch {
+                    throw SyncError(.encryptionFailed, "record \(id.recordName) cannot be encrypted: \(error.message)")
+                }
+            }
             record.fields.reserveCapacity(record.fields.count + 2)
             record.fields[configuration.compatibilityVersionField] = .int64(configuration.compatibilityVersion)
             record.fields[configuration.deviceIDField] = .string(writerStamp)

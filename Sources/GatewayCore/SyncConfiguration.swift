@@ -81,15 +81,19 @@ public struct AdapterSyncOptions: Sendable {
     public var mergeByRecordType: [String: MergeSettings]
     /// What to do when the zone was deleted.
     public var onZoneDeleted: ZoneDeletedPolicy
+    /// The fields encrypted before upload, and the keys; `nil` when none are. Encrypted fields
+    /// that arrive from the cloud are decrypted whenever keys are given.
+    public var encryption: FieldEncryption?
 
     public init(
         batchSize: Int = 200, merge: MergeSettings = MergeSettings(), mergeByRecordType: [String: MergeSettings] = [:],
-        onZoneDeleted: ZoneDeletedPolicy = .recreate
+        onZoneDeleted: ZoneDeletedPolicy = .recreate, encryption: FieldEncryption? = nil
     ) {
         self.batchSize = max(1, batchSize)
         self.merge = merge
         self.mergeByRecordType = mergeByRecordType
         self.onZoneDeleted = onZoneDeleted
+        self.encryption = encryption
     }
 
     /// The merge settings for a record type.

@@ -30,6 +30,11 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         public static let unknownResolver = Code("unknownResolver")
         /// A sync was asked for an adapter the gateway does not have.
         public static let unknownAdapter = Code("unknownAdapter")
+        /// A downloaded field is encrypted with a key this gateway does not have, or was tampered
+        /// with; the adapter stops, and nothing of the page is applied.
+        public static let undecryptableField = Code("undecryptableField")
+        /// A local value could not be encrypted.
+        public static let encryptionFailed = Code("encryptionFailed")
         /// Records kept conflicting with concurrent writers; they stay pending for the next sync.
         public static let conflictsUnresolved = Code("conflictsUnresolved")
 

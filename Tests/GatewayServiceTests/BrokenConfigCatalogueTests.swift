@@ -157,10 +157,27 @@ let brokenConfigs: [BrokenConfig] = [
         message:
             "config.yaml:6:42: 'adapters[0].tables[0].encrypted[0]': column 'body' is excluded, so it is never synced; remove it from one list"),
     BrokenConfig(
-        name: "encrypted field in this build",
-        yaml: "encryption: { keys: [{ id: k1, file: k1.key }] }\n\(app)\n    tables: [{ table: notes, encrypted: [body] }]",
+        name: "missing key file", yaml: "encryption: { keys: [{ id: k1, file: k1.key }] }",
         message:
-            "config.yaml:7:42: 'adapters[0].tables[0].encrypted[0]': field encryption is not available in this build yet; remove 'encrypted' to sync this field in clear"),
+            "config.yaml:1:28: 'encryption.keys[0].id': key file k1.key cannot be read; create it with `gateway keygen --id k1 --output k1.key`"),
+    BrokenConfig(
+        name: "key file that is not a key", yaml: "encryption: { keys: [{ id: k1, file: k1.key }] }", files: ["k1.key": "not a key\n"],
+        message: "config.yaml:1:28: 'encryption.keys[0].id': key k1 is not the base64 of 32 bytes; create one with `gateway keygen`"),
+    BrokenConfig(
+        name: "key variable unset", yaml: "encryption: { keys: [{ id: k1, env: NOTES_KEY }] }",
+        message: "config.yaml:1:28: 'encryption.keys[0].id': environment variable NOTES_KEY holding key k1 is not set"),
+    BrokenConfig(
+        name: "encrypted column that does not exist",
+        yaml: "encryption: { keys: [{ id: k1, env: NOTES_KEY }] }\n\(app)\n    tables: [{ table: notes, encrypted: [secret] }]",
+        environment: ["NOTES_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="],
+        message:
+            "config.yaml:7:23: adapter app: column secret named in the configuration of table notes does not exist in $DIR/app.sqlite"),
+    BrokenConfig(
+        name: "encrypted key column",
+        yaml: "encryption: { keys: [{ id: k1, env: NOTES_KEY }] }\n\(app)\n    tables: [{ table: notes, encrypted: [id] }]",
+        environment: ["NOTES_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="],
+        message:
+            "config.yaml:7:23: adapter app: column id of table notes is part of the primary key, which becomes the record name and is never encrypted; encrypt other columns"),
     BrokenConfig(
         name: "key with file and env", yaml: "encryption: { keys: [{ id: k1, file: k1.key, env: KEY }] }",
         message: "config.yaml:1:22: 'encryption.keys[0]': give the key exactly one of 'file' or 'env'"),

@@ -124,11 +124,13 @@ struct CLITests {
         #expect(try FolderSnapshot(clone.url) == before)
     }
 
-    @Test("every example config validates", arguments: ["minimal.yaml", "two-apps.yaml", "service.yaml"])
+    @Test("every example config validates", arguments: ["minimal.yaml", "two-apps.yaml", "service.yaml", "encrypted.yaml"])
     func exampleConfig(_ name: String) async throws {
         let clone = try FreshClone()
         defer { clone.directory.remove() }
-        let result = try await clone.gateway("validate", "--config", "examples/\(name)", environment: ["GATEWAY_TOKEN": "example-token"])
+        let result = try await clone.gateway(
+            "validate", "--config", "examples/\(name)",
+            environment: ["GATEWAY_TOKEN": "example-token", "NOTES_KEY": Data(repeating: 7, count: 32).base64EncodedString()])
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.hasPrefix("examples/\(name) is valid"))
     }
@@ -137,7 +139,7 @@ struct CLITests {
     func examplesAreListed() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Repository.root.appendingPathComponent("examples").path)
             .filter { $0.hasSuffix(".yaml") }.sorted()
-        #expect(names == ["minimal.yaml", "service.yaml", "two-apps.yaml"])
+        #expect(names == ["encrypted.yaml", "minimal.yaml", "service.yaml", "two-apps.yaml"])
     }
 
     @Test("a missing config file, an unknown option and a missing argument are usage errors (exit 2)")
@@ -246,5 +248,69 @@ struct CLITests {
         let result = try await clone.gateway("zones")
         #expect(result.status == 0)
         #expect(result.stdout == "zone       adapters\nNotesZone  notes, notes-replica\n")
+    }
+
+    @Test("encrypted fields: no plaintext in the cloud's files, the replica reads every value, a gateway without the key stops")
+    func encryptedFields() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("keygen", "--id", "k1").status == 0)
+        let configURL = clone.url.appendingPathComponent("config.yaml")
+        let encrypted = try String(contentsOf: configURL, encoding: .utf8)
+            .replacingOccurrences(of: "cloud:\n", with: "encryption:\n  keys: [{ id: k1, file: .gateway/keys/k1.key }]\n\ncloud:\n")
+            .replacingOccurrences(
+                of: "        columns: { created_at: iso8601 }",
+                with: "        columns: { created_at: iso8601 }\n        encrypted: [title, body, rating, created_at, thumbnail]")
+        try Data(encrypted.utf8).write(to: configURL)
+
+        let sync = try await clone.gateway("sync")
+        #expect(sync.status == 0, "\(sync)")
+        let select = "SELECT id, title, body, pinned, rating, created_at, hex(thumbnail) FROM notes ORDER BY id"
+        let original = try await clone.database("notes").read { db in try Row.fetchAll(db, sql: select).map(\.description) }
+        let replica = try await clone.database("notes-replica").read { db in try Row.fetchAll(db, sql: select).map(\.description) }
+        #expect(original.count == 50)
+        #expect(replica.count == 50)
+        // The replica stores timestamps in its own ISO-8601 form; compare everything else exactly.
+        let strip: (String) -> String = { $0.replacingOccurrences(of: ".000Z", with: "Z") }
+        #expect(replica.map(strip) == original.map(strip))
+
+        let texts = try await clone.database("notes").read { db in
+            try Row.fetchAll(db, sql: "SELECT title, body, thumbnail FROM notes").flatMap { row -> [Data] in
+                var needles = [Data((row["title"] as String).utf8), Data((row["body"] as String).utf8)]
+                if let blob = row["thumbnail"] as Data? { needles.append(blob) }
+                return needles
+            }
+        }
+        let gatewayFolder = clone.url.appendingPathComponent(".gateway")
+        let cloudBytes = try FileManager.default.contentsOfDirectory(atPath: gatewayFolder.path).filter { $0.hasPrefix("cloud.sqlite") }
+            .reduce(into: Data()) { $0.append(try Data(contentsOf: gatewayFolder.appendingPathComponent($1))) }
+        #expect(cloudBytes.range(of: Data("Tag".utf8)) != nil, "the search sees the cloud's clear text")
+        #expect(texts.count > 100)
+        #expect(texts.allSatisfy { cloudBytes.range(of: $0) == nil }, "no title, body or thumbnail is stored in clear")
+
+        // Another gateway on the same cloud with a key of its own cannot read the zone: it stops
+        // before applying anything.
+        #expect(try await clone.gateway("keygen", "--id", "k9", "--output", "stranger/k9.key").status == 0)
+        let stranger = """
+            gateway: { state_dir: stranger }
+            encryption: { keys: [{ id: k9, file: stranger/k9.key }] }
+            cloud: { kind: embedded, path: .gateway/cloud.sqlite }
+            adapters:
+              - name: stranger
+                kind: sqlite
+                path: stranger/notes.sqlite
+                seed: examples/data/notes-schema.sql
+                zone: NotesZone
+                tables: [{ table: notes, record_type: Note, record_name: "<Type>.<pk>" }]
+            """
+        try Data(stranger.utf8).write(to: clone.url.appendingPathComponent("stranger.yaml"))
+        let refused = try await clone.gateway("sync", "--config", "stranger.yaml")
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stdout.contains("(undecryptableField)"), "\(refused)")
+        #expect(refused.stdout.contains("cannot be decrypted: it was encrypted with key k1, which the key ring does not have"))
+        let strangerRows = try await DatabaseQueue(path: clone.directory.path("stranger/notes.sqlite")).read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes")
+        }
+        #expect(strangerRows == 0)
     }
 }

@@ -89,7 +89,11 @@ struct ConfigDecodingTests {
                     exclude: [secret]
                     merge_policy: server
             """
-        let configuration = try Self.parse(yaml, in: directory, environment: ["TOKEN": "s3cret"])
+        try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("keys"), withIntermediateDirectories: true)
+        try Data((Data(repeating: 2, count: 32).base64EncodedString() + "\n").utf8).write(to: directory.url.appendingPathComponent("keys/k2.key"))
+        let configuration = try Self.parse(
+            yaml, in: directory, environment: ["TOKEN": "s3cret", "OLD_KEY": Data(repeating: 1, count: 32).base64EncodedString()])
+        #expect(configuration.keyRing?.keys.map(\.id) == ["k2", "k1"])
         let settings = configuration.settings
         #expect(configuration.context.stateDirectory == "/var/lib/gateway")
         #expect(settings.compatibilityVersion == 3)

@@ -36,7 +36,8 @@ struct ResolvedTable: Sendable {
             Info(name: row["name"], declared: row["type"] ?? "", keyPosition: row["pk"], generated: (row["hidden"] as Int? ?? 0) >= 2)
         }
         let names = Set(infos.map(\.name))
-        for column in (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) where !names.contains(column) {
+        let named = (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns
+        for column in named where !names.contains(column) {
             throw SQLiteAdapterError(
                 .missingColumn, "column \(column) named in the configuration of table \(mapping.table) does not exist in \(path)")
         }
@@ -47,6 +48,11 @@ struct ResolvedTable: Sendable {
         guard !keys.isEmpty else {
             throw SQLiteAdapterError(
                 .noPrimaryKey, "table \(mapping.table) in \(path) has no primary key, so its rows cannot be named; add one")
+        }
+        for column in mapping.encryptedColumns where keys.contains(where: { $0.name == column }) {
+            throw SQLiteAdapterError(
+                .invalidMapping,
+                "column \(column) of table \(mapping.table) is part of the primary key, which becomes the record name and is never encrypted; encrypt other columns")
         }
         let synced = infos.filter { info in
             info.keyPosition == 0 && !info.generated && !mapping.exclude.contains(info.name)

@@ -44,10 +44,13 @@ public struct TableMapping: Sendable, Equatable {
     public var exclude: [String]
     /// Column types that override the declared ones.
     public var columnTypes: [String: ColumnKind]
+    /// Columns whose values the gateway encrypts: they must exist and not be key columns (the key
+    /// is the record name, which is never encrypted).
+    public var encryptedColumns: [String]
 
     public init(
         table: String, recordType: String? = nil, recordName: String = "<pk>", include: [String]? = nil,
-        exclude: [String] = [], columnTypes: [String: ColumnKind] = [:]
+        exclude: [String] = [], columnTypes: [String: ColumnKind] = [:], encryptedColumns: [String] = []
     ) {
         self.table = table
         self.recordType = recordType ?? table
@@ -55,6 +58,7 @@ public struct TableMapping: Sendable, Equatable {
         self.include = include
         self.exclude = exclude
         self.columnTypes = columnTypes
+        self.encryptedColumns = encryptedColumns
     }
 }
 

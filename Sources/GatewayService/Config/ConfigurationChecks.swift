@@ -92,10 +92,6 @@ struct ConfigurationChecks {
         // Reported after the checks above so a config gets every other finding first.
         for adapter in configuration.adapters {
             for recordType in adapter.plan.recordTypes {
-                if let field = recordType.encrypted.first {
-                    throw field.problem(
-                        .unsupported, "field encryption is not available in this build yet; remove 'encrypted' to sync this field in clear")
-                }
                 if let field = recordType.assets.first {
                     throw field.problem(
                         .unsupported, "the asset pipeline is not available in this build yet; binary fields are sent inline, so remove 'assets'")

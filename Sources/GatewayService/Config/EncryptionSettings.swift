@@ -1,3 +1,6 @@
+import Foundation
+import GatewayCore
+
 /// The `encryption:` section: the key ring for encrypted fields.
 public struct EncryptionSettings: Sendable, Decodable {
     /// `keys`: the first encrypts, every key decrypts (rotation).
@@ -46,6 +49,37 @@ public struct KeySource: Sendable, Decodable {
         case (nil, let variable?): origin = .environment(variable)
         default:
             throw decoder.configProblem(.inconsistent, "give the key exactly one of 'file' or 'env'")
+        }
+    }
+}
+
+extension KeySource {
+    /// Reads the key: a file relative to the config's folder, or an environment variable, holding
+    /// the base64 of 32 bytes (what `gateway keygen` writes).
+    /// - Throws: ``ConfigError`` at the key's `id`, never quoting the key.
+    func load(context: ConfigContext, environment: [String: String]) throws -> EncryptionKey {
+        let text: String
+        switch origin {
+        case .file(let path):
+            let resolved = context.resolve(path)
+            guard let data = FileManager.default.contents(atPath: resolved) else {
+                throw id.problem(
+                    .unreadableFile, "key file \(path) cannot be read; create it with `gateway keygen --id \(id.value) --output \(path)`")
+            }
+            text = String(decoding: data, as: UTF8.self)
+        case .environment(let variable):
+            guard let value = environment[variable], !value.isEmpty else {
+                throw id.problem(.undefinedVariable, "environment variable \(variable) holding key \(id.value) is not set")
+            }
+            text = value
+        }
+        guard let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32 else {
+            throw id.problem(.invalidValue, "key \(id.value) is not the base64 of 32 bytes; create one with `gateway keygen`")
+        }
+        do {
+            return try EncryptionKey(id: id.value, rawKey: raw)
+        } catch {
+            throw id.problem(.invalidValue, error.message)
         }
     }
 }

@@ -20,6 +20,8 @@ public struct GatewayConfiguration: Sendable {
     public var adapters: [AdapterConfiguration]
     /// Merge resolvers by name, from the registry.
     public var resolvers: [String: any ConflictResolver]
+    /// The keys of `encryption.keys`, read from their files or variables; `nil` without keys.
+    public var keyRing: KeyRing?
 
     /// Reads, decodes and checks a config file.
     /// - Parameters:
@@ -64,7 +66,9 @@ public struct GatewayConfiguration: Sendable {
         let decoder = ConfigNodeDecoder(node: root, codingPath: [], session: session, fallbackMark: root.mark)
         let configuration: GatewayConfiguration
         do {
-            configuration = try ConfigurationReader(file: file, baseDirectory: baseDirectory, registry: registry).read(decoder)
+            configuration = try ConfigurationReader(
+                file: file, baseDirectory: baseDirectory, registry: registry, environment: environment
+            ).read(decoder)
         } catch let error as ConfigError {
             // A misspelt key often surfaces first as a missing or wrongly typed neighbour; the
             // unknown key is the better report when it looks like a typo and comes earlier. Other
@@ -117,9 +121,16 @@ public struct GatewayConfiguration: Sendable {
         for recordType in adapter.plan.recordTypes where !recordType.merge.isEmpty {
             byType[recordType.recordType] = recordType.merge.applied(to: merge)
         }
+        // Keys are given to every adapter: a field another store encrypts is decrypted here too.
+        let encryption = keyRing.map { ring in
+            FieldEncryption(
+                keyRing: ring,
+                fields: Dictionary(
+                    adapter.plan.recordTypes.map { ($0.recordType, Set($0.encrypted.map(\.value))) }, uniquingKeysWith: { $0.union($1) }))
+        }
         return AdapterSyncOptions(
             batchSize: adapter.settings.batchSize?.value ?? settings.batchSize.value, merge: merge, mergeByRecordType: byType,
-            onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted)
+            onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted, encryption: encryption)
     }
 
     /// The adapter named `name`.
@@ -147,6 +158,7 @@ struct ConfigurationReader {
     let file: String
     let baseDirectory: String
     let registry: GatewayRegistry
+    let environment: [String: String]
 
     enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters }
     enum KindKey: String, CodingKey { case kind }
@@ -168,6 +180,7 @@ struct ConfigurationReader {
         let cloud = CloudConfiguration(kind: kindName, plan: try kind.decodePlan(from: cloudDecoder, context: context))
 
         let encryption = try root.decodeIfPresent(EncryptionSettings.self, forKey: .encryption) ?? EncryptionSettings()
+        let keyRing = try encryption.keys.isEmpty ? nil : KeyRing(encryption.keys.map { try $0.load(context: context, environment: environment) })
 
         var adapters: [AdapterConfiguration] = []
         if try !root.decodeNil(forKey: .adapters) {
@@ -188,6 +201,6 @@ struct ConfigurationReader {
         }
         return GatewayConfiguration(
             file: file, settings: settings, context: context, cloud: cloud, encryption: encryption, adapters: adapters,
-            resolvers: registry.resolvers)
+            resolvers: registry.resolvers, keyRing: keyRing)
     }
 }
