@@ -55,3 +55,19 @@ func timed<T>(_ body: () async throws -> T) async rethrows -> (T, Double) {
     let elapsed = clock.now - start
     return (result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
 }
+
+/// User plus system CPU time of this process so far: less disturbed than wall time by other
+/// programs on a shared machine.
+func processorSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+func timedSync<T>(_ body: () throws -> T) rethrows -> (T, Double) {
+    let clock = ContinuousClock()
+    let start = clock.now
+    let result = try body()
+    return (result, (clock.now - start) / .seconds(1))
+}

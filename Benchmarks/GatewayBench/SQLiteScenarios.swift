@@ -39,8 +39,10 @@ enum BenchNotes {
             configuration: SQLiteAdapterConfiguration(name: name, path: path, zoneID: zone, tables: [TableMapping(table: "note")]))
     }
 
-    static func synchronizer(_ cloud: EmbeddedCloud, _ adapter: SQLiteAdapter, device: String) -> Synchronizer {
-        Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: device))
+    static func synchronizer(
+        _ cloud: EmbeddedCloud, _ adapter: SQLiteAdapter, device: String, options: AdapterSyncOptions = AdapterSyncOptions()
+    ) -> Synchronizer {
+        Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter, options: options)], configuration: SyncConfiguration(deviceID: device))
     }
 
     static func sync(_ synchronizer: Synchronizer) async throws -> AdapterSyncReport {
@@ -77,6 +79,64 @@ struct SQLiteInitialSyncScenario: Scenario {
                 name: "end to end \(records) rows", value: Double(records) / (upSeconds + downSeconds), unit: "rows/s",
                 goal: .atLeast(20_000)),
             Measurement(name: "peak resident memory so far", value: peakResidentMegabytes(), unit: "MB"),
+        ]
+    }
+}
+
+/// The initial sync with and without two encrypted text fields, alternating, medians of three.
+struct SQLiteEncryptionScenario: Scenario {
+    let name = "sqlite-encryption"
+    let summary = "SQLite: initial sync of N rows, file → cloud → file, with title and body encrypted vs in clear (five rounds each)"
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        let ring = try KeyRing([EncryptionKey(id: "bench", rawKey: Data(repeating: 42, count: 32))])
+        let encrypted = AdapterSyncOptions(encryption: FieldEncryption(keyRing: ring, fields: ["note": ["title", "body"]]))
+        let context = FieldContext(recordType: "note", recordName: "12345", field: "title")
+        let (_, microSeal) = try timedSync {
+            for index in 0..<100_000 { _ = try ring.seal(.string("Note number \(index)"), context: context) }
+        }
+        let sample = try ring.seal(.string("Note number 7"), context: context)
+        let (_, microOpen) = try timedSync { for _ in 0..<100_000 { _ = try ring.open(sample, context: context) } }
+        var seconds: [Bool: [Double]] = [false: [], true: []]
+        var cpuSeconds: [Bool: [Double]] = [false: [], true: []]
+        for round in 0..<5 {
+            for encrypt in [false, true] {
+                let folder = workDirectory.appendingPathComponent("round-\(round)-\(encrypt)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                let cloud = try EmbeddedCloud(path: folder.appendingPathComponent("cloud.sqlite").path)
+                let source = folder.appendingPathComponent("source.sqlite").path
+                let target = folder.appendingPathComponent("target.sqlite").path
+                try BenchNotes.makeDatabase(source, rows: records)
+                try BenchNotes.makeDatabase(target, rows: 0)
+                let options = encrypt ? encrypted : AdapterSyncOptions()
+                let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source", options: options)
+                let down = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(target, name: "target"), device: "target", options: options)
+                let cpuBefore = processorSeconds()
+                let (_, elapsed) = try await timed {
+                    _ = try await BenchNotes.sync(up)
+                    return try await BenchNotes.sync(down)
+                }
+                cpuSeconds[encrypt]!.append(processorSeconds() - cpuBefore)
+                let check = try await DatabaseQueue(path: target).read { db in
+                    try String.fetchOne(db, sql: "SELECT body FROM note WHERE id = 7")
+                }
+                guard check == "Lorem ipsum dolor sit amet, consectetur adipiscing elit. 7" else {
+                    throw BenchmarkError("the target does not hold the decrypted body")
+                }
+                seconds[encrypt]!.append(elapsed)
+            }
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let clear = median(seconds[false]!)
+        let sealed = median(seconds[true]!)
+        return [
+            Measurement(name: "end to end \(records) rows, in clear (median)", value: Double(records) / clear, unit: "rows/s"),
+            Measurement(name: "end to end \(records) rows, 2 fields encrypted (median)", value: Double(records) / sealed, unit: "rows/s"),
+            Measurement(name: "time with encryption / without", value: sealed / clear, unit: "×", goal: .atMost(1.15)),
+            Measurement(
+                name: "CPU time with encryption / without", value: median(cpuSeconds[true]!) / median(cpuSeconds[false]!), unit: "×"),
+            Measurement(name: "seal one short text field", value: microSeal * 10, unit: "µs"),
+            Measurement(name: "open one short text field", value: microOpen * 10, unit: "µs"),
         ]
     }
 }

@@ -60,15 +60,18 @@ public enum FieldCoding {
     /// Decodes what ``encode(_:)-(FieldValue)`` produced.
     public static func decodeValue(_ bytes: [UInt8]) throws(BinaryDecodingError) -> FieldValue {
         try bytes.withUnsafeBytes { buffer in
-            Result { () throws(BinaryDecodingError) in
-                var reader = BinaryReader(buffer)
-                let value = try decodeValue(&reader, depth: 0)
-                guard reader.isAtEnd else {
-                    throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the value")
-                }
-                return value
-            }
+            Result { () throws(BinaryDecodingError) in try decodeValue(buffer) }
         }.get()
+    }
+
+    /// Decodes what ``encode(_:)-(FieldValue)`` produced, from raw bytes.
+    public static func decodeValue(_ buffer: UnsafeRawBufferPointer) throws(BinaryDecodingError) -> FieldValue {
+        var reader = BinaryReader(buffer)
+        let value = try decodeValue(&reader, depth: 0)
+        guard reader.isAtEnd else {
+            throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the value")
+        }
+        return value
     }
 
     /// Appends one value to `writer`.
