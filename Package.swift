@@ -130,7 +130,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatewayCoreTests",
-            dependencies: ["GatewayCore", "GatewayTesting", "EmbeddedCloud"],
+            dependencies: ["GatewayCore", "GatewayTesting", "EmbeddedCloud", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -124,7 +124,9 @@ struct AdapterSyncRun {
                 continue
             }
             try checkCompatibility(page.modified)
-            let modified = try page.modified.map(opened)
+            var modified: [Record] = []
+            modified.reserveCapacity(page.modified.count)
+            for record in page.modified { modified.append(try await localForm(record)) }
             if state.refetching { seen.formUnion(modified.map(\.id)) }
             cursor = page.token
             var next = state
@@ -165,6 +167,71 @@ struct AdapterSyncRun {
                     adapter: name)
             }
         }
+    }
+
+    /// A cloud record as the adapter sees it: encrypted fields decrypted, asset fields replaced by
+    /// their bytes (checked against their checksum).
+    private func localForm(_ record: Record) async throws -> Record {
+        var record = try opened(record)
+        for (field, value) in record.fields {
+            guard case .asset(let reference) = value else { continue }
+            let data = try await retrying { try await cloud.downloadAsset(reference) }
+            guard Int64(data.count) == reference.size, AssetChecksum.of(data) == reference.checksum else {
+                throw SyncError(
+                    .cloudFailed,
+                    "the asset of field \(field) of record \(record.id.recordName) does not match its checksum; nothing of the page was applied and the change token did not move",
+                    adapter: name)
+            }
+            record.fields[field] = .bytes(data)
+        }
+        return record
+    }
+
+    /// Uploads the binary fields of `record` that travel as assets, and puts their references in
+    /// their place.
+    private func withAssets(_ record: Record) async throws -> Record {
+        var record = record
+        for (field, value) in record.fields {
+            guard case .bytes(let data) = value, options.assets.sendsAsAsset(field, recordType: record.recordType) else { continue }
+            let reference = try await retrying { try await cloud.uploadAsset(data) }
+            record.fields[field] = .asset(reference)
+        }
+        return record
+    }
+
+    /// The batch's operations with binary fields uploaded as assets. A record whose asset the
+    /// cloud refuses (too large) fails alone, with the cloud's error.
+    private func operationsWithAssets(_ operations: [RecordOperation]) async throws -> (
+        send: [RecordOperation], refused: [RecordID: CloudError]
+    ) {
+        var send: [RecordOperation] = []
+        send.reserveCapacity(operations.count)
+        var refused: [RecordID: CloudError] = [:]
+        for operation in operations {
+            do {
+                switch operation {
+                case .create(let record): send.append(.create(try await withAssets(record)))
+                case .replace(let record): send.append(.replace(try await withAssets(record)))
+                default: send.append(operation)
+                }
+            } catch let error as CloudError where error.code == .limitExceeded {
+                refused[operation.recordID] = CloudError(
+                    .limitExceeded, "a binary field of record \(operation.recordID.recordName) is too large for an asset: \(error.message)",
+                    recordID: operation.recordID)
+            }
+        }
+        return (send, refused)
+    }
+
+    /// For a record over the size limit, which field to turn into an asset.
+    static func sizeHint(_ error: CloudError, sent: Record?) -> String {
+        guard error.code == .limitExceeded, let sent else { return "" }
+        let sizes = sent.fields.map { ($0.key, FieldCoding.encode($0.value).count) }
+        guard let (field, size) = sizes.max(by: { $0.1 < $1.1 }) else { return "" }
+        if case .bytes? = sent.fields[field] {
+            return "; its largest field is \(field) (\(size) bytes): send it as an asset (turn force_data off, or list it in assets)"
+        }
+        return "; its largest field is \(field) (\(size) bytes)"
     }
 
     /// The record with its encrypted fields decrypted.
@@ -334,11 +401,15 @@ struct AdapterSyncRun {
             if !batch.operations.isEmpty {
                 let results: [RecordOperationResult]
                 do {
-                    let (operations, cloud, zone, retrier) = (batch.operations, cloud, zone, retrier)
-                    async let sending = retrier.run { try await cloud.modify(operations, in: zone, atomic: false) }
+                    let (send, refused) = try await operationsWithAssets(batch.operations)
+                    let (cloud, zone, retrier) = (cloud, zone, retrier)
+                    async let sending = send.isEmpty ? [] : retrier.run { try await cloud.modify(send, in: zone, atomic: false) }
                     let cursor = batch.latestVersion
                     upcoming = try await store { try await adapter.pendingChanges(limit: size, after: cursor) }
-                    results = try await sending
+                    var answers = try await sending.makeIterator()
+                    results = batch.operations.map { operation in
+                        refused[operation.recordID].map { .failed(operation.recordID, $0) } ?? answers.next()!
+                    }
                     if state.effectiveBatchSize(configured: options.batchSize) == size {
                         state.recordCleanBatch(configured: options.batchSize, now: environment.now())
                         let grown = state.effectiveBatchSize(configured: options.batchSize)
@@ -376,7 +447,7 @@ struct AdapterSyncRun {
                     case .failed(_, let error):
                         switch error.code {
                         case .serverRecordChanged:
-                            if let server = error.serverRecord { conflicts.append((id, try opened(server))) } else { lookups.append(id) }
+                            if let server = error.serverRecord { conflicts.append((id, server)) } else { lookups.append(id) }
                         case .unknownItem:
                             if case .delete = operation {
                                 update.removedMetadata.insert(id)
@@ -392,7 +463,8 @@ struct AdapterSyncRun {
                         case let code where code.isTransient || code == .batchRequestFailed:
                             break  // stays pending; the next round sends it again
                         default:
-                            update.failures[id] = RecordFailure(version: version, code: error.code.name, message: error.message)
+                            update.failures[id] = RecordFailure(
+                                version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: batch.sent[id]))
                             report.failedRecords += 1
                             settledCount += 1
                         }
@@ -425,13 +497,17 @@ struct AdapterSyncRun {
                     adapter: name, underlying: quotaError)
             }
             if !lookups.isEmpty {
-                let servers = try await retrying { try await cloud.lookup(lookups) }.map { try $0.map(opened) }
+                let servers = try await retrying { try await cloud.lookup(lookups) }
                 try checkCompatibility(servers.compactMap { $0 })
                 conflicts += zip(lookups, servers).map { ($0, $1) }
             }
             if !conflicts.isEmpty {
                 try checkCompatibility(conflicts.compactMap(\.1))
-                try await integrate(conflicts, zoneState: state)
+                var local: [(RecordID, Record?)] = []
+                for (id, server) in conflicts {
+                    if let server { local.append((id, try await localForm(server))) } else { local.append((id, nil)) }
+                }
+                try await integrate(local, zoneState: state)
             }
             idleRounds = settledCount > 0 ? 0 : idleRounds + 1
             guard idleRounds < Self.maximumIdleRounds else {

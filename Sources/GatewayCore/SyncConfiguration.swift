@@ -84,16 +84,19 @@ public struct AdapterSyncOptions: Sendable {
     /// The fields encrypted before upload, and the keys; `nil` when none are. Encrypted fields
     /// that arrive from the cloud are decrypted whenever keys are given.
     public var encryption: FieldEncryption?
+    /// Which binary fields travel as assets.
+    public var assets: AssetSettings
 
     public init(
         batchSize: Int = 200, merge: MergeSettings = MergeSettings(), mergeByRecordType: [String: MergeSettings] = [:],
-        onZoneDeleted: ZoneDeletedPolicy = .recreate, encryption: FieldEncryption? = nil
+        onZoneDeleted: ZoneDeletedPolicy = .recreate, encryption: FieldEncryption? = nil, assets: AssetSettings = AssetSettings()
     ) {
         self.batchSize = max(1, batchSize)
         self.merge = merge
         self.mergeByRecordType = mergeByRecordType
         self.onZoneDeleted = onZoneDeleted
         self.encryption = encryption
+        self.assets = assets
     }
 
     /// The merge settings for a record type.

@@ -76,6 +76,7 @@ struct SQLiteTableEntry: Decodable, Sendable {
         settings = try RecordTypeSettings(from: decoder)
         settings.recordType = mapping.recordType
         mapping.encryptedColumns = settings.encrypted.map(\.value)
+        mapping.assetColumns = settings.assets.map(\.value)
         for field in settings.encrypted + settings.assets {
             if exclude.contains(field.value) {
                 throw field.problem(.inconsistent, "column '\(field.value)' is excluded, so it is never synced; remove it from one list")

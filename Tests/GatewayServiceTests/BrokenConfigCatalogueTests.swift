@@ -179,6 +179,15 @@ let brokenConfigs: [BrokenConfig] = [
         message:
             "config.yaml:7:23: adapter app: column id of table notes is part of the primary key, which becomes the record name and is never encrypted; encrypt other columns"),
     BrokenConfig(
+        name: "asset column that does not exist", yaml: "\(app)\n    tables: [{ table: notes, assets: [photo] }]",
+        message: "config.yaml:6:23: adapter app: column photo named in the configuration of table notes does not exist in $DIR/app.sqlite"),
+    BrokenConfig(
+        name: "encrypted field listed as an asset",
+        yaml: "encryption: { keys: [{ id: k1, env: NOTES_KEY }] }\n\(app)\n    tables: [{ table: notes, encrypted: [body], assets: [body] }]",
+        environment: ["NOTES_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="],
+        message:
+            "config.yaml:7:58: 'adapters[0].tables[0].assets[0]': field 'body' is encrypted, and encrypted fields travel inline as ciphertext; remove it from one list"),
+    BrokenConfig(
         name: "key with file and env", yaml: "encryption: { keys: [{ id: k1, file: k1.key, env: KEY }] }",
         message: "config.yaml:1:22: 'encryption.keys[0]': give the key exactly one of 'file' or 'env'"),
     BrokenConfig(

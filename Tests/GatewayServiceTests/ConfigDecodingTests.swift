@@ -57,6 +57,7 @@ struct ConfigDecodingTests {
               on_zone_deleted: pause
               control: { listen: "0.0.0.0:9000", token: "${TOKEN}" }
               device_id: edge-7
+              force_data: true
             cloud:
               kind: embedded
               path: cloud/main.sqlite
@@ -75,6 +76,7 @@ struct ConfigDecodingTests {
                 batch_size: 50
                 on_zone_deleted: mirror
                 merge_policy: merge
+                force_data: false
                 busy_timeout: 5s
                 poll_interval: 1s
                 tables:
@@ -85,6 +87,7 @@ struct ConfigDecodingTests {
                     columns: { created: unix_ms }
                     merge_prefers: server
                     force_data: true
+                    assets: [body]
                   - table: tags
                     exclude: [secret]
                     merge_policy: server
@@ -116,6 +119,8 @@ struct ConfigDecodingTests {
         let options = configuration.syncOptions(for: adapter)
         #expect(options.batchSize == 50)
         #expect(options.onZoneDeleted == .mirror)
+        #expect(options.assets == AssetSettings(forceData: false, forceDataByRecordType: ["Note": true], assetFields: ["Note": ["body"]]))
+        #expect(settings.forceData)
         #expect(options.merge == MergeSettings(policy: .merge, prefers: .client), "the adapter's policy, the gateway's preference")
         #expect(options.mergeSettings(for: "Note") == MergeSettings(policy: .merge, prefers: .server))
         #expect(options.mergeSettings(for: "tags") == MergeSettings(policy: .server, prefers: .client))

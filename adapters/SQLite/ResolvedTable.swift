@@ -36,7 +36,7 @@ struct ResolvedTable: Sendable {
             Info(name: row["name"], declared: row["type"] ?? "", keyPosition: row["pk"], generated: (row["hidden"] as Int? ?? 0) >= 2)
         }
         let names = Set(infos.map(\.name))
-        let named = (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns
+        let named = (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns + mapping.assetColumns
         for column in named where !names.contains(column) {
             throw SQLiteAdapterError(
                 .missingColumn, "column \(column) named in the configuration of table \(mapping.table) does not exist in \(path)")

@@ -47,10 +47,13 @@ public struct TableMapping: Sendable, Equatable {
     /// Columns whose values the gateway encrypts: they must exist and not be key columns (the key
     /// is the record name, which is never encrypted).
     public var encryptedColumns: [String]
+    /// Columns the configuration sends as assets: they must exist.
+    public var assetColumns: [String]
 
     public init(
         table: String, recordType: String? = nil, recordName: String = "<pk>", include: [String]? = nil,
-        exclude: [String] = [], columnTypes: [String: ColumnKind] = [:], encryptedColumns: [String] = []
+        exclude: [String] = [], columnTypes: [String: ColumnKind] = [:], encryptedColumns: [String] = [],
+        assetColumns: [String] = []
     ) {
         self.table = table
         self.recordType = recordType ?? table
@@ -59,6 +62,7 @@ public struct TableMapping: Sendable, Equatable {
         self.exclude = exclude
         self.columnTypes = columnTypes
         self.encryptedColumns = encryptedColumns
+        self.assetColumns = assetColumns
     }
 }
 

@@ -15,9 +15,11 @@ public struct AdapterSettings: Sendable, Decodable {
     public var batchSize: Located<Int>?
     /// `on_zone_deleted`: overrides the gateway's.
     public var onZoneDeleted: ZoneDeletedPolicy?
+    /// `force_data`: overrides the gateway's.
+    public var forceData: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case name, kind, zone, batchSize = "batch_size", onZoneDeleted = "on_zone_deleted"
+        case name, kind, zone, batchSize = "batch_size", onZoneDeleted = "on_zone_deleted", forceData = "force_data"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -33,6 +35,7 @@ public struct AdapterSettings: Sendable, Decodable {
         batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize)
         if let batchSize, batchSize.value < 1 { throw batchSize.problem(.invalidValue, "must be at least 1") }
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted)
+        forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData)
     }
 
     public var zoneID: ZoneID { ZoneID(zoneName: zone.value) }
@@ -45,11 +48,11 @@ public struct RecordTypeSettings: Sendable, Decodable {
     public var recordType: String
     /// Merge keys that override the adapter's for this record type.
     public var merge: MergeOverride
-    /// `encrypted`: fields encrypted before upload.
+    /// `encrypted`: fields encrypted before upload (sent inline as ciphertext, never as assets).
     public var encrypted: [Located<String>]
-    /// `assets`: fields uploaded as assets.
+    /// `assets`: binary fields uploaded as assets even under `force_data`.
     public var assets: [Located<String>]
-    /// `force_data`: send binary fields inline instead of as assets.
+    /// `force_data`: send this record type's binary fields inline instead of as assets.
     public var forceData: Bool?
     /// Where the entry is.
     public var location: ConfigLocation?

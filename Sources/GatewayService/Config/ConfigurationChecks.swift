@@ -89,12 +89,11 @@ struct ConfigurationChecks {
                 }
             }
         }
-        // Reported after the checks above so a config gets every other finding first.
         for adapter in configuration.adapters {
             for recordType in adapter.plan.recordTypes {
-                if let field = recordType.assets.first {
+                for field in recordType.assets where recordType.encrypted.contains(where: { $0.value == field.value }) {
                     throw field.problem(
-                        .unsupported, "the asset pipeline is not available in this build yet; binary fields are sent inline, so remove 'assets'")
+                        .inconsistent, "field '\(field.value)' is encrypted, and encrypted fields travel inline as ciphertext; remove it from one list")
                 }
             }
         }

@@ -128,9 +128,16 @@ public struct GatewayConfiguration: Sendable {
                 fields: Dictionary(
                     adapter.plan.recordTypes.map { ($0.recordType, Set($0.encrypted.map(\.value))) }, uniquingKeysWith: { $0.union($1) }))
         }
+        var assets = AssetSettings(forceData: adapter.settings.forceData ?? settings.forceData)
+        for recordType in adapter.plan.recordTypes {
+            if let forceData = recordType.forceData { assets.forceDataByRecordType[recordType.recordType] = forceData }
+            if !recordType.assets.isEmpty {
+                assets.assetFields[recordType.recordType, default: []].formUnion(recordType.assets.map(\.value))
+            }
+        }
         return AdapterSyncOptions(
             batchSize: adapter.settings.batchSize?.value ?? settings.batchSize.value, merge: merge, mergeByRecordType: byType,
-            onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted, encryption: encryption)
+            onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted, encryption: encryption, assets: assets)
     }
 
     /// The adapter named `name`.

@@ -21,6 +21,8 @@ public struct GatewaySettings: Sendable, Decodable {
     public var onZoneDeleted: ZoneDeletedPolicy
     /// `control`: the service's HTTP control server.
     public var control: ControlSettings
+    /// `force_data` (default false): send binary fields inline instead of as assets.
+    public var forceData: Bool
     /// `device_id` (default: generated once and kept in `state_dir`): how this gateway stamps its
     /// writes. Set it when `state_dir` does not survive restarts (containers).
     public var deviceID: Located<String>?
@@ -28,6 +30,7 @@ public struct GatewaySettings: Sendable, Decodable {
     enum CodingKeys: String, CodingKey {
         case stateDirectory = "state_dir", compatibilityVersion = "compatibility_version", batchSize = "batch_size"
         case syncInterval = "sync_interval", retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
+        case forceData = "force_data"
     }
 
     public init() {
@@ -40,6 +43,7 @@ public struct GatewaySettings: Sendable, Decodable {
         onZoneDeleted = .recreate
         control = ControlSettings()
         deviceID = nil
+        forceData = false
     }
 
     public init(from decoder: any Decoder) throws {
@@ -60,6 +64,7 @@ public struct GatewaySettings: Sendable, Decodable {
         retry = try container.decodeIfPresent(RetrySettings.self, forKey: .retry) ?? retry
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted) ?? onZoneDeleted
         control = try container.decodeIfPresent(ControlSettings.self, forKey: .control) ?? control
+        forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData) ?? false
         deviceID = try container.decodeIfPresent(Located<String>.self, forKey: .deviceID)
         if let deviceID, !DeviceIdentity.isValid(deviceID.value) {
             throw deviceID.problem(.invalidValue, "use 1 to 64 letters, digits, '-', '_' or '.'")
