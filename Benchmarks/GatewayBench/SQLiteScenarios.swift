@@ -83,6 +83,52 @@ struct SQLiteInitialSyncScenario: Scenario {
     }
 }
 
+/// Rows with a 256 KB blob each, synced file → cloud → file with the blobs as assets.
+struct SQLiteAssetsScenario: Scenario {
+    let name = "sqlite-assets"
+    let summary = "SQLite: 1,000 rows with a 256 KB blob each (N is ignored), file → cloud (assets) → file, in MB/s"
+
+    func run(records _: Int, workDirectory: URL) async throws -> [Measurement] {
+        let rows = 1_000
+        let blobSize = 256 * 1_024
+        let schema = "CREATE TABLE photo (id INTEGER PRIMARY KEY, name TEXT, data BLOB);"
+        let source = workDirectory.appendingPathComponent("source.sqlite").path
+        let target = workDirectory.appendingPathComponent("target.sqlite").path
+        try await DatabaseQueue(path: source).write { db in
+            try db.execute(sql: schema)
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+                    INSERT INTO photo (id, name, data) SELECT i, 'photo ' || i, randomblob(?) FROM seq
+                    """, arguments: [rows, blobSize])
+        }
+        try await DatabaseQueue(path: target).write { db in try db.execute(sql: schema) }
+        let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
+        func adapter(_ path: String, _ name: String) throws -> SQLiteAdapter {
+            try SQLiteAdapter(
+                configuration: SQLiteAdapterConfiguration(name: name, path: path, zoneID: BenchNotes.zone, tables: [TableMapping(table: "photo")]))
+        }
+        let up = BenchNotes.synchronizer(cloud, try adapter(source, "source"), device: "source")
+        let down = BenchNotes.synchronizer(cloud, try adapter(target, "target"), device: "target")
+        let (_, upSeconds) = try await timed { try await BenchNotes.sync(up) }
+        let (_, downSeconds) = try await timed { try await BenchNotes.sync(down) }
+        // Row count, total size, and rows 1, 500 and 1,000 byte for byte.
+        let digest = """
+            SELECT COUNT(*), SUM(length(data)), (SELECT hex(data) FROM photo WHERE id = 1),
+                   (SELECT hex(data) FROM photo WHERE id = 500), (SELECT hex(data) FROM photo WHERE id = 1000) FROM photo
+            """
+        let expected = try await DatabaseQueue(path: source).read { db in try Row.fetchOne(db, sql: digest)?.description }
+        let received = try await DatabaseQueue(path: target).read { db in try Row.fetchOne(db, sql: digest)?.description }
+        guard expected == received else { throw BenchmarkError("the target's blobs differ from the source's") }
+        let megabytes = Double(rows * blobSize) / 1_048_576
+        return [
+            Measurement(name: "upload 1,000 × 256 KB (file → cloud assets)", value: megabytes / upSeconds, unit: "MB/s"),
+            Measurement(name: "download 1,000 × 256 KB (cloud assets → file)", value: megabytes / downSeconds, unit: "MB/s"),
+            Measurement(name: "end to end 1,000 × 256 KB", value: megabytes / (upSeconds + downSeconds), unit: "MB/s"),
+        ]
+    }
+}
+
 /// The initial sync with and without two encrypted text fields, alternating, medians of three.
 struct SQLiteEncryptionScenario: Scenario {
     let name = "sqlite-encryption"

@@ -16,7 +16,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
 
 nonisolated(unsafe) let scenarios: [any Scenario] = [
     EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
-    SQLiteEncryptionScenario(), SQLiteMemoryScenario(),
+    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), SQLiteMemoryScenario(),
 ]
 
 struct Options {
