@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "EmbeddedCloud", targets: ["EmbeddedCloud"]),
         .library(name: "GatewayTesting", targets: ["GatewayTesting"]),
         .library(name: "SQLiteAdapter", targets: ["SQLiteAdapter"]),
+        .library(name: "JSONFilesAdapter", targets: ["JSONFilesAdapter"]),
         .library(name: "GatewayService", targets: ["GatewayService"]),
         .library(name: "GatewayKinds", targets: ["GatewayKinds"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -50,6 +51,14 @@ let package = Package(
             path: "adapters/SQLite",
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "JSONFilesAdapter",
+            dependencies: [
+                "GatewayCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "adapters/JSONFiles",
+            swiftSettings: strictSettings
+        ),
         // Config, registry and runtime of the gateway; no database library (kinds bring theirs).
         .target(
             name: "GatewayService",
@@ -59,7 +68,7 @@ let package = Package(
         // The adapter and cloud kinds this build ships, registered by name.
         .target(
             name: "GatewayKinds",
-            dependencies: ["GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter"],
+            dependencies: ["GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter"],
             swiftSettings: strictSettings
         ),
         // The command line's commands, as a library so custom builds can add kinds.
@@ -121,6 +130,11 @@ let package = Package(
                 "GatewayCore", "GatewayService", "GatewayKinds", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "JSONFilesAdapterTests",
+            dependencies: ["GatewayCore", "JSONFilesAdapter", "EmbeddedCloud", "GatewayTesting", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .testTarget(

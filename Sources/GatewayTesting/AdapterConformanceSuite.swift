@@ -21,6 +21,21 @@ public protocol AdapterConformanceHarness: Sendable {
 
     /// A record the store refuses to write, such as one of a type it has no table for.
     func recordThatFailsToApply(zone: ZoneID) -> Record
+
+    /// Whether the store finds local edits by scanning (a folder of files) rather than by
+    /// capturing each one (triggers). A scanning store cannot order edits made between two of
+    /// its scans, so the suite lets it look (`hasChanges()`) after each edit whose order it checks,
+    /// as the service's change signals would. Default `false`.
+    var detectsChangesByScanning: Bool { get }
+}
+
+extension AdapterConformanceHarness {
+    public var detectsChangesByScanning: Bool { false }
+
+    /// Lets a scanning store see the edit just made; nothing for stores that capture edits.
+    func observe(_ adapter: any ModelAdapter) async throws {
+        if detectsChangesByScanning { _ = try await adapter.hasChanges() }
+    }
 }
 
 /// The behaviours every ``ModelAdapter`` must show, as DESIGN §5 states them.

@@ -1,0 +1,190 @@
+import Foundation
+import GatewayCore
+
+/// JSON documents ↔ record fields.
+///
+/// Strings, integers and doubles map to themselves (a double is always written with a `.`);
+/// `true`/`false` become 1/0 and are written back as booleans where the document had a boolean;
+/// `null` is an absent field; arrays are lists; an object that is not tagged is kept as its JSON
+/// text and written back as an object where the document had one. Tagged objects:
+/// `{"$date": "ISO-8601"}` (or milliseconds), `{"$bytes": base64}`, `{"$ref": "name"}`,
+/// `{"$location": {"latitude", "longitude"}}` and `{"$file": "relative/path"}`, whose file's bytes
+/// are the field (sent as an asset) and are written back to that file.
+struct JSONFieldMapping {
+    /// The adapter's folder; `$file` paths are relative to it and may not leave it.
+    let directory: URL
+    let zoneID: ZoneID
+
+    struct Problem: Error {
+        var message: String
+    }
+
+    func fields(of object: [String: JSONValue]) throws(Problem) -> [String: FieldValue] {
+        var fields: [String: FieldValue] = [:]
+        for (name, value) in object {
+            if let field = try field(value, name: name) { fields[name] = field }
+        }
+        return fields
+    }
+
+    private func field(_ value: JSONValue, name: String) throws(Problem) -> FieldValue? {
+        switch value {
+        case .null: return nil
+        case .bool(let flag): return .int64(flag ? 1 : 0)
+        case .int(let number): return .int64(number)
+        case .double(let number): return .double(number)
+        case .string(let text): return .string(text)
+        case .array(let values):
+            var list: [FieldValue] = []
+            for element in values {
+                guard let converted = try field(element, name: name) else {
+                    throw Problem(message: "field \(name) holds a list with null, which records cannot store")
+                }
+                list.append(converted)
+            }
+            return .list(list)
+        case .object(let members):
+            if members.count == 1, let (tag, content) = members.first, tag.hasPrefix("$") {
+                return try tagged(tag, content, name: name)
+            }
+            return .string(JSONValue.object(members).text().trimmingCharacters(in: .newlines))
+        }
+    }
+
+    private func tagged(_ tag: String, _ content: JSONValue, name: String) throws(Problem) -> FieldValue {
+        switch (tag, content) {
+        case ("$date", .string(let text)):
+            guard let date = ISO8601.parse(text) else { throw Problem(message: "field \(name): $date is not ISO-8601") }
+            return .timestamp(Timestamp(date))
+        case ("$date", .int(let milliseconds)):
+            return .timestamp(Timestamp(millisecondsSince1970: milliseconds))
+        case ("$bytes", .string(let text)):
+            guard let data = Data(base64Encoded: text) else { throw Problem(message: "field \(name): $bytes is not base64") }
+            return .bytes(data)
+        case ("$ref", .string(let target)):
+            return .reference(Reference(recordID: RecordID(recordName: target, zoneID: zoneID)))
+        case ("$location", .object(let members)):
+            guard case .double(let latitude)? = members["latitude"].map(Self.asDouble),
+                case .double(let longitude)? = members["longitude"].map(Self.asDouble)
+            else { throw Problem(message: "field \(name): $location needs latitude and longitude") }
+            return .location(Location(latitude: latitude, longitude: longitude))
+        case ("$file", .string(let path)):
+            guard let url = resolve(path) else {
+                throw Problem(message: "field \(name): $file must be a relative path inside the folder")
+            }
+            guard let data = FileManager.default.contents(atPath: url.path) else {
+                throw Problem(message: "field \(name): the file \(path) of $file cannot be read")
+            }
+            return .bytes(data)
+        default:
+            throw Problem(message: "field \(name): unknown or malformed tag \(tag)")
+        }
+    }
+
+    private static func asDouble(_ value: JSONValue) -> JSONValue {
+        if case .int(let number) = value { return .double(Double(number)) }
+        return value
+    }
+
+    /// `path` inside the folder, or `nil` when it would leave it.
+    func resolve(_ path: String) -> URL? {
+        guard !path.isEmpty, !path.hasPrefix("/"), !path.contains("\0") else { return nil }
+        let url = directory.appendingPathComponent(path).standardizedFileURL
+        let root = directory.standardizedFileURL.path
+        guard url.path.hasPrefix(root + "/"), !url.pathComponents.contains(".gateway") else { return nil }
+        return url
+    }
+
+    /// The JSON object for `fields`, shaped like `previous` where a field's form is ambiguous
+    /// (booleans, nested objects, `$file`). Files of `$file` fields are written here.
+    func object(for fields: [String: FieldValue], previous: [String: JSONValue]?) throws -> [String: JSONValue] {
+        var object: [String: JSONValue] = [:]
+        for (name, value) in fields {
+            object[name] = try json(value, previous: previous?[name])
+        }
+        return object
+    }
+
+    private func json(_ value: FieldValue, previous: JSONValue?) throws -> JSONValue {
+        switch value {
+        case .string(let text):
+            if case .object? = previous, let data = text.data(using: .utf8), case .object(let members)? = try? JSONValue.parse(data) {
+                return .object(members)
+            }
+            return .string(text)
+        case .int64(let number):
+            if case .bool? = previous, number == 0 || number == 1 { return .bool(number == 1) }
+            return .int(number)
+        case .double(let number): return .double(number)
+        case .timestamp(let timestamp): return .object(["$date": .string(ISO8601.format(timestamp.date))])
+        case .bytes(let data):
+            if case .object(let members)? = previous, case .string(let path)? = members["$file"], members.count == 1,
+                let url = resolve(path)
+            {
+                try AtomicFile.write(data, to: url)
+                return .object(["$file": .string(path)])
+            }
+            return .object(["$bytes": .string(data.base64EncodedString())])
+        case .reference(let reference): return .object(["$ref": .string(reference.recordID.recordName)])
+        case .location(let location):
+            return .object(["$location": .object(["latitude": .double(location.latitude), "longitude": .double(location.longitude)])])
+        case .list(let values):
+            return .array(try values.map { try json($0, previous: nil) })
+        case .asset(let reference):
+            return .object(["$asset": .string(reference.checksum)])
+        case .encrypted(let data):
+            return .object(["$encrypted": .string(data.base64EncodedString())])
+        }
+    }
+}
+
+/// ISO-8601 with milliseconds, UTC.
+enum ISO8601 {
+    static func parse(_ text: String) -> Date? {
+        let withFraction = ISO8601DateFormatter()
+        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = withFraction.date(from: text) { return date }
+        return ISO8601DateFormatter().date(from: text)
+    }
+
+    static func format(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}
+
+/// Writes files whole or not at all: a temporary file in the same folder, fsync, rename.
+enum AtomicFile {
+    static func write(_ data: Data, to url: URL) throws {
+        let temporary = try prepare(data, for: url)
+        try commit(temporary, to: url)
+    }
+
+    /// Writes `data` to a synced temporary file next to `url`, creating the folder.
+    static func prepare(_ data: Data, for url: URL) throws -> URL {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
+        }
+        do {
+            let handle = try FileHandle(forWritingTo: temporary)
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+            try handle.close()
+            return temporary
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
+        }
+    }
+
+    /// Moves a prepared temporary file into place.
+    static func commit(_ temporary: URL, to url: URL) throws {
+        if rename(temporary.path, url.path) != 0 {
+            try? FileManager.default.removeItem(at: temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import GatewayCore
+
+/// What a ``JSONFilesAdapter`` syncs: a folder of JSON documents and one zone.
+public struct JSONFilesAdapterConfiguration: Sendable {
+    /// How documents are laid out in the folder.
+    public enum Layout: String, Sendable, CaseIterable {
+        /// `<directory>/<RecordType>/<recordName>.json`, one object per file.
+        case filePerRecord = "file-per-record"
+        /// `<directory>/<RecordType>.json`, one object keyed by record name.
+        case collection
+    }
+
+    public var name: String
+    /// The folder. The adapter keeps its state in `<directory>/.gateway/`.
+    public var directory: String
+    public var zoneID: ZoneID
+    public var layout: Layout
+    /// How often change signals rescan the folder.
+    public var pollInterval: Duration
+
+    public init(name: String, directory: String, zoneID: ZoneID, layout: Layout = .filePerRecord, pollInterval: Duration = .seconds(1)) {
+        self.name = name
+        self.directory = directory
+        self.zoneID = zoneID
+        self.layout = layout
+        self.pollInterval = pollInterval
+    }
+}
+
+/// A JSON folder problem. Messages name files, never their contents.
+public struct JSONFilesAdapterError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var underlying: (any Error)?
+
+    public init(_ message: String, underlying: (any Error)? = nil) {
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var description: String { message + (underlying.map { " [\($0)]" } ?? "") }
+}
