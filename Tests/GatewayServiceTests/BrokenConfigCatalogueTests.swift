@@ -94,7 +94,7 @@ let brokenConfigs: [BrokenConfig] = [
         message: "config.yaml:1:16: 'cloud.kind': unknown cloud kind 'icloud'; this build has embedded"),
     BrokenConfig(
         name: "unknown adapter kind", yaml: "adapters:\n  - name: app\n    kind: sqlit\n    zone: Z",
-        message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has sqlite; did you mean 'sqlite'?"),
+        message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, sqlite; did you mean 'sqlite'?"),
     BrokenConfig(
         name: "missing zone", yaml: "adapters:\n  - name: app\n    kind: sqlite\n    path: app.sqlite\n    tables: [{ table: notes }]",
         message: "config.yaml:2:5: missing key 'zone' in 'adapters[0]'"),

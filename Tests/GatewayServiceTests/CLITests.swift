@@ -38,13 +38,14 @@ struct CLITests {
                 adapter        zone       downloaded  uploaded  conflicts  failed  result
                 notes          NotesZone           0       100  0               0  synced
                 notes-replica  NotesZone         100         0  0               0  synced
+                docs           DocsZone            0         3  0               0  synced
 
                 """, "\(first)")
         #expect(first.stderr.contains("notes: uploading 100 change(s)\n"), "plain progress lines when not on a terminal")
 
         let second = try await clone.gateway("sync")
         #expect(second.status == 0, "\(second)")
-        #expect(second.stdout == "Nothing to do: all 2 adapters are in sync.\n")
+        #expect(second.stdout == "Nothing to do: all 3 adapters are in sync.\n")
 
         let clean = try await clone.gateway("status", "--fail-on-changes")
         #expect(clean.status == 0, "\(clean)")
@@ -57,7 +58,7 @@ struct CLITests {
         let json = try await clone.gateway("status", "--json")
         let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(json.stdout.utf8))
         #expect(status.hasChanges)
-        #expect(status.adapters.map(\.pendingChanges) == [1, 0])
+        #expect(status.adapters.map(\.pendingChanges) == [1, 0, 0])
 
         let third = try await clone.gateway("sync")
         #expect(third.status == 0, "\(third)")
@@ -79,7 +80,7 @@ struct CLITests {
         #expect(unknown.status == 2)
         #expect(
             unknown.stderr
-                == "error: config.yaml has no adapter named 'note'; its adapters are notes, notes-replica; did you mean 'notes'?\n")
+                == "error: config.yaml has no adapter named 'note'; its adapters are notes, notes-replica, docs; did you mean 'notes'?\n")
     }
 
     @Test("a second sync while one holds the state folder's lock exits 75")
@@ -120,7 +121,7 @@ struct CLITests {
         let before = try FolderSnapshot(clone.url)
         let result = try await clone.gateway("validate")
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout == "config.yaml is valid: embedded cloud, 2 adapter(s) (notes, notes-replica)\n")
+        #expect(result.stdout == "config.yaml is valid: embedded cloud, 3 adapter(s) (notes, notes-replica, docs)\n")
         #expect(try FolderSnapshot(clone.url) == before)
     }
 
@@ -204,7 +205,7 @@ struct CLITests {
         #expect(resync.status == 0, "\(resync)")
         // Every record is downloaded again and matches the local row: nothing is written,
         // uploaded or counted as a conflict.
-        #expect(resync.stdout == "Nothing to do: all 2 adapters are in sync.\n", "\(resync)")
+        #expect(resync.stdout == "Nothing to do: all 3 adapters are in sync.\n", "\(resync)")
         let counts = try await clone.database("notes-replica").read { db in
             try [Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes"), Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags")]
         }
@@ -247,7 +248,7 @@ struct CLITests {
         #expect(try await clone.gateway("sync").status == 0)
         let result = try await clone.gateway("zones")
         #expect(result.status == 0)
-        #expect(result.stdout == "zone       adapters\nNotesZone  notes, notes-replica\n")
+        #expect(result.stdout == "zone       adapters\nDocsZone   docs\nNotesZone  notes, notes-replica\n")
     }
 
     @Test("encrypted fields: no plaintext in the cloud's files, the replica reads every value, a gateway without the key stops")

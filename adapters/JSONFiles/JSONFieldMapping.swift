@@ -91,7 +91,8 @@ struct JSONFieldMapping {
         guard !path.isEmpty, !path.hasPrefix("/"), !path.contains("\0") else { return nil }
         let url = directory.appendingPathComponent(path).standardizedFileURL
         let root = directory.standardizedFileURL.path
-        guard url.path.hasPrefix(root + "/"), !url.pathComponents.contains(".gateway") else { return nil }
+        let inside = url.path.dropFirst(root.count + 1)
+        guard url.path.hasPrefix(root + "/"), inside.split(separator: "/").first != ".gateway" else { return nil }
         return url
     }
 

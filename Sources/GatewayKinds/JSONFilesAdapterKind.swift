@@ -1,0 +1,89 @@
+import Foundation
+import GatewayCore
+import GatewayService
+import JSONFilesAdapter
+
+extension JSONFilesAdapterConfiguration.Layout: ConfigChoice {}
+
+/// `kind: json`: a folder of JSON documents, scanned for changes.
+///
+/// Keys: `directory` (required), `seed` (a folder copied to `directory` when it does not exist),
+/// `layout` (`file-per-record`, the default, or `collection`), `poll_interval` (default 1s), and
+/// `record_types`: optional entries with `record_type` plus the shared record-type keys (merge
+/// overrides, `encrypted`, `assets`, `force_data`) for the types the folder holds.
+public struct JSONFilesAdapterKind: AdapterKind {
+    public let name = "json"
+
+    public init() {}
+
+    enum Keys: String, CodingKey {
+        case directory, seed, layout, pollInterval = "poll_interval", recordTypes = "record_types"
+    }
+
+    struct RecordTypeEntry: Decodable, Sendable {
+        var settings: RecordTypeSettings
+
+        enum Keys: String, CodingKey { case recordType = "record_type" }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            settings = try RecordTypeSettings(from: decoder)
+            settings.recordType = try container.decode(String.self, forKey: .recordType)
+        }
+    }
+
+    public func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan {
+        let container = try decoder.container(keyedBy: Keys.self)
+        let directory = try container.decode(Located<String>.self, forKey: .directory)
+        let seed = try container.decodeIfPresent(Located<String>.self, forKey: .seed)
+        let layout = try container.decodeIfPresent(JSONFilesAdapterConfiguration.Layout.self, forKey: .layout) ?? .filePerRecord
+        let interval = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .pollInterval)
+        if let interval, interval.value.duration <= .zero { throw interval.problem(.invalidValue, "must be longer than 0s") }
+        let recordTypes = try container.decodeIfPresent([RecordTypeEntry].self, forKey: .recordTypes) ?? []
+        let resolved = context.resolve(directory.value)
+        var seedPath: String?
+        if let seed {
+            let path = context.resolve(seed.value)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw seed.problem(.unreadableFile, "the seed folder \(seed.value) does not exist")
+            }
+            seedPath = path
+        } else {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw directory.problem(
+                    .unreadableFile, "the folder \(directory.value) does not exist; create it, or give 'seed: FOLDER' to copy one")
+            }
+        }
+        return Plan(
+            configuration: JSONFilesAdapterConfiguration(
+                name: settings.name.value, directory: resolved, zoneID: settings.zoneID, layout: layout,
+                pollInterval: interval?.value.duration ?? .seconds(1)),
+            seed: seedPath, recordTypes: recordTypes.map(\.settings))
+    }
+
+    struct Plan: AdapterPlan {
+        let configuration: JSONFilesAdapterConfiguration
+        let seed: String?
+        let recordTypes: [RecordTypeSettings]
+
+        var storeIdentity: String? { "json:" + URL(fileURLWithPath: configuration.directory).resolvingSymlinksInPath().path }
+
+        func check() async throws {
+            let path = FileManager.default.fileExists(atPath: configuration.directory) ? configuration.directory : seed
+            guard let path, FileManager.default.isReadableFile(atPath: path) else {
+                throw JSONFilesAdapterError("the folder \(configuration.directory) cannot be read")
+            }
+        }
+
+        func open() async throws -> any ModelAdapter {
+            if let seed, !FileManager.default.fileExists(atPath: configuration.directory) {
+                try FileManager.default.createDirectory(
+                    at: URL(fileURLWithPath: configuration.directory).deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.copyItem(atPath: seed, toPath: configuration.directory)
+            }
+            return try JSONFilesAdapter(configuration: configuration)
+        }
+    }
+}
