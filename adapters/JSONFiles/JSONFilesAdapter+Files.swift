@@ -51,13 +51,15 @@ extension JSONFilesAdapter {
     /// The records a document holds, by name.
     /// - Throws: ``JSONValue/ParseError`` or ``JSONFilesAdapterError`` for a document that is not
     ///   what the layout needs.
-    func read(path: String, recordType: String) throws -> [String: [String: JSONValue]] {
+    /// - Parameter knownName: the record a file-per-record document is known to hold (names too
+    ///   long for a file name are shortened, so the file name alone does not give them back).
+    func read(path: String, recordType: String, knownName: String? = nil) throws -> [String: [String: JSONValue]] {
         let data = try Data(contentsOf: root.appendingPathComponent(path))
         let value = try JSONValue.parse(data)
         guard case .object(let members) = value else { throw JSONFilesAdapterError("\(path) does not hold a JSON object") }
         switch configuration.layout {
         case .filePerRecord:
-            return [recordName(forFile: path): members]
+            return [knownName ?? recordName(forFile: path): members]
         case .collection:
             var records: [String: [String: JSONValue]] = [:]
             for (name, member) in members {
@@ -112,8 +114,11 @@ extension JSONFilesAdapter {
     /// invalid document is remembered with its problem and its records are left as they were.
     private func refresh(path: String, recordType: String, stamp: (size: Int64, mtime: Int64), db: Database) throws {
         let records: [String: [String: JSONValue]]
+        let knownNames = try String.fetchAll(db, sql: "SELECT record_name FROM records WHERE path = ?", arguments: [path])
         do {
-            records = try read(path: path, recordType: recordType)
+            records = try read(
+                path: path, recordType: recordType,
+                knownName: configuration.layout == .filePerRecord && knownNames.count == 1 ? knownNames[0] : nil)
             for object in records.values { _ = try mapping.fields(of: object) }
         } catch {
             try db.execute(
@@ -157,6 +162,11 @@ extension JSONFilesAdapter {
     /// state, so the next scan does not take them for local changes. Documents that are invalid
     /// on disk are left untouched, with their records.
     func writeDocuments(_ writes: [Record], deletes: [RecordID], db: Database) throws {
+        // Clouds refuse NUL in names (CloudKit does); one arriving anyway is refused whole.
+        for record in writes where record.id.recordName.utf8.contains(0) || record.recordType.utf8.contains(0) {
+            throw JSONFilesAdapterError(
+                "record \(SafeFileName.encode(record.id.recordName)) of type \(SafeFileName.encode(record.recordType)) has a NUL character in its name; nothing was written")
+        }
         var documents: [String: (type: String, set: [String: [String: FieldValue]], remove: Set<String>)] = [:]
         for record in writes {
             let path = try path(for: record, db: db)
@@ -179,10 +189,11 @@ extension JSONFilesAdapter {
                 if let known, let stamp = Self.stamp(url), stamp != (known["size"] as Int64, known["mtime"] as Int64) {
                     continue  // edited in the moments since the scan: the next scan takes it as a local change
                 }
-                if Self.stamp(url) != nil, (try? read(path: path, recordType: change.type)) == nil {
+                let knownName = change.set.keys.first ?? change.remove.first
+                if Self.stamp(url) != nil, (try? read(path: path, recordType: change.type, knownName: knownName)) == nil {
                     continue  // invalid on disk since the last scan: never overwritten
                 }
-                var current = (try? read(path: path, recordType: change.type)) ?? [:]
+                var current = (try? read(path: path, recordType: change.type, knownName: knownName)) ?? [:]
                 for name in change.remove { current[name] = nil }
                 for (name, fields) in change.set {
                     current[name] = try mapping.object(for: fields, previous: current[name])

@@ -106,7 +106,9 @@ public final class JSONFilesAdapter: ModelAdapter {
                 let version: Int64 = row[1]
                 let metadata: Data? = row[2]
                 if let type: String = row[3], let path: String = row[4] {
-                    if documents[path] == nil { documents[path] = (try? adapter.read(path: path, recordType: type)) ?? [:] }
+                    if documents[path] == nil {
+                        documents[path] = (try? adapter.read(path: path, recordType: type, knownName: id.recordName)) ?? [:]
+                    }
                     guard let object = documents[path]?[id.recordName], let fields = try? adapter.mapping.fields(of: object) else {
                         continue  // the file changed into something unreadable since the scan; the next scan freezes it
                     }
@@ -134,7 +136,9 @@ public final class JSONFilesAdapter: ModelAdapter {
                 {
                     let type: String = row[0]
                     let path: String = row[1]
-                    if documents[path] == nil { documents[path] = (try? adapter.read(path: path, recordType: type)) ?? [:] }
+                    if documents[path] == nil {
+                        documents[path] = (try? adapter.read(path: path, recordType: type, knownName: id.recordName)) ?? [:]
+                    }
                     if let object = documents[path]?[id.recordName], let fields = try? adapter.mapping.fields(of: object) {
                         record = Record(id: id, recordType: type, fields: fields)
                     }

@@ -1,0 +1,233 @@
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import GatewayTesting
+@testable import JSONFilesAdapter
+import SQLiteAdapter
+import Testing
+
+typealias Record = GatewayCore.Record
+
+@Suite("JSON files adapter")
+struct JSONFilesBehaviourTests {
+    static let zone = ZoneID(zoneName: "Docs")
+
+    static func adapter(_ folder: URL, layout: JSONFilesAdapterConfiguration.Layout = .filePerRecord) throws -> JSONFilesAdapter {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return try JSONFilesAdapter(
+            configuration: JSONFilesAdapterConfiguration(name: "docs", directory: folder.path, zoneID: zone, layout: layout))
+    }
+
+    static func write(_ text: String, to url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
+    static func download(_ records: [Record], deletes: [RecordID] = []) -> DownloadedChanges {
+        var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: Data("t".utf8)))
+        changes.writes = records
+        changes.deletes = deletes
+        for record in records { changes.expectedPendingVersions[record.id] = 0 }
+        return changes
+    }
+
+    @Test("every JSON form maps to a field and is written back in the same form")
+    func typeMapping() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-types")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let original = """
+            {
+              "attachment": {
+                "$file": "files/a.bin"
+              },
+              "blob": {
+                "$bytes": "AAEC/w=="
+              },
+              "count": 3,
+              "draft": true,
+              "layout": {
+                "columns": 2
+              },
+              "place": {
+                "$location": {
+                  "latitude": 47.5,
+                  "longitude": 8.25
+                }
+              },
+              "published": {
+                "$date": "2026-11-01T09:30:00.123Z"
+              },
+              "ratio": 2.0,
+              "related": {
+                "$ref": "other"
+              },
+              "tags": [
+                "x",
+                1
+              ],
+              "title": "T"
+            }
+
+            """
+        try Self.write(original, to: folder.appendingPathComponent("Article/a.json"))
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("files"), withIntermediateDirectories: true)
+        try Data([9, 8, 7]).write(to: folder.appendingPathComponent("files/a.bin"))
+        let adapter = try Self.adapter(folder)
+        let pending = try await adapter.pendingChanges(limit: 10)
+        let record = try #require(pending.saves.first?.record)
+        #expect(record.recordType == "Article")
+        #expect(record.fields["attachment"] == .bytes(Data([9, 8, 7])))
+        #expect(record.fields["blob"] == .bytes(Data([0, 1, 2, 255])))
+        #expect(record.fields["count"] == .int64(3))
+        #expect(record.fields["draft"] == .int64(1))
+        #expect(record.fields["layout"] == .string("{\n  \"columns\": 2\n}"))
+        #expect(record.fields["place"] == .location(Location(latitude: 47.5, longitude: 8.25)))
+        #expect(record.fields["published"] == .timestamp(Timestamp(millisecondsSince1970: 1_793_525_400_123)))
+        #expect(record.fields["ratio"] == .double(2.0))
+        #expect(record.fields["related"] == .reference(Reference(recordID: RecordID(recordName: "other", zoneID: Self.zone))))
+        #expect(record.fields["tags"] == .list([.string("x"), .int64(1)]))
+        #expect(record.fields["title"] == .string("T"))
+
+        // The same values coming back from the cloud (with a new attachment) keep every form.
+        var settled = SyncStateUpdate(zoneState: Data("t".utf8))
+        settled.settled[record.id] = pending.saves[0].version
+        try await adapter.markUploaded(settled)
+        var updated = record
+        updated.fields["attachment"] = .bytes(Data([1, 1]))
+        try await adapter.apply(Self.download([updated]))
+        let written = try String(contentsOf: folder.appendingPathComponent("Article/a.json"), encoding: .utf8)
+        #expect(written == original)
+        #expect(try Data(contentsOf: folder.appendingPathComponent("files/a.bin")) == Data([1, 1]), "the referenced file was written")
+        #expect(try await adapter.hasChanges() == false, "the adapter's own writes are not local changes")
+    }
+
+    @Test(
+        "record names from the cloud never write outside the folder, and come back unchanged",
+        arguments: [
+            "../x", "/etc/passwd", "a/b", "..", ".", ".hidden", String(repeating: "n", count: 300),
+            "ａ／ｂ", "a\u{2215}b", "café", "con", "x.json", "%2F",
+        ])
+    func hostileNames(_ name: String) async throws {
+        let directory = try TemporaryDirectory(prefix: "json-names")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let adapter = try Self.adapter(folder)
+        let outside = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        for type in ["Note", "../Escape", "a/b"] {
+            let record = Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: type, fields: ["title": .string("t")])
+            try await adapter.apply(Self.download([record]))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == outside, "nothing outside the folder")
+            #expect(try await adapter.hasChanges() == false)
+            // A local edit comes back under the same name and type.
+            let files = FileManager.default.enumerator(atPath: folder.path)!.compactMap { $0 as? String }
+                .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".gateway") }
+            #expect(files.count == 1)
+            let url = folder.appendingPathComponent(files[0])
+            #expect(url.standardizedFileURL.path.hasPrefix(folder.standardizedFileURL.path + "/"))
+            #expect(url.lastPathComponent.utf8.count <= 255)
+            try Self.write("{\n  \"title\": \"edited\"\n}\n", to: url)
+            let pending = try await adapter.pendingChanges(limit: 10)
+            #expect(pending.saves.map(\.record.id.recordName) == [name])
+            #expect(pending.saves.map(\.record.recordType) == [type])
+            try await adapter.apply(Self.download([], deletes: [record.id]))
+            try await adapter.resetSyncState(keepData: false)
+        }
+    }
+
+    @Test("a record name with NUL is refused whole, writing nothing")
+    func nulName() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-nul")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let adapter = try Self.adapter(folder)
+        let fine = Record(id: RecordID(recordName: "fine", zoneID: Self.zone), recordType: "Note", fields: [:])
+        let hostile = Record(id: RecordID(recordName: "nul\u{0}byte", zoneID: Self.zone), recordType: "Note", fields: [:])
+        await #expect(throws: JSONFilesAdapterError.self) { try await adapter.apply(Self.download([fine, hostile])) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [".gateway"])
+    }
+
+    @Test("an invalid file is a failed record naming line and column; it is never uploaded or overwritten, others keep syncing")
+    func invalidFile() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-invalid")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let broken = "{\n  \"title\": \"broken\",\n  \"views\": 12,,\n}\n"
+        try Self.write(broken, to: folder.appendingPathComponent("Article/broken.json"))
+        try Self.write("{\"title\": \"fine\"}", to: folder.appendingPathComponent("Article/fine.json"))
+        try Self.write("[1, 2]", to: folder.appendingPathComponent("Article/array.json"))
+        let adapter = try Self.adapter(folder)
+        let pending = try await adapter.pendingChanges(limit: 10)
+        #expect(pending.saves.map(\.record.id.recordName) == ["fine"])
+        let failed = try await adapter.failedRecords().sorted { $0.recordID.recordName < $1.recordID.recordName }
+        #expect(failed.map(\.recordID.recordName) == ["array", "broken"])
+        #expect(failed.allSatisfy { $0.failure.code == "invalidJSON" })
+        #expect(failed[1].failure.message.hasPrefix("Article/broken.json line 3 column 15: expected a key in quotes"))
+        #expect(!failed[1].failure.message.contains("12"), "no file contents in the message")
+
+        let server = Record(id: RecordID(recordName: "broken", zoneID: Self.zone), recordType: "Article", fields: ["title": .string("server")])
+        try await adapter.apply(Self.download([server]))
+        #expect(try String(contentsOf: folder.appendingPathComponent("Article/broken.json"), encoding: .utf8) == broken, "left in place")
+
+        try Self.write("{\"title\": \"fixed\"}", to: folder.appendingPathComponent("Article/broken.json"))
+        let fixed = try await adapter.pendingChanges(limit: 10)
+        #expect(fixed.saves.map(\.record.id.recordName).contains("broken"), "a fixed file syncs")
+    }
+
+    @Test("a JSON folder and a SQLite database sync one zone, with $file assets, and an invalid file stays put")
+    func withSQLite() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-sqlite")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        try Self.write(
+            "{\"title\": \"Hello\", \"views\": 3, \"attachment\": {\"$file\": \"files/hello.bin\"}}",
+            to: folder.appendingPathComponent("Article/hello.json"))
+        let blob = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0) })
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("files"), withIntermediateDirectories: true)
+        try blob.write(to: folder.appendingPathComponent("files/hello.bin"))
+        try Self.write("{ not json", to: folder.appendingPathComponent("Article/broken.json"))
+        let json = try Self.adapter(folder)
+
+        let databasePath = directory.path("app.sqlite")
+        try await DatabaseQueue(path: databasePath).write { db in
+            try db.execute(sql: "CREATE TABLE Article (name TEXT PRIMARY KEY, title TEXT, views INTEGER, attachment BLOB)")
+        }
+        let sqlite = try SQLiteAdapter(
+            configuration: SQLiteAdapterConfiguration(
+                name: "app", path: databasePath, zoneID: Self.zone, tables: [TableMapping(table: "Article")]))
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let jsonSync = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(json)], configuration: SyncConfiguration(deviceID: "json"))
+        let sqliteSync = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(sqlite)], configuration: SyncConfiguration(deviceID: "db"))
+
+        #expect(try await jsonSync.sync().adapters[0].uploaded == 1, "the invalid file is not uploaded")
+        let contents = try await zoneContents(of: cloud, zone: Self.zone)
+        guard case .asset? = contents["hello"]?["attachment"] else {
+            Issue.record("the $file was not uploaded as an asset")
+            return
+        }
+        #expect(try await sqliteSync.sync().adapters[0].downloaded == 1)
+        let row = try await DatabaseQueue(path: databasePath).read { db -> (String?, Int?, Data?) in
+            let row = try Row.fetchOne(db, sql: "SELECT title, views, attachment FROM Article WHERE name = 'hello'")
+            return (row?["title"], row?["views"], row?["attachment"])
+        }
+        #expect(row.0 == "Hello")
+        #expect(row.1 == 3)
+        #expect(row.2 == blob)
+
+        let replacement = Data(repeating: 7, count: 1_000)
+        try await DatabaseQueue(path: databasePath).write { db in
+            try db.execute(sql: "UPDATE Article SET attachment = ?, views = 4 WHERE name = 'hello'", arguments: [replacement])
+            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('broken', 'from the database')")
+        }
+        #expect(try await sqliteSync.sync().adapters[0].uploaded == 2)
+        let report = try await jsonSync.sync().adapters[0]
+        #expect(report.outcome == .synced)
+        #expect(try Data(contentsOf: folder.appendingPathComponent("files/hello.bin")) == replacement, "the $file file was rewritten")
+        let hello = try String(contentsOf: folder.appendingPathComponent("Article/hello.json"), encoding: .utf8)
+        #expect(hello.contains("\"$file\": \"files/hello.bin\""))
+        #expect(hello.contains("\"views\": 4"))
+        #expect(try String(contentsOf: folder.appendingPathComponent("Article/broken.json"), encoding: .utf8) == "{ not json")
+        #expect(try await json.failedRecords().map(\.recordID.recordName) == ["broken"])
+    }
+}
