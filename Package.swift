@@ -87,7 +87,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "GatewayBench",
-            dependencies: ["GatewayCore", "EmbeddedCloud", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "GatewayCore", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             path: "Benchmarks/GatewayBench",
             swiftSettings: strictSettings
         ),

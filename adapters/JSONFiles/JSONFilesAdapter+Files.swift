@@ -12,8 +12,12 @@ import Darwin
 extension JSONFilesAdapter {
     /// A file's size and modification time in nanoseconds, or `nil` when it is gone.
     static func stamp(_ url: URL) -> (size: Int64, mtime: Int64)? {
+        stamp(path: url.path)
+    }
+
+    static func stamp(path: String) -> (size: Int64, mtime: Int64)? {
         var info = stat()
-        guard stat(url.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 
@@ -88,12 +92,14 @@ extension JSONFilesAdapter {
     /// Compares the folder with the state and logs what changed. Unchanged files cost one `stat`.
     func scan(_ db: Database) throws {
         var known: [String: (size: Int64, mtime: Int64)] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT path, size, mtime FROM files") { known[row[0]] = (row[1], row[2]) }
+        let rows = try Row.fetchCursor(db, sql: "SELECT path, size, mtime FROM files")
+        while let row = try rows.next() { known[row[0]] = (row[1], row[2]) }
         let onDisk = documentFiles()
+        let prefix = root.path + "/"
         // Changed files in the order they were written, so changes are logged oldest first.
         var changed: [(path: String, type: String, stamp: (size: Int64, mtime: Int64))] = []
         for (path, type) in onDisk {
-            guard let stamp = Self.stamp(root.appendingPathComponent(path)) else { continue }
+            guard let stamp = Self.stamp(path: prefix + path) else { continue }
             if let previous = known[path], previous == stamp { continue }
             changed.append((path, type, stamp))
         }
