@@ -33,12 +33,9 @@ extension JSONFilesAdapter {
                 files[name] = SafeFileName.decode(base) ?? base
             }
         case .filePerRecord:
-            for folder in (try? manager.contentsOfDirectory(atPath: root.path)) ?? [] where !folder.hasPrefix(".") {
-                var isDirectory: ObjCBool = false
-                let url = root.appendingPathComponent(folder)
-                guard manager.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
+            for folder in documentFolders() {
                 let type = SafeFileName.decode(folder) ?? folder
-                for name in (try? manager.contentsOfDirectory(atPath: url.path)) ?? [] where isDocument(name) {
+                for name in (try? manager.contentsOfDirectory(atPath: root.path + "/" + folder)) ?? [] where isDocument(name) {
                     files[folder + "/" + name] = type
                 }
             }
@@ -113,6 +110,48 @@ extension JSONFilesAdapter {
                 try Self.logChange(name, db: db)
             }
             try db.execute(sql: "DELETE FROM files WHERE path = ?", arguments: [path])
+        }
+    }
+
+    /// Brings the state of the files that hold (or would hold) these records up to date, as a
+    /// scan would, without looking at the rest of the folder.
+    func refreshFiles(of recordIDs: [RecordID], db: Database) throws {
+        var paths: [String: String] = [:]
+        for id in recordIDs {
+            if let row = try Row.fetchOne(db, sql: "SELECT path, record_type FROM records WHERE record_name = ?", arguments: [id.recordName]) {
+                paths[row[0]] = row[1]
+            } else if configuration.layout == .filePerRecord {
+                // A file for this name made locally since the last scan.
+                let encoded = SafeFileName.encode(id.recordName) + ".json"
+                for folder in documentFolders() where Self.stamp(path: root.path + "/" + folder + "/" + encoded) != nil {
+                    paths[folder + "/" + encoded] = SafeFileName.decode(folder) ?? folder
+                }
+            }
+        }
+        for (path, type) in paths {
+            let known = try Row.fetchOne(db, sql: "SELECT size, mtime FROM files WHERE path = ?", arguments: [path])
+            let stamp = Self.stamp(path: root.path + "/" + path)
+            switch (known, stamp) {
+            case (nil, nil): continue
+            case (let known?, let stamp?) where (known[0] as Int64, known[1] as Int64) == stamp: continue
+            case (_, let stamp?): try refresh(path: path, recordType: type, stamp: stamp, db: db)
+            case (_?, nil):
+                for name in try String.fetchAll(db, sql: "SELECT record_name FROM records WHERE path = ?", arguments: [path]) {
+                    try db.execute(sql: "DELETE FROM records WHERE record_name = ?", arguments: [name])
+                    try Self.logChange(name, db: db)
+                }
+                try db.execute(sql: "DELETE FROM files WHERE path = ?", arguments: [path])
+            }
+        }
+    }
+
+    /// The record-type folders of a file-per-record layout.
+    func documentFolders() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).filter { folder in
+            var isDirectory: ObjCBool = false
+            return !folder.hasPrefix(".")
+                && FileManager.default.fileExists(atPath: root.appendingPathComponent(folder).path, isDirectory: &isDirectory)
+                && isDirectory.boolValue
         }
     }
 
@@ -192,6 +231,11 @@ extension JSONFilesAdapter {
                 let url = root.appendingPathComponent(path)
                 let known = try Row.fetchOne(db, sql: "SELECT size, mtime, problem FROM files WHERE path = ?", arguments: [path])
                 if let known, known["problem"] as String? != nil { continue }
+                if known == nil, let stamp = Self.stamp(url) {
+                    // A file made locally that no scan has seen yet.
+                    if configuration.layout == .filePerRecord { continue }  // the next scan takes it as a local change
+                    try refresh(path: path, recordType: change.type, stamp: stamp, db: db)  // log its records, then merge into it
+                }
                 if let known, let stamp = Self.stamp(url), stamp != (known["size"] as Int64, known["mtime"] as Int64) {
                     continue  // edited in the moments since the scan: the next scan takes it as a local change
                 }

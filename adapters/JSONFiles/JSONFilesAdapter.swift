@@ -124,7 +124,9 @@ public final class JSONFilesAdapter: ModelAdapter {
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         try await write { db, adapter in
-            try adapter.scan(db)
+            // Only the files of these records are looked at: a full scan per downloaded page would
+            // make a large folder's download cost grow with the square of its size.
+            try adapter.refreshFiles(of: recordIDs, db: db)
             var states: [RecordID: LocalRecordState] = [:]
             var documents: [String: [String: [String: JSONValue]]] = [:]
             for id in recordIDs {
@@ -162,7 +164,7 @@ public final class JSONFilesAdapter: ModelAdapter {
         try await write { db, adapter in
             // Edits made since the synchronizer read the local state get a new version here, so
             // the comparison below leaves them alone.
-            try adapter.scan(db)
+            try adapter.refreshFiles(of: changes.writes.map(\.id) + changes.deletes, db: db)
             var skipped = Set<RecordID>()
             for (id, expected) in changes.expectedPendingVersions {
                 let current = try Int64.fetchOne(db, sql: "SELECT version FROM changes WHERE record_name = ?", arguments: [id.recordName]) ?? 0
