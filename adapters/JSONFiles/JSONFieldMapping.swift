@@ -54,8 +54,8 @@ struct JSONFieldMapping {
     private func tagged(_ tag: String, _ content: JSONValue, name: String) throws(Problem) -> FieldValue {
         switch (tag, content) {
         case ("$date", .string(let text)):
-            guard let date = ISO8601.parse(text) else { throw Problem(message: "field \(name): $date is not ISO-8601") }
-            return .timestamp(Timestamp(date))
+            guard let timestamp = ISO8601Timestamps.parse(text) else { throw Problem(message: "field \(name): $date is not ISO-8601") }
+            return .timestamp(timestamp)
         case ("$date", .int(let milliseconds)):
             return .timestamp(Timestamp(millisecondsSince1970: milliseconds))
         case ("$bytes", .string(let text)):
@@ -117,7 +117,7 @@ struct JSONFieldMapping {
             if case .bool? = previous, number == 0 || number == 1 { return .bool(number == 1) }
             return .int(number)
         case .double(let number): return .double(number)
-        case .timestamp(let timestamp): return .object(["$date": .string(ISO8601.format(timestamp.date))])
+        case .timestamp(let timestamp): return .object(["$date": .string(ISO8601Timestamps.format(timestamp))])
         case .bytes(let data):
             if case .object(let members)? = previous, case .string(let path)? = members["$file"], members.count == 1,
                 let url = resolve(path)
@@ -136,22 +136,6 @@ struct JSONFieldMapping {
         case .encrypted(let data):
             return .object(["$encrypted": .string(data.base64EncodedString())])
         }
-    }
-}
-
-/// ISO-8601 with milliseconds, UTC.
-enum ISO8601 {
-    static func parse(_ text: String) -> Date? {
-        let withFraction = ISO8601DateFormatter()
-        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = withFraction.date(from: text) { return date }
-        return ISO8601DateFormatter().date(from: text)
-    }
-
-    static func format(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
     }
 }
 

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import GRDB
 import GatewayCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -226,10 +225,7 @@ public final class JSONFilesAdapter: ModelAdapter {
     }
 
     public func changeSignals() -> ChangeSignals {
-        let flag = LockedFlag()
-        return .polling(every: configuration.pollInterval) { [self] in
-            flag.observe(try await hasChanges())
-        }
+        .pollingTransitions(every: configuration.pollInterval) { [self] in try await hasChanges() }
     }
 
     // MARK: State
@@ -276,14 +272,3 @@ public final class JSONFilesAdapter: ModelAdapter {
 /// GRDB has a `Record` type too.
 typealias Record = GatewayCore.Record
 
-/// Counts false → true transitions of an observed flag.
-final class LockedFlag: Sendable {
-    private let last = Mutex(false)
-
-    func observe(_ value: Bool) -> Bool {
-        last.withLock { previous in
-            defer { previous = value }
-            return value && !previous
-        }
-    }
-}

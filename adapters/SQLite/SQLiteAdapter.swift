@@ -285,11 +285,8 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func changeSignals() -> ChangeSignals {
         let pool = pool
-        // Counts synced → changed transitions, so settling changes does not signal.
-        let transitions = LockedCounter()
-        return .polling(every: configuration.signalPollInterval) {
-            let changed = try await pool.read { db in try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false }
-            return transitions.observe(changed)
+        return .pollingTransitions(every: configuration.signalPollInterval) {
+            try await pool.read { db in try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false }
         }
     }
 
@@ -497,19 +494,6 @@ public final class SQLiteAdapter: ModelAdapter {
             return "\(error.resultCode): \(error.message ?? "")"
         }
         return "\(error)"
-    }
-}
-
-/// Counts false → true transitions of an observed flag.
-final class LockedCounter: Sendable {
-    private let state = Mutex<(last: Bool?, count: Int)>((nil, 0))
-
-    func observe(_ value: Bool) -> Int {
-        state.withLock { state in
-            if state.last == false && value { state.count += 1 }
-            state.last = value
-            return state.count
-        }
     }
 }
 

@@ -1,10 +1,8 @@
-import GatewayCore
-
-/// Parses and formats the ISO-8601 shapes dates take in SQLite databases, without Foundation's
+/// Parses and formats the ISO-8601 shapes dates take in stores (SQLite text columns, JSON documents), without Foundation's
 /// formatters (which are slow and not Sendable): `YYYY-MM-DD`, then optionally `T` or a space,
 /// `HH:MM`, `:SS`, `.fraction`, and `Z` or `±HH:MM` (no zone means UTC).
-enum ISO8601Timestamps {
-    static func parse(_ text: String) -> Timestamp? {
+public enum ISO8601Timestamps {
+    public static func parse(_ text: String) -> Timestamp? {
         let bytes = Array(text.utf8)
         var index = 0
         func number(_ digits: Int) -> Int? {
@@ -63,8 +61,8 @@ enum ISO8601Timestamps {
         return Timestamp(millisecondsSince1970: seconds * 1000 + Int64(milliseconds))
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS.sssZ`.
-    static func format(_ timestamp: Timestamp) -> String {
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, in UTC.
+    public static func format(_ timestamp: Timestamp) -> String {
         let milliseconds = timestamp.millisecondsSince1970
         let seconds = milliseconds.floorDivided(by: 1000)
         let millis = Int(milliseconds - seconds * 1000)
