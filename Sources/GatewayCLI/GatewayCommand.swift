@@ -51,7 +51,7 @@ struct GatewayCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 1 sync failed, 2 usage or configuration error, 75 already syncing.
             """,
         subcommands: [
-            SyncCommand.self, StatusCommand.self, ValidateCommand.self, InitCommand.self, KeygenCommand.self,
+            RunCommand.self, SyncCommand.self, StatusCommand.self, ValidateCommand.self, InitCommand.self, KeygenCommand.self,
             ResetCommand.self, RetryCommand.self, ZonesCommand.self,
         ])
 }

@@ -91,6 +91,11 @@ public final class ChildProcess: Sendable {
     public func kill() {
         sendSignal(pid, SIGKILL)
     }
+
+    /// Sends SIGTERM, asking the child to stop gracefully.
+    public func terminate() {
+        sendSignal(pid, SIGTERM)
+    }
 }
 
 private func sendSignal(_ pid: pid_t, _ signal: Int32) {

@@ -92,7 +92,7 @@ struct CLITests {
         let blocked = try await clone.gateway("sync")
         withExtendedLifetime(lock) {}
         #expect(blocked.status == 75, "\(blocked)")
-        #expect(blocked.stderr.hasPrefix("error: another gateway process is syncing with state folder"))
+        #expect(blocked.stderr.hasPrefix("error: another gateway process (process \(getpid())) is syncing with state folder"))
     }
 
     @Test("a failed adapter exits 1 and the summary says why")
@@ -313,5 +313,46 @@ struct CLITests {
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes")
         }
         #expect(strangerRows == 0)
+    }
+
+    @Test("gateway run syncs at start and on store changes, holds the lock, and stops on SIGTERM with exit 0")
+    func runService() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: clone.url.path,
+            environment: ProcessInfo.processInfo.environment.merging(["TERM": "dumb"]) { _, new in new },
+            standardOutput: clone.directory.path("run.out"), standardError: clone.directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+
+        func replicaTitle(_ id: Int) async throws -> String? {
+            guard FileManager.default.fileExists(atPath: clone.directory.path(".gateway/examples/notes-replica.sqlite")) else { return nil }
+            return try await clone.database("notes-replica").read { db in
+                try String.fetchOne(db, sql: "SELECT title FROM notes WHERE id = ?", arguments: [id])
+            }
+        }
+        func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let log = (try? String(contentsOfFile: clone.directory.path("run.err"), encoding: .utf8)) ?? ""
+            throw ConformanceFailure("\(what) did not happen within 60 s; the service logged:\n\(log)")
+        }
+
+        try await waitFor("the initial sync") { try await replicaTitle(7) != nil }
+        try await clone.database("notes").write { db in try db.execute(sql: "UPDATE notes SET title = 'Live' WHERE id = 7") }
+        try await waitFor("the sync of a store change") { try await replicaTitle(7) == "Live" }
+
+        let blocked = try await clone.gateway("sync")
+        #expect(blocked.status == 75, "\(blocked)")
+        #expect(blocked.stderr.contains("another gateway process (process \(service.pid))"), "\(blocked)")
+
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(30)) == 0)
+        let log = try String(contentsOfFile: clone.directory.path("run.err"), encoding: .utf8)
+        #expect(log.contains("gateway stopped"))
+        #expect(try await clone.gateway("sync").status == 0, "the lock is released")
     }
 }

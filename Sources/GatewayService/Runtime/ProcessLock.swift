@@ -25,8 +25,11 @@ public final class ProcessLock: Sendable {
             let reason = errno
             close(descriptor)
             if reason == EWOULDBLOCK {
+                let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+                let named = holder.flatMap(Int32.init).map { " (process \($0))" } ?? ""
                 throw GatewayError(
-                    .alreadyRunning, "another gateway process is syncing with state folder \(stateDirectory); wait for it to finish")
+                    .alreadyRunning,
+                    "another gateway process\(named) is syncing with state folder \(stateDirectory); wait for it to finish, or stop `gateway run`")
             }
             throw GatewayError(.stateUnavailable, "cannot lock \(path): \(String(cString: strerror(reason)))")
         }

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+import GatewayService
+import Logging
+import ServiceLifecycle
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run as a service: sync at start, on the interval, on store and cloud changes and on SIGUSR1.",
+        discussion: """
+            SIGTERM or SIGINT lets the current sync finish and commit, then exits 0. While it runs it holds \
+            the state folder's lock, so `gateway sync` on the same config exits 75.
+            """)
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let configuration = try options.load()
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
+        let logger = Logger(label: "gateway")
+        let scheduler = SyncScheduler(configuration: configuration, logger: logger)
+        let group = ServiceGroup(services: [scheduler], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+}

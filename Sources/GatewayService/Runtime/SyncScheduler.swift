@@ -1,0 +1,125 @@
+import Foundation
+import GatewayCore
+import Logging
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+/// The service behind `gateway run`: syncs every adapter at start, then on `sync_interval`, when
+/// an adapter's store changes (debounced), when the cloud signals a change in a zone, and on
+/// SIGUSR1. Requests that arrive during a sync are coalesced into one more sync.
+///
+/// It holds the state folder's process lock while it runs, so `gateway sync` on the same config
+/// exits 75 meanwhile. On graceful shutdown (SIGTERM, SIGINT) no new sync starts; the current one
+/// finishes and commits, then `run()` returns.
+public struct SyncScheduler: Service {
+    public let configuration: GatewayConfiguration
+    public let logger: Logger
+    /// How long a store's change signal waits for more changes before it asks for a sync.
+    public var debounce: Duration
+
+    public init(configuration: GatewayConfiguration, logger: Logger, debounce: Duration = .milliseconds(200)) {
+        self.configuration = configuration
+        self.logger = logger
+        self.debounce = debounce
+    }
+
+    /// Why a sync was asked for.
+    enum Trigger: String, Sendable {
+        case start, interval, store, cloud, signal
+    }
+
+    public func run() async throws {
+        try await GatewayStores.check(configuration, adapters: configuration.adapters, cloud: true)
+        try GatewayStores.prepareStateDirectory(configuration)
+        let lock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
+        let deviceID = try DeviceIdentity.load(
+            configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
+        let cloud = try await GatewayStores.openCloud(configuration)
+        let adapters = try await GatewayStores.open(configuration.adapters)
+        let synchronizer = Synchronizer(
+            cloud: cloud,
+            adapters: adapters.map { SyncedAdapter($0.adapter, options: configuration.syncOptions(for: $0.configuration)) },
+            configuration: configuration.syncConfiguration(deviceID: deviceID))
+        logger.info(
+            "gateway running", metadata: ["adapters": "\(adapters.map(\.name))", "device": "\(deviceID)", "pid": "\(getpid())"])
+
+        // Requests collapse: the wake-up stream buffers one element, and the reasons gathered
+        // meanwhile are taken together by the next sync.
+        let (wakeUps, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let requested = Mutex<Set<Trigger>>([])
+        let request: @Sendable (Trigger) -> Void = { trigger in
+            requested.withLock { _ = $0.insert(trigger) }
+            continuation.yield(())
+        }
+        request(.start)
+        await withThrowingTaskGroup(of: Void.self) { group in
+            let interval = configuration.settings.syncInterval.duration
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: interval)
+                    request(.interval)
+                }
+            }
+            for opened in adapters {
+                let debounce = debounce
+                group.addTask {
+                    for await _ in opened.adapter.changeSignals() {
+                        try await Task.sleep(for: debounce)
+                        request(.store)
+                    }
+                }
+            }
+            for zone in Set(adapters.map(\.adapter.zoneID)) {
+                group.addTask {
+                    for await _ in cloud.changeSignals(in: zone) { request(.cloud) }
+                }
+            }
+            group.addTask {
+                for await _ in await UnixSignalsSequence(trapping: .sigusr1) { request(.signal) }
+            }
+
+            for await _ in wakeUps.cancelOnGracefulShutdown() {
+                let reasons = requested.withLock { reasons in
+                    defer { reasons.removeAll() }
+                    return reasons
+                }
+                await sync(synchronizer, reasons: reasons)
+                if Task.isShuttingDownGracefully { break }
+            }
+            group.cancelAll()
+        }
+        withExtendedLifetime(lock) {}
+        logger.info("gateway stopped")
+    }
+
+    private func sync(_ synchronizer: Synchronizer, reasons: Set<Trigger>) async {
+        let started = ContinuousClock.now
+        do {
+            let report = try await synchronizer.sync()
+            for adapter in report.adapters {
+                var metadata: Logger.Metadata = [
+                    "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
+                    "uploaded": "\(adapter.uploaded + adapter.deletedRemotely)", "conflicts": "\(adapter.conflictCount)",
+                    "failed": "\(adapter.failedRecords)",
+                ]
+                switch adapter.outcome {
+                case .synced:
+                    logger.info("adapter synced", metadata: metadata)
+                case .paused(let reason):
+                    metadata["reason"] = "\(reason)"
+                    logger.warning("adapter paused", metadata: metadata)
+                case .failed(let code, let message):
+                    metadata["code"] = "\(code)"
+                    metadata["error"] = "\(message)"
+                    logger.error("adapter failed", metadata: metadata)
+                }
+            }
+            logger.info(
+                "sync finished",
+                metadata: ["reasons": "\(reasons.map(\.rawValue).sorted())", "duration": "\(ContinuousClock.now - started)"])
+        } catch {
+            logger.error("sync could not start", metadata: ["error": "\(error)"])
+        }
+    }
+}
