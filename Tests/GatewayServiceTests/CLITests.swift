@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import GRDB
 import GatewayService
 import GatewayTesting
@@ -315,13 +318,17 @@ struct CLITests {
         #expect(strangerRows == 0)
     }
 
-    @Test("gateway run syncs at start and on store changes, holds the lock, and stops on SIGTERM with exit 0")
+    @Test("gateway run syncs at start and on store changes, serves its control API, holds the lock, and stops on SIGTERM with exit 0")
     func runService() async throws {
         let clone = try FreshClone()
         defer { clone.directory.remove() }
+        let configURL = clone.url.appendingPathComponent("config.yaml")
+        let config = try String(contentsOf: configURL, encoding: .utf8)
+            .replacingOccurrences(of: "listen: \"127.0.0.1:8787\"", with: "listen: \"127.0.0.1:0\"")
+        try Data(config.utf8).write(to: configURL)
         let service = try ChildProcess(
             try BuiltExecutable.path("gateway"), arguments: ["run"], directory: clone.url.path,
-            environment: ProcessInfo.processInfo.environment.merging(["TERM": "dumb"]) { _, new in new },
+            environment: ProcessInfo.processInfo.environment.merging(["TERM": "dumb", "GATEWAY_TOKEN": "test-token"]) { _, new in new },
             standardOutput: clone.directory.path("run.out"), standardError: clone.directory.path("run.err"))
         defer { if service.isRunning { service.kill() } }
 
@@ -345,14 +352,43 @@ struct CLITests {
         try await clone.database("notes").write { db in try db.execute(sql: "UPDATE notes SET title = 'Live' WHERE id = 7") }
         try await waitFor("the sync of a store change") { try await replicaTitle(7) == "Live" }
 
+        // The control server: its port is in the log (port 0 picks a free one).
+        try await waitFor("the control server") {
+            ((try? String(contentsOfFile: clone.directory.path("run.err"), encoding: .utf8)) ?? "").contains("control server listening")
+        }
+        let log = try String(contentsOfFile: clone.directory.path("run.err"), encoding: .utf8)
+        let port = try #require(log.firstRange(of: /address=127\.0\.0\.1:(\d+)/).map { log[$0].split(separator: ":").last.map(String.init) } ?? nil)
+        func call(_ method: String, _ path: String, token: String? = nil) async throws -> (Int, Data) {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+            request.httpMethod = method
+            if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+        }
+        #expect(try await call("GET", "/healthz").0 == 200)
+        #expect(try await call("GET", "/readyz").0 == 200)
+        let (statusCode, statusBody) = try await call("GET", "/status")
+        #expect(statusCode == 200)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let status = try decoder.decode(ServiceStatus.self, from: statusBody)
+        #expect(status.adapters.map(\.name) == ["notes", "notes-replica", "docs"])
+        #expect(status.adapters.allSatisfy { $0.lastSuccessAt != nil && $0.consecutiveFailures == 0 })
+        #expect(try await call("POST", "/sync").0 == 401, "POST needs the token")
+        #expect(try await call("POST", "/sync", token: "wrong").0 == 401)
+        #expect(try await call("POST", "/sync?adapter=nope", token: "test-token").0 == 404)
+        let (syncCode, syncBody) = try await call("POST", "/sync?wait=1", token: "test-token")
+        #expect(syncCode == 200, "\(String(decoding: syncBody, as: UTF8.self))")
+        #expect(String(decoding: syncBody, as: UTF8.self).contains("\"result\" : \"synced\""))
+
         let blocked = try await clone.gateway("sync")
         #expect(blocked.status == 75, "\(blocked)")
         #expect(blocked.stderr.contains("another gateway process (process \(service.pid))"), "\(blocked)")
 
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0)
-        let log = try String(contentsOfFile: clone.directory.path("run.err"), encoding: .utf8)
-        #expect(log.contains("gateway stopped"))
+        let finalLog = try String(contentsOfFile: clone.directory.path("run.err"), encoding: .utf8)
+        #expect(finalLog.contains("gateway stopped"))
         #expect(try await clone.gateway("sync").status == 0, "the lock is released")
     }
 }

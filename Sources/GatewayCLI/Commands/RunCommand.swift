@@ -24,7 +24,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "gateway")
         let scheduler = SyncScheduler(configuration: configuration, logger: logger)
-        let group = ServiceGroup(services: [scheduler], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let control = ControlServer.application(scheduler: scheduler, logger: logger)
+        let group = ServiceGroup(services: [scheduler, control], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 }

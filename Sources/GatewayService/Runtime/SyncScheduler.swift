@@ -15,18 +15,55 @@ import UnixSignals
 public struct SyncScheduler: Service {
     public let configuration: GatewayConfiguration
     public let logger: Logger
+    /// What the control server reports.
+    public let monitor: GatewayMonitor
     /// How long a store's change signal waits for more changes before it asks for a sync.
     public var debounce: Duration
+    private let requests: SyncRequests
 
-    public init(configuration: GatewayConfiguration, logger: Logger, debounce: Duration = .milliseconds(200)) {
+    public init(
+        configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
+        debounce: Duration = .milliseconds(200)
+    ) {
         self.configuration = configuration
         self.logger = logger
+        self.monitor = monitor
         self.debounce = debounce
+        self.requests = SyncRequests()
     }
 
     /// Why a sync was asked for.
-    enum Trigger: String, Sendable {
-        case start, interval, store, cloud, signal
+    public enum Trigger: String, Sendable {
+        case start, interval, store, cloud, signal, http
+    }
+
+    /// Asks for a sync; requests made during a sync are coalesced into one more.
+    public func requestSync(_ trigger: Trigger) {
+        requests.request(trigger)
+    }
+
+    /// Collapses sync requests: the wake-up stream buffers one element, and the reasons gathered
+    /// meanwhile are taken together by the next sync.
+    final class SyncRequests: Sendable {
+        let wakeUps: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
+        private let requested = Mutex<Set<Trigger>>([])
+
+        init() {
+            (wakeUps, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        }
+
+        func request(_ trigger: Trigger) {
+            requested.withLock { _ = $0.insert(trigger) }
+            continuation.yield(())
+        }
+
+        func take() -> Set<Trigger> {
+            requested.withLock { reasons in
+                defer { reasons.removeAll() }
+                return reasons
+            }
+        }
     }
 
     public func run() async throws {
@@ -44,14 +81,8 @@ public struct SyncScheduler: Service {
         logger.info(
             "gateway running", metadata: ["adapters": "\(adapters.map(\.name))", "device": "\(deviceID)", "pid": "\(getpid())"])
 
-        // Requests collapse: the wake-up stream buffers one element, and the reasons gathered
-        // meanwhile are taken together by the next sync.
-        let (wakeUps, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let requested = Mutex<Set<Trigger>>([])
-        let request: @Sendable (Trigger) -> Void = { trigger in
-            requested.withLock { _ = $0.insert(trigger) }
-            continuation.yield(())
-        }
+        monitor.started(with: adapters)
+        let request: @Sendable (Trigger) -> Void = { [requests] in requests.request($0) }
         request(.start)
         await withThrowingTaskGroup(of: Void.self) { group in
             let interval = configuration.settings.syncInterval.duration
@@ -79,12 +110,8 @@ public struct SyncScheduler: Service {
                 for await _ in await UnixSignalsSequence(trapping: .sigusr1) { request(.signal) }
             }
 
-            for await _ in wakeUps.cancelOnGracefulShutdown() {
-                let reasons = requested.withLock { reasons in
-                    defer { reasons.removeAll() }
-                    return reasons
-                }
-                await sync(synchronizer, reasons: reasons)
+            for await _ in requests.wakeUps.cancelOnGracefulShutdown() {
+                await sync(synchronizer, reasons: requests.take())
                 if Task.isShuttingDownGracefully { break }
             }
             group.cancelAll()
@@ -95,8 +122,10 @@ public struct SyncScheduler: Service {
 
     private func sync(_ synchronizer: Synchronizer, reasons: Set<Trigger>) async {
         let started = ContinuousClock.now
+        monitor.syncStarted(reasons: reasons.map(\.rawValue).sorted())
         do {
             let report = try await synchronizer.sync()
+            monitor.syncFinished(report, error: nil)
             for adapter in report.adapters {
                 var metadata: Logger.Metadata = [
                     "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
@@ -119,6 +148,7 @@ public struct SyncScheduler: Service {
                 "sync finished",
                 metadata: ["reasons": "\(reasons.map(\.rawValue).sorted())", "duration": "\(ContinuousClock.now - started)"])
         } catch {
+            monitor.syncFinished(nil, error: error)
             logger.error("sync could not start", metadata: ["error": "\(error)"])
         }
     }
