@@ -6,7 +6,7 @@ import NIOCore
 import ServiceLifecycle
 
 /// The control server of `gateway run` (Hummingbird): `GET /healthz`, `GET /readyz`,
-/// `GET /status` and `POST /sync[?adapter=N][&wait=1]`.
+/// `GET /status`, `GET /metrics` (Prometheus) and `POST /sync[?adapter=N][&wait=1]`.
 ///
 /// `POST` needs `Authorization: Bearer <control.token>`; with no token configured it is refused.
 /// Bound to a non-loopback address, every route needs the token (the config refuses such an
@@ -38,6 +38,15 @@ public enum ControlServer {
             }
             let status = try await GatewayStatus.read(adapters, configuration: configuration)
             return try json(.ok, ServiceStatus(status: status, monitor: monitor))
+        }
+        let metrics = scheduler.metrics
+        router.get("metrics") { request, _ -> Response in
+            if let refused = authorize(request, token: token, required: everything) { return refused }
+            let adapters = monitor.adapters
+            if !adapters.isEmpty { metrics.record(try await GatewayStatus.read(adapters, configuration: configuration)) }
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: metrics.text())))
         }
         router.post("sync") { request, _ -> Response in
             if let refused = authorize(request, token: token, required: true) { return refused }

@@ -17,17 +17,20 @@ public struct SyncScheduler: Service {
     public let logger: Logger
     /// What the control server reports.
     public let monitor: GatewayMonitor
+    /// Where sync metrics go.
+    public let metrics: GatewayMetrics
     /// How long a store's change signal waits for more changes before it asks for a sync.
     public var debounce: Duration
     private let requests: SyncRequests
 
     public init(
         configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
-        debounce: Duration = .milliseconds(200)
+        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration = .milliseconds(200)
     ) {
         self.configuration = configuration
         self.logger = logger
         self.monitor = monitor
+        self.metrics = metrics
         self.debounce = debounce
         self.requests = SyncRequests()
     }
@@ -126,6 +129,11 @@ public struct SyncScheduler: Service {
         do {
             let report = try await synchronizer.sync()
             monitor.syncFinished(report, error: nil)
+            metrics.record(
+                report, duration: ContinuousClock.now - started,
+                policies: Dictionary(
+                    configuration.adapters.map { ($0.name, configuration.syncOptions(for: $0).merge.policy) },
+                    uniquingKeysWith: { first, _ in first }))
             for adapter in report.adapters {
                 var metadata: Logger.Metadata = [
                     "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
