@@ -323,8 +323,11 @@ struct CLITests {
         let clone = try FreshClone()
         defer { clone.directory.remove() }
         let configURL = clone.url.appendingPathComponent("config.yaml")
+        // The JSON adapter polls rarely here, so a change to it waits for POST /sync and the test
+        // can see it pending first.
         let config = try String(contentsOf: configURL, encoding: .utf8)
             .replacingOccurrences(of: "listen: \"127.0.0.1:8787\"", with: "listen: \"127.0.0.1:0\"")
+            .replacingOccurrences(of: "    zone: DocsZone\n", with: "    zone: DocsZone\n    poll_interval: 1h\n")
         try Data(config.utf8).write(to: configURL)
         let service = try ChildProcess(
             try BuiltExecutable.path("gateway"), arguments: ["run"], directory: clone.url.path,
@@ -384,9 +387,19 @@ struct CLITests {
         #expect(try await call("POST", "/sync").0 == 401, "POST needs the token")
         #expect(try await call("POST", "/sync", token: "wrong").0 == 401)
         #expect(try await call("POST", "/sync?adapter=nope", token: "test-token").0 == 404)
+        // A change the scheduler has not synced yet shows in /status and /metrics, and is gone
+        // after POST /sync?wait=1.
+        try Data("{\"title\": \"Fresh\"}".utf8).write(to: clone.url.appendingPathComponent(".gateway/examples/docs/Article/fresh.json"))
+        let pending = try decoder.decode(ServiceStatus.self, from: try await call("GET", "/status").1)
+        #expect(pending.adapters.first { $0.name == "docs" }?.pendingChanges == 1)
+        #expect(pending.hasChanges)
+        #expect(String(decoding: try await call("GET", "/metrics").1, as: UTF8.self).contains("gateway_has_changes{adapter=\"docs\"} 1"))
         let (syncCode, syncBody) = try await call("POST", "/sync?wait=1", token: "test-token")
         #expect(syncCode == 200, "\(String(decoding: syncBody, as: UTF8.self))")
         #expect(String(decoding: syncBody, as: UTF8.self).contains("\"result\" : \"synced\""))
+        let synced = try decoder.decode(ServiceStatus.self, from: try await call("GET", "/status").1)
+        #expect(!synced.hasChanges, "\(synced)")
+        #expect(String(decoding: try await call("GET", "/metrics").1, as: UTF8.self).contains("gateway_has_changes{adapter=\"docs\"} 0"))
 
         let blocked = try await clone.gateway("sync")
         #expect(blocked.status == 75, "\(blocked)")
