@@ -104,6 +104,7 @@ struct AdapterSyncRun {
         // interruption restarts the refetch (see ZoneSyncState.refetching).
         var cursor = state.refetching ? nil : state.token
         while true {
+            try stopIfCancelled()
             observer(.willFetch(adapter: name))
             let page: ZoneChanges
             do {
@@ -372,6 +373,7 @@ struct AdapterSyncRun {
         // The next batch, already read, whose intent is already committed.
         var prepared: UploadBatch?
         while true {
+            try stopIfCancelled()
             let size = state.effectiveBatchSize(configured: options.batchSize)
             let batch: UploadBatch
             if let next = prepared {
@@ -541,8 +543,18 @@ struct AdapterSyncRun {
         }
     }
 
+    /// Stops between pages and batches when the sync's task is cancelled (the service shutting
+    /// down): everything done so far is committed, the rest stays pending for the next sync.
+    private func stopIfCancelled() throws {
+        if Task.isCancelled {
+            throw SyncError(.interrupted, "the sync was stopped between batches; what was not sent stays pending", adapter: name)
+        }
+    }
+
     private func syncError(_ error: any Error) -> SyncError {
         switch error {
+        case is CancellationError:
+            return SyncError(.interrupted, "the sync was stopped; what was not sent stays pending", adapter: name, underlying: error)
         case var error as SyncError:
             error.adapter = error.adapter ?? name
             return error

@@ -35,6 +35,8 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         public static let undecryptableField = Code("undecryptableField")
         /// A local value could not be encrypted.
         public static let encryptionFailed = Code("encryptionFailed")
+        /// The sync was stopped (the service shutting down) between two pages or batches.
+        public static let interrupted = Code("interrupted")
         /// Records kept conflicting with concurrent writers; they stay pending for the next sync.
         public static let conflictsUnresolved = Code("conflictsUnresolved")
 

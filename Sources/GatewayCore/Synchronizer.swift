@@ -49,6 +49,9 @@ public actor Synchronizer {
         var stop: SyncError?
         for synced in adapters where names?.contains(synced.adapter.name) ?? true {
             var report: AdapterSyncReport
+            if stop == nil, Task.isCancelled {
+                stop = SyncError(.interrupted, "the sync was stopped before this adapter's turn; its changes stay pending")
+            }
             if let stop {
                 report = AdapterSyncReport(adapter: synced.adapter.name, outcome: .failed(code: stop.code, message: stop.message))
                 report.error = stop

@@ -411,4 +411,64 @@ struct CLITests {
         #expect(finalLog.contains("gateway stopped"))
         #expect(try await clone.gateway("sync").status == 0, "the lock is released")
     }
+
+    @Test("SIGTERM during a long sync stops after the current batch, exits 0, and loses nothing")
+    func gracefulStopDuringSync() async throws {
+        let directory = try TemporaryDirectory(prefix: "gateway-sigterm")
+        defer { directory.remove() }
+        let rows = 30_000
+        let schema = "CREATE TABLE item (id INTEGER PRIMARY KEY, title TEXT, n INTEGER);"
+        try await DatabaseQueue(path: directory.path("source.sqlite")).write { db in
+            try db.execute(sql: schema)
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+                    INSERT INTO item (id, title, n) SELECT i, 'item ' || i, i * 3 FROM seq
+                    """, arguments: [rows])
+        }
+        try await DatabaseQueue(path: directory.path("replica.sqlite")).write { db in try db.execute(sql: schema) }
+        let config = """
+            gateway: { batch_size: 50, control: { listen: "127.0.0.1:0" } }
+            adapters:
+              - { name: source, kind: sqlite, path: source.sqlite, zone: Items, tables: [{ table: item }] }
+              - { name: replica, kind: sqlite, path: replica.sqlite, zone: Items, tables: [{ table: item }] }
+            """
+        try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
+            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+
+        // Wait until the upload is under way, then ask the service to stop.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let sent = try? await DatabaseQueue(path: directory.path("source.sqlite")).read { db in
+                try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "_gateway_records""#) ?? 0
+            }
+            if (sent ?? 0) > 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(60)) == 0)
+        let log = try String(contentsOfFile: directory.path("run.err"), encoding: .utf8)
+        #expect(log.contains("interrupted"), "the sync stopped between batches rather than running to its end: \(log)")
+        #expect(log.contains("gateway stopped"))
+
+        var runs = 0
+        while true {
+            runs += 1
+            let result = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url)
+            #expect(result.status == 0, "\(result)")
+            if result.stdout.hasPrefix("Nothing to do") || runs > 5 { break }
+        }
+        let select = "SELECT COUNT(*), SUM(n), MIN(title), MAX(title) FROM item"
+        let source = try await DatabaseQueue(path: directory.path("source.sqlite")).read { db in
+            try Row.fetchOne(db, sql: select)!.description
+        }
+        let replica = try await DatabaseQueue(path: directory.path("replica.sqlite")).read { db in
+            try Row.fetchOne(db, sql: select)!.description
+        }
+        #expect(replica == source)
+        #expect(source.contains("\(rows)"))
+    }
 }

@@ -114,7 +114,9 @@ public struct SyncScheduler: Service {
             }
 
             for await _ in requests.wakeUps.cancelOnGracefulShutdown() {
-                await sync(synchronizer, reasons: requests.take())
+                // On shutdown the sync stops after its current page or batch, committed.
+                let reasons = requests.take()
+                await cancelWhenGracefulShutdown { await sync(synchronizer, reasons: reasons) }
                 if Task.isShuttingDownGracefully { break }
             }
             group.cancelAll()
