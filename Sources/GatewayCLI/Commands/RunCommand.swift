@@ -9,7 +9,7 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run as a service: sync at start, on the interval, on store and cloud changes and on SIGUSR1.",
         discussion: """
-            SIGTERM or SIGINT lets the current sync finish and commit, then exits 0. While it runs it holds \
+            SIGTERM or SIGINT stops the sync after its current page or batch, committed, then exits 0. While it runs it holds \
             the state folder's lock, so `gateway sync` on the same config exits 75.
             """)
 

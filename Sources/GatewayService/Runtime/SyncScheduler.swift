@@ -10,8 +10,8 @@ import UnixSignals
 /// SIGUSR1. Requests that arrive during a sync are coalesced into one more sync.
 ///
 /// It holds the state folder's process lock while it runs, so `gateway sync` on the same config
-/// exits 75 meanwhile. On graceful shutdown (SIGTERM, SIGINT) no new sync starts; the current one
-/// finishes and commits, then `run()` returns.
+/// exits 75 meanwhile. On graceful shutdown (SIGTERM, SIGINT) no new sync starts and the current
+/// one stops after its page or batch, committed; then `run()` returns.
 public struct SyncScheduler: Service {
     public let configuration: GatewayConfiguration
     public let logger: Logger
