@@ -128,15 +128,22 @@ public final class JSONFilesAdapter: ModelAdapter {
             try adapter.refreshFiles(of: recordIDs, db: db)
             var states: [RecordID: LocalRecordState] = [:]
             var documents: [String: [String: [String: JSONValue]]] = [:]
-            for id in recordIDs {
-                let metadata = try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = ?", arguments: [id.recordName])
-                let version = try Int64.fetchOne(db, sql: "SELECT version FROM changes WHERE record_name = ?", arguments: [id.recordName])
+            // One query for the whole page: metadata, pending version and place of every record.
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT n.value, m.data, c.version, r.record_type, r.path FROM json_each(?) n
+                    LEFT JOIN metadata m ON m.record_name = n.value
+                    LEFT JOIN changes c ON c.record_name = n.value
+                    LEFT JOIN records r ON r.record_name = n.value
+                    """, arguments: [try Self.jsonArray(recordIDs.map(\.recordName))])
+            for row in rows {
+                let id = RecordID(recordName: row[0], zoneID: adapter.zoneID)
+                let metadata: Data? = row[1]
+                let version: Int64? = row[2]
+                guard metadata != nil || version != nil else { continue }
                 var record: Record?
-                if version != nil,
-                    let row = try Row.fetchOne(db, sql: "SELECT record_type, path FROM records WHERE record_name = ?", arguments: [id.recordName])
-                {
-                    let type: String = row[0]
-                    let path: String = row[1]
+                if version != nil, let type: String = row[3], let path: String = row[4] {
                     if documents[path] == nil {
                         documents[path] = (try? adapter.read(path: path, recordType: type, knownName: id.recordName)) ?? [:]
                     }
@@ -144,12 +151,15 @@ public final class JSONFilesAdapter: ModelAdapter {
                         record = Record(id: id, recordType: type, fields: fields)
                     }
                 }
-                if metadata != nil || version != nil {
-                    states[id] = LocalRecordState(record: record, metadata: metadata, pendingVersion: version)
-                }
+                states[id] = LocalRecordState(record: record, metadata: metadata, pendingVersion: version)
             }
             return states
         }
+    }
+
+    /// Record names as a JSON array, the argument of `json_each(?)`.
+    static func jsonArray(_ names: [String]) throws -> String {
+        String(decoding: try JSONEncoder().encode(names), as: UTF8.self)
     }
 
     public func syncedRecordIDs() async throws -> [RecordID] {
@@ -164,10 +174,14 @@ public final class JSONFilesAdapter: ModelAdapter {
             // Edits made since the synchronizer read the local state get a new version here, so
             // the comparison below leaves them alone.
             try adapter.refreshFiles(of: changes.writes.map(\.id) + changes.deletes, db: db)
+            var current: [String: Int64] = [:]
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT c.record_name, c.version FROM json_each(?) n JOIN changes c ON c.record_name = n.value",
+                arguments: [try Self.jsonArray(changes.expectedPendingVersions.keys.map(\.recordName))])
+            for row in rows { current[row[0]] = row[1] }
             var skipped = Set<RecordID>()
-            for (id, expected) in changes.expectedPendingVersions {
-                let current = try Int64.fetchOne(db, sql: "SELECT version FROM changes WHERE record_name = ?", arguments: [id.recordName]) ?? 0
-                if current != expected { skipped.insert(id) }
+            for (id, expected) in changes.expectedPendingVersions where (current[id.recordName] ?? 0) != expected {
+                skipped.insert(id)
             }
             try adapter.writeDocuments(changes.writes.filter { !skipped.contains($0.id) }, deletes: changes.deletes.filter { !skipped.contains($0) }, db: db)
             try Self.commit(changes.state, skipping: skipped, db: db)
