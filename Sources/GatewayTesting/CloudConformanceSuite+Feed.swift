@@ -50,6 +50,8 @@ extension CloudConformanceSuite {
             var seenVersions = Set<String>()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
+                    // Set even when the writer fails, so the reader stops and the failure surfaces.
+                    defer { writerDone.set(true) }
                     var random = SeededGenerator(seed: 42)
                     for round in 0..<120 {
                         var operations: [RecordOperation] = []
@@ -60,11 +62,12 @@ extension CloudConformanceSuite {
                         }
                         _ = try await writer.modify(operations, in: zone, atomic: false)
                     }
-                    writerDone.set(true)
                 }
                 var token: ChangeToken?
+                let deadline = ContinuousClock.now + .seconds(120)
                 while true {
                     let finished = writerDone.get()
+                    try expect(ContinuousClock.now < deadline, "the writer finishes within 120 s")
                     let page = try await cloud.fetchChanges(in: zone, since: token, limit: 5)
                     for record in page.modified {
                         let tag = try unwrap(record.changeTag, "feed records carry change tags")

@@ -25,18 +25,23 @@ struct MultiProcessTests {
         // The test process reads the feed while both writers commit.
         var replay: [String: String] = [:]
         var delivered = Set<String>()
-        var signalled = false
-        try await withThrowingTaskGroup(of: Bool.self) { group in
+        let signalled = LockedValue(false)
+        try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 var iterator = signals.makeAsyncIterator()
-                return await iterator.next() != nil
+                if await iterator.next() != nil { signalled.set(true) }
             }
             let processes = try ["A", "B"].map { id in
                 try Self.launch(writer, [path, Self.zone.zoneName, id, "\(ownRecords)", "\(increments)"], output: directory.path("writer-\(id).log"))
             }
             var token: ChangeToken?
+            let deadline = ContinuousClock.now + .seconds(240)
             while true {
                 let finished = processes.allSatisfy { !$0.process.isRunning }
+                if ContinuousClock.now > deadline {
+                    processes.forEach { $0.process.kill() }
+                    throw ConformanceFailure("the writer processes did not finish within 240 s")
+                }
                 let page = try await cloud.fetchChanges(in: Self.zone, since: token, limit: 50)
                 for record in page.modified {
                     let version = "\(record.id.recordName)#\(record.changeTag ?? "")"
@@ -52,10 +57,13 @@ struct MultiProcessTests {
                 let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
                 #expect(status == 0, "writer failed: \(text)")
             }
-            signalled = try await group.next() ?? false
+            // The signal normally arrives long before the writers finish; the wait is bounded all the same.
+            try? await withTimeout(.seconds(30), "the change signal") {
+                while !signalled.get() { try await Task.sleep(for: .milliseconds(5)) }
+            }
             group.cancelAll()
         }
-        #expect(signalled, "the reading process was signalled about the other processes' writes")
+        #expect(signalled.get(), "the reading process was signalled about the other processes' writes")
 
         let ownIDs = ["A", "B"].flatMap { writer in
             (0..<ownRecords).map { RecordID(recordName: "\(writer)-\($0)", zoneID: Self.zone) }

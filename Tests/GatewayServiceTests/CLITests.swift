@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GRDB
 import GatewayService
 import GatewayTesting
@@ -362,11 +359,9 @@ struct CLITests {
         let log = try String(contentsOfFile: clone.directory.path("run.err"), encoding: .utf8)
         let port = try #require(log.firstRange(of: /address=127\.0\.0\.1:(\d+)/).map { log[$0].split(separator: ":").last.map(String.init) } ?? nil)
         func call(_ method: String, _ path: String, token: String? = nil) async throws -> (Int, Data) {
-            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-            request.httpMethod = method
-            if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+            let response = try await LoopbackHTTP.send(
+                method, port: Int(port)!, path: path, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:])
+            return (response.status, response.body)
         }
         #expect(try await call("GET", "/healthz").0 == 200)
         #expect(try await call("GET", "/readyz").0 == 200)
