@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "EmbeddedCloud", targets: ["EmbeddedCloud"]),
         .library(name: "GatewayTesting", targets: ["GatewayTesting"]),
         .library(name: "SQLiteAdapter", targets: ["SQLiteAdapter"]),
+        .library(name: "PostgresCloud", targets: ["PostgresCloud"]),
+        .library(name: "PostgresTesting", targets: ["PostgresTesting"]),
         .library(name: "JSONFilesAdapter", targets: ["JSONFilesAdapter"]),
         .library(name: "GatewayService", targets: ["GatewayService"]),
         .library(name: "GatewayKinds", targets: ["GatewayKinds"]),
@@ -33,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -48,6 +51,26 @@ let package = Package(
         .target(
             name: "GatewayTesting",
             dependencies: ["GatewayCore"],
+            swiftSettings: strictSettings
+        ),
+        // Connection settings, a small connection pool and error mapping shared by the PostgreSQL
+        // cloud and adapter.
+        .target(
+            name: "PostgresSupport",
+            dependencies: [
+                "GatewayCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PostgresCloud",
+            dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            swiftSettings: strictSettings
+        ),
+        // Starts a private PostgreSQL server for tests (or uses GATEWAY_TEST_POSTGRES_URL).
+        .target(
+            name: "PostgresTesting",
+            dependencies: ["GatewayCore", "GatewayTesting", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -162,6 +185,11 @@ let package = Package(
         .testTarget(
             name: "GatewayCoreTests",
             dependencies: ["GatewayCore", "GatewayTesting", "EmbeddedCloud", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PostgresCloudTests",
+            dependencies: ["GatewayCore", "PostgresCloud", "PostgresSupport", "PostgresTesting", "GatewayTesting"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -5,13 +5,13 @@ import GatewayCore
 extension EmbeddedCloud {
     public func fetchChanges(in zone: ZoneID, since token: ChangeToken?, limit: Int) async throws -> ZoneChanges {
         let limit = max(1, min(limit, limits.maxResultsPerFetch))
-        let since = try token.map { token throws(CloudError) in try EmbeddedChangeToken(token) }
+        let since = try token.map { token throws(CloudError) in try SequenceChangeToken(token) }
         return try await read { db in
             let zoneRow = try Self.zoneRow(db, zone)
             var after: Int64 = 0
             var horizon = zoneRow.purgedSequence
             if let since {
-                try Self.checkToken(since, zone: zone, zoneRow: zoneRow)
+                try since.check(zone: zone, generation: zoneRow.generation, purgedSequence: zoneRow.purgedSequence, lastSequence: zoneRow.lastSequence)
                 after = since.sequence
                 horizon = since.horizon
             }
@@ -48,26 +48,8 @@ extension EmbeddedCloud {
             // At the end of the feed the token moves to the zone's sequence, so a caller that is
             // up to date keeps a token that stays valid while tombstones it already saw are purged.
             let position = moreComing ? lastSequence : max(lastSequence, zoneRow.lastSequence)
-            let next = EmbeddedChangeToken(generation: zoneRow.generation, sequence: position, horizon: horizon)
+            let next = SequenceChangeToken(generation: zoneRow.generation, sequence: position, horizon: horizon)
             return ZoneChanges(modified: modified, deleted: deleted, token: next.changeToken, moreComing: moreComing)
-        }
-    }
-
-    private static func checkToken(_ token: EmbeddedChangeToken, zone: ZoneID, zoneRow: ZoneRow) throws {
-        guard token.generation == zoneRow.generation else {
-            throw CloudError(
-                .changeTokenExpired,
-                "the change token is from before zone \(zone) was deleted and recreated; fetch the zone again from the start")
-        }
-        guard token.isCovered(byPurgedSequence: zoneRow.purgedSequence) else {
-            throw CloudError(
-                .changeTokenExpired,
-                "the change token of zone \(zone) is older than the deletions the cloud still keeps; fetch the zone again from the start")
-        }
-        guard token.sequence <= zoneRow.lastSequence else {
-            throw CloudError(
-                .changeTokenExpired,
-                "the change token of zone \(zone) is ahead of the cloud (was the cloud restored from a backup?); fetch the zone again from the start")
         }
     }
 

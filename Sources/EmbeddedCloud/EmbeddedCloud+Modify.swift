@@ -64,7 +64,7 @@ extension EmbeddedCloud {
         var results: [RecordOperationResult] = []
         results.reserveCapacity(prepared.count)
         var sequence = zoneRow.lastSequence
-        let tagSuffix = "-" + zoneRow.generation.prefix(4).map { String(format: "%02x", $0) }.joined()
+        let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
         let upsert = try db.cachedStatement(
             sql: """
                 INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)

@@ -74,7 +74,7 @@ public final class EmbeddedCloud: CloudDatabase {
                     INSERT INTO zones (owner_name, zone_name, generation, created_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (owner_name, zone_name) DO NOTHING
                     """,
-                arguments: [zone.ownerName, zone.zoneName, Self.newGeneration(), now])
+                arguments: [zone.ownerName, zone.zoneName, SequenceChangeToken.newGeneration(), now])
         }
     }
 
@@ -158,11 +158,6 @@ public final class EmbeddedCloud: CloudDatabase {
             throw CloudError(.zoneNotFound, "zone \(zone) does not exist; create it first")
         }
         return ZoneRow(key: row[0], generation: row[1], lastSequence: row[2], purgedSequence: row[3])
-    }
-
-    static func newGeneration() -> Data {
-        var generator = SystemRandomNumberGenerator()
-        return Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
     func nowMilliseconds() -> Int64 {

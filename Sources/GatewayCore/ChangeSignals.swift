@@ -47,6 +47,13 @@ public struct ChangeSignals: AsyncSequence, Sendable {
         public mutating func next() async -> Void? {
             await source.waitForChange() ? () : nil
         }
+
+        /// Starts watching now instead of at the first ``next()``: every change after this call
+        /// is signalled. Callers that must not miss a change made right after they begin (a
+        /// test, or work started just after subscribing) call it first.
+        public mutating func start() async {
+            await source.start()
+        }
     }
 }
 
@@ -55,6 +62,15 @@ public protocol ChangeSignalSource {
     /// Waits until the store changes. Returns `false` when the signals have ended (the task was
     /// cancelled or the source closed), `true` after a change.
     mutating func waitForChange() async -> Bool
+
+    /// Starts watching (takes a baseline, subscribes) so that every later change is reported.
+    /// Called at most once, before the first ``waitForChange()``; sources that start lazily in
+    /// ``waitForChange()`` need not implement it.
+    mutating func start() async
+}
+
+extension ChangeSignalSource {
+    public mutating func start() async {}
 }
 
 /// Polls a probe at a fixed interval and reports when its value changes.
@@ -69,11 +85,14 @@ struct PollingChangeSource<Stamp: Equatable & Sendable>: ChangeSignalSource {
         self.probe = probe
     }
 
+    mutating func start() async {
+        guard !hasBaseline else { return }
+        last = try? await probe()
+        hasBaseline = true
+    }
+
     mutating func waitForChange() async -> Bool {
-        if !hasBaseline {
-            last = try? await probe()
-            hasBaseline = true
-        }
+        await start()
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: interval)

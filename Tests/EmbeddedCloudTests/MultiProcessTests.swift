@@ -26,10 +26,18 @@ struct MultiProcessTests {
         var replay: [String: String] = [:]
         var delivered = Set<String>()
         let signalled = LockedValue(false)
+        let listening = LockedValue(false)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 var iterator = signals.makeAsyncIterator()
+                await iterator.start()
+                listening.set(true)
                 if await iterator.next() != nil { signalled.set(true) }
+            }
+            // Signals report changes after the watch started, so the writers start only once the
+            // reader is watching, however loaded the machine is.
+            try await withTimeout(.seconds(60), "the reader starting to watch") {
+                while !listening.get() { try await Task.sleep(for: .milliseconds(5)) }
             }
             let processes = try ["A", "B"].map { id in
                 try Self.launch(writer, [path, Self.zone.zoneName, id, "\(ownRecords)", "\(increments)"], output: directory.path("writer-\(id).log"))

@@ -1,0 +1,177 @@
+import Foundation
+import GatewayCore
+import PostgresNIO
+
+extension PostgresCloud {
+    public func modify(_ operations: [RecordOperation], in zone: ZoneID, atomic: Bool) async throws
+        -> [RecordOperationResult]
+    {
+        let prepared = try ModifyRules.prepare(operations, in: zone, limits: limits)
+        let now = nowMilliseconds()
+        let results = try await transaction("saving \(operations.count) records in zone \(zone)") { [tables] connection in
+            try await Self.apply(prepared, zone: zone, atomic: atomic, now: now, tables: tables, connection: connection)
+        }
+        await purgeIfDue()
+        return results
+    }
+
+    /// What the database holds for one record when the request is decided.
+    private struct Current {
+        var changeTag: String?
+        var isDeleted: Bool
+        var recordType: String
+        var fields: ByteBuffer?
+        var modifiedAt: Int64
+    }
+
+    /// Decides every operation first (reads only), then writes the ones that succeed in two
+    /// statements, so an atomic request that fails writes nothing. The zone's row stays locked
+    /// until commit, so concurrent writers of the zone take sequence numbers in commit order.
+    private static func apply(
+        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, tables: Tables, connection: PostgresConnection
+    ) async throws -> [RecordOperationResult] {
+        let zoneRow = try await lockZone(zone, tables: tables, connection: connection)!
+        // Names refused by the rules (NUL bytes, too long) never reach the database.
+        let names = prepared.filter { $0.failure == nil }.map(\.recordID.recordName)
+        var current: [String: Current] = [:]
+        let rows = try await connection.query(
+            """
+            SELECT record_name, change_tag, deleted, record_type, fields, modified_at FROM \(unescaped: tables.records)
+            WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name = ANY(\(names))
+            """, logger: connection.logger)
+        for try await (name, tag, deleted, type, fields, modifiedAt) in rows.decode((String, String?, Bool, String, ByteBuffer?, Int64).self) {
+            current[name] = Current(changeTag: tag, isDeleted: deleted, recordType: type, fields: fields, modifiedAt: modifiedAt)
+        }
+        let storedAssets = try await assetSizes(
+            Set(prepared.flatMap { $0.operation.record?.assetReferences.map(\.checksum) ?? [] }), tables: tables, connection: connection)
+
+        var decisions: [ModifyRules.Decision] = []
+        decisions.reserveCapacity(prepared.count)
+        var failures: [Int: CloudError] = [:]
+        for (index, item) in prepared.enumerated() {
+            if let failure = item.failure {
+                failures[index] = failure
+                decisions.append(.fail(failure.code, failure.message))
+                continue
+            }
+            let id = item.recordID
+            let row = current[id.recordName]
+            var decision = ModifyRules.decide(item.operation, stored: row.map { .init(changeTag: $0.changeTag, isDeleted: $0.isDeleted) })
+            if decision == .save,
+                let missing = item.operation.record!.assetReferences.first(where: { storedAssets[$0.checksum] != $0.size })
+            {
+                decision = .fail(
+                    .invalidArguments, "record \(id) references \(missing), which was never uploaded; upload assets before saving")
+            }
+            switch decision {
+            case .conflict(let reason):
+                let server = try row.flatMap { try record(from: $0, id: id) }
+                failures[index] = CloudError(
+                    .serverRecordChanged,
+                    "record \(id) changed on the server (\(reason)); merge with the server record and retry",
+                    recordID: id, serverRecord: server)
+            case .fail(let code, let message):
+                failures[index] = CloudError(code, message, recordID: id)
+            case .save, .delete, .alreadyDeleted:
+                break
+            }
+            decisions.append(decision)
+        }
+
+        let allFailures = ModifyRules.failedResults(ids: prepared.map(\.recordID), failures: failures, atomic: atomic)
+        var results: [RecordOperationResult] = []
+        results.reserveCapacity(prepared.count)
+        var sequence = zoneRow.lastSequence
+        let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
+        var saved = (names: [String](), types: [String](), tags: [String](), sequences: [Int64](), fields: [ByteBuffer]())
+        var deleted = (names: [String](), sequences: [Int64]())
+        for (index, item) in prepared.enumerated() {
+            let id = item.recordID
+            if let failure = allFailures[index] {
+                results.append(.failed(id, failure))
+                continue
+            }
+            switch decisions[index] {
+            case .save:
+                sequence += 1
+                var record = item.operation.record!
+                record.changeTag = String(sequence, radix: 36) + tagSuffix
+                record.modifiedAt = Timestamp(millisecondsSince1970: now)
+                saved.names.append(id.recordName)
+                saved.types.append(record.recordType)
+                saved.tags.append(record.changeTag!)
+                saved.sequences.append(sequence)
+                saved.fields.append(ByteBuffer(bytes: item.encodedFields!))
+                results.append(.saved(record))
+            case .delete:
+                sequence += 1
+                deleted.names.append(id.recordName)
+                deleted.sequences.append(sequence)
+                results.append(.deleted(id))
+            case .alreadyDeleted:
+                results.append(.deleted(id))
+            case .conflict, .fail:
+                preconditionFailure("failed operations were handled above")
+            }
+        }
+        if !saved.names.isEmpty {
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: tables.records)
+                    (owner_name, zone_name, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
+                SELECT \(zone.ownerName), \(zone.zoneName), u.n, u.t, u.c, u.q, false, \(now), u.f
+                FROM unnest(\(saved.names)::text[], \(saved.types)::text[], \(saved.tags)::text[], \(saved.sequences)::int8[], \(saved.fields)::bytea[])
+                    AS u(n, t, c, q, f)
+                ON CONFLICT (owner_name, zone_name, record_name) DO UPDATE SET
+                    record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
+                    deleted = false, modified_at = excluded.modified_at, fields = excluded.fields
+                """, logger: connection.logger)
+        }
+        if !deleted.names.isEmpty {
+            try await connection.query(
+                """
+                UPDATE \(unescaped: tables.records) AS r
+                SET change_tag = NULL, seq = u.q, deleted = true, modified_at = \(now), fields = NULL
+                FROM unnest(\(deleted.names)::text[], \(deleted.sequences)::int8[]) AS u(n, q)
+                WHERE r.owner_name = \(zone.ownerName) AND r.zone_name = \(zone.zoneName) AND r.record_name = u.n
+                """, logger: connection.logger)
+        }
+        if sequence != zoneRow.lastSequence {
+            try await connection.query(
+                """
+                UPDATE \(unescaped: tables.zones) SET last_seq = \(sequence)
+                WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)
+                """, logger: connection.logger)
+            try await notify(zone, tables: tables, connection: connection)
+        }
+        return results
+    }
+
+    /// The stored size of each asset in `checksums` that the cloud holds.
+    private static func assetSizes(_ checksums: Set<String>, tables: Tables, connection: PostgresConnection) async throws -> [String: Int64] {
+        guard !checksums.isEmpty else { return [:] }
+        let rows = try await connection.query(
+            "SELECT checksum, size FROM \(unescaped: tables.assets) WHERE checksum = ANY(\(Array(checksums)))", logger: connection.logger)
+        var sizes: [String: Int64] = [:]
+        for try await (checksum, size) in rows.decode((String, Int64).self) { sizes[checksum] = size }
+        return sizes
+    }
+
+    private static func record(from row: Current, id: RecordID) throws -> Record? {
+        guard !row.isDeleted else { return nil }
+        return Record(
+            id: id, recordType: row.recordType, changeTag: row.changeTag, fields: try decodeFields(row.fields, id: id),
+            modifiedAt: Timestamp(millisecondsSince1970: row.modifiedAt))
+    }
+
+    static func decodeFields(_ buffer: ByteBuffer?, id: RecordID) throws -> [String: FieldValue] {
+        guard let buffer else { return [:] }
+        do {
+            return try buffer.withUnsafeReadableBytes { bytes in
+                try Result { () throws(BinaryDecodingError) in try FieldCoding.decode(bytes) }.get()
+            }
+        } catch {
+            throw CloudError(.internalError, "the stored fields of record \(id) are corrupt: \(error)", recordID: id, underlying: error)
+        }
+    }
+}

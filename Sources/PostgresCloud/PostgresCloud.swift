@@ -1,0 +1,268 @@
+import Foundation
+import GatewayCore
+import PostgresNIO
+import PostgresSupport
+import Synchronization
+
+/// CloudKit semantics in a PostgreSQL database, shared by many gateway processes on many
+/// machines.
+///
+/// The same model as the embedded cloud: each zone has a generation (new on every creation) and
+/// a commit sequence; every saved or deleted record takes the next sequence number, and a change
+/// token is (generation, sequence). Writers of a zone serialize on its row (`SELECT … FOR
+/// UPDATE`), so sequence numbers commit in order and a reader never skips one. Commits `NOTIFY`
+/// the zone, which drives ``changeSignals(in:)``. Tables live in their own schema
+/// (``Configuration/schema``) and are keyed by zone first.
+public final class PostgresCloud: CloudDatabase {
+    /// The database holding the cloud.
+    public let endpoint: PostgresEndpoint
+    /// The behaviour settings.
+    public let configuration: Configuration
+    let pool: PostgresConnectionPool
+    let tables: Tables
+    private let lastPurge = Mutex<ContinuousClock.Instant?>(nil)
+    private static let purgeInterval = Duration.seconds(3600)
+
+    public var limits: CloudLimits { configuration.limits }
+
+    /// The schema-qualified, quoted table names, and the notification channel.
+    struct Tables: Sendable {
+        var zones: String
+        var records: String
+        var assets: String
+        var channel: String
+
+        init(schema: String) {
+            let s = PostgresCloudSchema.quoted(schema)
+            zones = "\(s).zones"
+            records = "\(s).records"
+            assets = "\(s).assets"
+            channel = "\(schema)_changes"
+        }
+    }
+
+    private init(endpoint: PostgresEndpoint, configuration: Configuration) {
+        self.endpoint = endpoint
+        self.configuration = configuration
+        pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: configuration.maximumConnections)
+        tables = Tables(schema: configuration.schema)
+    }
+
+    /// Connects to the database and creates or upgrades the cloud's schema.
+    /// - Throws: ``CloudError`` (``CloudError/Code/networkFailure`` when the server cannot be
+    ///   reached, ``CloudError/Code/notAuthenticated`` for a refused login,
+    ///   ``CloudError/Code/internalError`` when the schema is newer than this gateway).
+    public static func open(_ endpoint: PostgresEndpoint, configuration: Configuration = Configuration()) async throws -> PostgresCloud {
+        let cloud = PostgresCloud(endpoint: endpoint, configuration: configuration)
+        do {
+            try await cloud.pool.transaction(doing: "creating the cloud schema \(configuration.schema)") { connection in
+                try await PostgresCloudSchema.migrate(connection, schema: configuration.schema)
+            }
+        } catch {
+            await cloud.close()
+            throw Self.cloudError(error, endpoint: endpoint)
+        }
+        return cloud
+    }
+
+    /// Checks the server can be reached and the login works, without creating anything.
+    public static func check(_ endpoint: PostgresEndpoint) async throws {
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        do {
+            try await pool.withConnection(doing: "connecting to the cloud") { connection in
+                try await connection.query("SELECT 1", logger: connection.logger)
+            }
+            await pool.close()
+        } catch {
+            await pool.close()
+            throw Self.cloudError(error, endpoint: endpoint)
+        }
+    }
+
+    /// Closes the pooled connections. Calls after this fail.
+    public func close() async {
+        await pool.close()
+    }
+
+    // MARK: Zones
+
+    public func zones() async throws -> [ZoneID] {
+        try await run("listing zones") { [tables] connection in
+            let rows = try await connection.query(
+                "SELECT zone_name, owner_name FROM \(unescaped: tables.zones) ORDER BY created_at, owner_name, zone_name",
+                logger: connection.logger)
+            var zones: [ZoneID] = []
+            for try await (name, owner) in rows.decode((String, String).self) {
+                zones.append(ZoneID(zoneName: name, ownerName: owner))
+            }
+            return zones
+        }
+    }
+
+    public func createZone(_ zone: ZoneID) async throws {
+        if let problem = ModifyRules.nameProblem(zone.zoneName, what: "zone name") {
+            throw CloudError(.invalidArguments, problem)
+        }
+        let now = nowMilliseconds()
+        let generation = SequenceChangeToken.newGeneration()
+        try await run("creating zone \(zone)") { [tables] connection in
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: tables.zones) (owner_name, zone_name, generation, created_at)
+                VALUES (\(zone.ownerName), \(zone.zoneName), \(generation), \(now))
+                ON CONFLICT (owner_name, zone_name) DO NOTHING
+                """, logger: connection.logger)
+        }
+    }
+
+    public func deleteZone(_ zone: ZoneID) async throws {
+        try await transaction("deleting zone \(zone)") { [tables] connection in
+            _ = try await Self.lockZone(zone, tables: tables, connection: connection)
+            try await connection.query(
+                "DELETE FROM \(unescaped: tables.records) WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)",
+                logger: connection.logger)
+            try await connection.query(
+                "DELETE FROM \(unescaped: tables.zones) WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)",
+                logger: connection.logger)
+            try await Self.notify(zone, tables: tables, connection: connection)
+        }
+    }
+
+    // MARK: Change signals
+
+    public func changeSignals(in zone: ZoneID) -> ChangeSignals {
+        let pool = pool
+        let tables = tables
+        let retry = configuration.signalRetryInterval
+        return ChangeSignals { NotificationChangeSource(pool: pool, tables: tables, zone: zone, retryInterval: retry) }
+    }
+
+    // MARK: Tombstones
+
+    /// Removes tombstones older than ``Configuration/tombstoneRetention`` and returns how many
+    /// were removed. Tokens that needed them expire. Runs on its own about once an hour while the
+    /// cloud is written to; call it to run it now.
+    @discardableResult
+    public func purgeExpiredTombstones() async throws -> Int {
+        let horizon = nowMilliseconds() - configuration.tombstoneRetention.milliseconds
+        var removed = 0
+        for zone in try await zones() {
+            removed += try await transaction("purging tombstones of zone \(zone)") { [tables] connection in
+                guard try await Self.lockZone(zone, tables: tables, connection: connection, missingIsError: false) != nil else { return 0 }
+                let rows = try await connection.query(
+                    """
+                    WITH removed AS (
+                        DELETE FROM \(unescaped: tables.records)
+                        WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND deleted AND modified_at < \(horizon)
+                        RETURNING seq
+                    )
+                    SELECT count(*)::bigint, max(seq) FROM removed
+                    """, logger: connection.logger)
+                var count: Int64 = 0
+                var newest: Int64?
+                for try await (c, n) in rows.decode((Int64, Int64?).self) {
+                    count = c
+                    newest = n
+                }
+                if let newest {
+                    try await connection.query(
+                        """
+                        UPDATE \(unescaped: tables.zones) SET purged_seq = GREATEST(purged_seq, \(newest))
+                        WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)
+                        """, logger: connection.logger)
+                }
+                return Int(count)
+            }
+        }
+        return removed
+    }
+
+    func purgeIfDue() async {
+        let due = lastPurge.withLock { last -> Bool in
+            let now = ContinuousClock.now
+            if let last, now - last < Self.purgeInterval { return false }
+            last = now
+            return true
+        }
+        // A failed purge is retried at the next interval; it never fails the write that triggered it.
+        if due { _ = try? await purgeExpiredTombstones() }
+    }
+
+    // MARK: Plumbing
+
+    struct ZoneRow: Sendable {
+        var generation: Data
+        var lastSequence: Int64
+        var purgedSequence: Int64
+    }
+
+    /// Reads the zone's row; with `lock`, holds it until the transaction ends, serializing writers.
+    static func zoneRow(
+        _ zone: ZoneID, tables: Tables, connection: PostgresConnection, lock: Bool = false, missingIsError: Bool = true
+    ) async throws -> ZoneRow? {
+        let rows = try await connection.query(
+            """
+            SELECT generation, last_seq, purged_seq FROM \(unescaped: tables.zones)
+            WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)\(unescaped: lock ? " FOR UPDATE" : "")
+            """, logger: connection.logger)
+        for try await (generation, last, purged) in rows.decode((ByteBuffer, Int64, Int64).self) {
+            return ZoneRow(generation: Data(buffer: generation), lastSequence: last, purgedSequence: purged)
+        }
+        if missingIsError { throw CloudError(.zoneNotFound, "zone \(zone) does not exist; create it first") }
+        return nil
+    }
+
+    @discardableResult
+    static func lockZone(
+        _ zone: ZoneID, tables: Tables, connection: PostgresConnection, missingIsError: Bool = true
+    ) async throws -> ZoneRow? {
+        try await zoneRow(zone, tables: tables, connection: connection, lock: true, missingIsError: missingIsError)
+    }
+
+    /// Tells listeners the zone changed; delivered when the transaction commits.
+    static func notify(_ zone: ZoneID, tables: Tables, connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_notify(\(tables.channel), \(Self.signalKey(zone)))", logger: connection.logger)
+    }
+
+    static func signalKey(_ zone: ZoneID) -> String {
+        "\(zone.ownerName)/\(zone.zoneName)"
+    }
+
+    func nowMilliseconds() -> Int64 {
+        Timestamp(configuration.now()).millisecondsSince1970
+    }
+
+    @discardableResult
+    func run<T: Sendable>(_ what: String, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await pool.withConnection(doing: what, body)
+        } catch {
+            throw Self.cloudError(error, endpoint: endpoint)
+        }
+    }
+
+    @discardableResult
+    func transaction<T: Sendable>(
+        _ what: String, isolation: String = "READ COMMITTED", _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await pool.transaction(doing: what, isolation: isolation, body)
+        } catch {
+            throw Self.cloudError(error, endpoint: endpoint)
+        }
+    }
+
+    /// Maps database failures to cloud errors; cloud errors thrown inside transactions pass through.
+    static func cloudError(_ error: any Error, endpoint: PostgresEndpoint) -> CloudError {
+        if let error = error as? CloudError { return error }
+        if let failure = error as? PostgresFailure { return failure.cloudError }
+        return PostgresFailure.from(error, doing: "a cloud request", on: endpoint).cloudError
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds.
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}

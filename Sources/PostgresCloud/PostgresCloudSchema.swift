@@ -1,0 +1,83 @@
+import PostgresNIO
+import PostgresSupport
+
+/// The PostgreSQL cloud's tables, created and upgraded in place.
+///
+/// Every record table is keyed by zone first (owner, zone name), and no statement touches two
+/// zones, so the tables can be distributed by zone. Assets are content-addressed and shared by
+/// every zone: the protocol uploads them before naming a zone. Creation runs under a
+/// transaction-scoped advisory lock, so gateways starting together do not race.
+enum PostgresCloudSchema {
+    static let currentVersion = 1
+    /// The advisory lock key serializing schema changes (an arbitrary constant: "gwcloud").
+    static let migrationLock: Int64 = 0x6777_636C_6F75_64
+
+    static func migrate(_ connection: PostgresConnection, schema: String) async throws {
+        let s = quoted(schema)
+        try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: connection.logger)
+        try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(s)"), logger: connection.logger)
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS \(s).schema_version (version integer NOT NULL)"),
+            logger: connection.logger)
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT max(version) FROM \(s).schema_version"), logger: connection.logger)
+        var version = 0
+        for try await (value) in rows.decode(Int?.self) { version = value ?? 0 }
+        guard version < currentVersion else {
+            if version > currentVersion {
+                throw PostgresFailure(
+                    .statementFailed,
+                    "the cloud schema \(schema) has version \(version), newer than the \(currentVersion) this gateway supports; upgrade the gateway")
+            }
+            return
+        }
+        // Zones keep their change-feed position: `generation` is new on every creation, so tokens
+        // of a deleted zone never match its successor; `last_seq` is the commit sequence;
+        // `purged_seq` is the newest tombstone removed, below which tokens have expired.
+        let statements = [
+            """
+            CREATE TABLE IF NOT EXISTS \(s).zones (
+                owner_name text NOT NULL,
+                zone_name text NOT NULL,
+                generation bytea NOT NULL,
+                last_seq bigint NOT NULL DEFAULT 0,
+                purged_seq bigint NOT NULL DEFAULT 0,
+                created_at bigint NOT NULL,
+                PRIMARY KEY (owner_name, zone_name)
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(s).records (
+                owner_name text NOT NULL,
+                zone_name text NOT NULL,
+                record_name text NOT NULL,
+                record_type text NOT NULL,
+                change_tag text,
+                seq bigint NOT NULL,
+                deleted boolean NOT NULL DEFAULT false,
+                modified_at bigint NOT NULL,
+                fields bytea,
+                PRIMARY KEY (owner_name, zone_name, record_name)
+            )
+            """,
+            "CREATE UNIQUE INDEX IF NOT EXISTS records_by_seq ON \(s).records (owner_name, zone_name, seq)",
+            "CREATE INDEX IF NOT EXISTS tombstones_by_age ON \(s).records (owner_name, zone_name, modified_at) WHERE deleted",
+            """
+            CREATE TABLE IF NOT EXISTS \(s).assets (
+                checksum text PRIMARY KEY,
+                size bigint NOT NULL,
+                data bytea NOT NULL,
+                created_at bigint NOT NULL
+            )
+            """,
+            "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))",
+        ]
+        for statement in statements {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+        }
+    }
+
+    /// `name` as a quoted SQL identifier.
+    static func quoted(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import GatewayTesting
+import PostgresNIO
+import PostgresSupport
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PostgreSQL server tests run against.
+///
+/// With `GATEWAY_TEST_POSTGRES_URL` set (a login allowed to create databases), that server is
+/// used. Otherwise the first call starts a private cluster for this test process with Debian's
+/// `initdb` and `pg_ctl` on a free loopback port (as the `postgres` user when the tests run as
+/// root), and stops it when the process exits. Each test gets a database of its own from
+/// ``freshDatabase(_:)``. Without PostgreSQL the call fails saying how to install it, so a test
+/// never skips in silence.
+public enum PostgresTestServer {
+    /// The variable naming an existing server to use instead of a private cluster.
+    public static let urlVariable = "GATEWAY_TEST_POSTGRES_URL"
+
+    /// The administrative endpoint of the server, starting the private cluster when needed.
+    public static func endpoint() async throws -> PostgresEndpoint {
+        try await ClusterHolder.shared.endpoint()
+    }
+
+    /// A new, empty database on the server, named after `label`.
+    public static func freshDatabase(_ label: String) async throws -> PostgresEndpoint {
+        let admin = try await endpoint()
+        let safe = label.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
+        let name = "t_" + String(safe.prefix(30)) + "_" + UUID().uuidString.prefix(8).lowercased()
+        let pool = PostgresConnectionPool(endpoint: admin, maximumConnections: 1)
+        do {
+            try await pool.withConnection(doing: "creating test database \(name)") { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""), logger: connection.logger)
+            }
+        } catch {
+            await pool.close()
+            throw error
+        }
+        await pool.close()
+        return admin.with(database: name)
+    }
+}
+
+/// Starts the cluster once per process; concurrent first callers share one start.
+private actor ClusterHolder {
+    static let shared = ClusterHolder()
+    private var starting: Task<PostgresEndpoint, any Error>?
+
+    func endpoint() async throws -> PostgresEndpoint {
+        if let starting { return try await starting.value }
+        let task = Task<PostgresEndpoint, any Error> {
+            if let url = ProcessInfo.processInfo.environment[PostgresTestServer.urlVariable], !url.isEmpty {
+                return try PostgresEndpoint(url: url)
+            }
+            return try await PrivateCluster.start()
+        }
+        starting = task
+        return try await task.value
+    }
+}
+
+/// A throwaway cluster in a temporary folder.
+enum PrivateCluster {
+    /// What the exit handler needs to stop the cluster.
+    private static let running = Mutex<(pgCtl: String, data: String, folder: String, runAs: [String])?>(nil)
+
+    static func start() async throws -> PostgresEndpoint {
+        guard let bin = serverPrograms() else {
+            throw ConformanceFailure(
+                "PostgreSQL's server programs (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin or on PATH. "
+                    + "Install them (Debian: apt-get install postgresql) or set \(PostgresTestServer.urlVariable) "
+                    + "to a server where the login may create databases.")
+        }
+        let runAs = try userPrefix()
+        let folder = "/tmp/gateway-postgres-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        if !runAs.isEmpty, let user = getpwnam("postgres") {
+            chown(folder, user.pointee.pw_uid, user.pointee.pw_gid)
+        }
+        let data = folder + "/data"
+        try await run(
+            runAs + ["\(bin)/initdb", "-D", data, "-U", "gateway", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"],
+            log: folder + "/initdb.log", what: "initdb")
+
+        var lastError: (any Error)?
+        for _ in 0..<3 {
+            let port = try freePort()
+            let options = [
+                "-c listen_addresses=127.0.0.1", "-p \(port)", "-c unix_socket_directories=\(folder)", "-c fsync=off",
+                "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=400",
+            ].joined(separator: " ")
+            do {
+                try await run(
+                    runAs + ["\(bin)/pg_ctl", "-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "-o", options, "start"],
+                    log: folder + "/pg_ctl.log", what: "pg_ctl start")
+                running.withLock { $0 = (bin + "/pg_ctl", data, folder, runAs) }
+                atexit { PrivateCluster.stopAtExit() }
+                return PostgresEndpoint(host: "127.0.0.1", port: port, username: "gateway", database: "postgres")
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? ConformanceFailure("the private PostgreSQL cluster did not start")
+    }
+
+    /// Stops the cluster synchronously; runs from `atexit`.
+    static func stopAtExit() {
+        guard let cluster = running.withLock({ $0 }) else { return }
+        if let child = try? ChildProcess(cluster.runAs.isEmpty ? cluster.pgCtl : cluster.runAs[0],
+            arguments: Array((cluster.runAs + [cluster.pgCtl, "-D", cluster.data, "-m", "immediate", "-w", "stop"]).dropFirst()))
+        {
+            var status: Int32 = 0
+            _ = waitpid(child.pid, &status, 0)
+        }
+        try? FileManager.default.removeItem(atPath: cluster.folder)
+    }
+
+    /// The folder with initdb and pg_ctl: the newest Debian version, else PATH.
+    private static func serverPrograms() -> String? {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .compactMap { Int($0) }.sorted(by: >)
+        for version in versions where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
+            return "\(root)/\(version)/bin"
+        }
+        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+        where FileManager.default.isExecutableFile(atPath: "\(folder)/initdb") && FileManager.default.isExecutableFile(atPath: "\(folder)/pg_ctl") {
+            return String(folder)
+        }
+        return nil
+    }
+
+    /// PostgreSQL refuses to run as root: as root, commands run as the `postgres` user.
+    private static func userPrefix() throws -> [String] {
+        guard geteuid() == 0 else { return [] }
+        guard getpwnam("postgres") != nil else {
+            throw ConformanceFailure(
+                "the tests run as root and there is no 'postgres' user to run the PostgreSQL server as; "
+                    + "install Debian's postgresql package (it creates the user) or set \(PostgresTestServer.urlVariable)")
+        }
+        for runuser in ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"] where FileManager.default.isExecutableFile(atPath: runuser) {
+            return [runuser, "-u", "postgres", "--"]
+        }
+        throw ConformanceFailure("the tests run as root but runuser (util-linux) is missing; install util-linux or run the tests as another user")
+    }
+
+    private static func run(_ command: [String], log: String, what: String) async throws {
+        let environment = ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C", "LC_ALL": "C"]
+        let child = try ChildProcess(command[0], arguments: Array(command.dropFirst()), environment: environment, standardOutput: log, standardError: log)
+        let status = try await child.wait(timeout: .seconds(120))
+        guard status == 0 else {
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw ConformanceFailure("\(what) failed with status \(status):\n\(output)")
+        }
+    }
+
+    /// A loopback port nobody listens on right now.
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw ConformanceFailure("cannot open a socket to find a free port") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw ConformanceFailure("cannot bind a loopback socket to find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

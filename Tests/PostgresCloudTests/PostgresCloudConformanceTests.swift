@@ -1,0 +1,17 @@
+import GatewayTesting
+import Testing
+
+@Suite("PostgreSQL cloud conformance")
+struct PostgresCloudConformanceTests {
+    @Test(arguments: CloudConformanceSuite.cases)
+    func conformance(_ check: CloudConformanceCase) async throws {
+        let harness = try await PostgresCloudHarness(label: "conformance")
+        do {
+            try await check.run(with: harness)
+        } catch {
+            await harness.closeAll()
+            throw error
+        }
+        await harness.closeAll()
+    }
+}
