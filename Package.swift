@@ -104,7 +104,9 @@ let package = Package(
         // The adapter and cloud kinds this build ships, registered by name.
         .target(
             name: "GatewayKinds",
-            dependencies: ["GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter"],
+            dependencies: [
+                "GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresSupport",
+            ],
             swiftSettings: strictSettings
         ),
         // The command line's commands, as a library so custom builds can add kinds.
@@ -168,6 +170,7 @@ let package = Package(
             name: "GatewayServiceTests",
             dependencies: [
                 "GatewayCore", "GatewayService", "GatewayKinds", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
+                "PostgresTesting", "SQLiteWriter",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

@@ -1,12 +1,13 @@
 import GatewayService
 
 extension GatewayRegistry {
-    /// The kinds this package ships: adapters `sqlite` and `json`; clouds `embedded`.
+    /// The kinds this package ships: adapters `sqlite` and `json`; clouds `embedded` and `postgres`.
     public static var builtIn: GatewayRegistry {
         var registry = GatewayRegistry()
         registry.register(SQLiteAdapterKind())
         registry.register(JSONFilesAdapterKind())
         registry.register(EmbeddedCloudKind())
+        registry.register(PostgresCloudKind())
         return registry
     }
 }

@@ -90,8 +90,17 @@ let brokenConfigs: [BrokenConfig] = [
         name: "zero retry attempts", yaml: "gateway: { retry: { max_attempts: 0 } }",
         message: "config.yaml:1:35: 'gateway.retry.max_attempts': must be at least 1"),
     BrokenConfig(
+        name: "postgres cloud without a url", yaml: "cloud: { kind: postgres, schema: shared }",
+        message: "config.yaml:1:8: missing key 'url' in 'cloud'"),
+    BrokenConfig(
+        name: "postgres cloud url that is not one", yaml: "cloud: { kind: postgres, url: \"mysql://u@h/db\" }",
+        message: "config.yaml:1:31: 'cloud.url': the PostgreSQL URL must look like postgres://user@host:5432/database"),
+    BrokenConfig(
+        name: "postgres cloud url with a bad sslmode", yaml: "cloud: { kind: postgres, url: \"postgres://u@h/db?sslmode=maybe\" }",
+        message: "config.yaml:1:31: 'cloud.url': sslmode must be one of disable, prefer, require"),
+    BrokenConfig(
         name: "unknown cloud kind", yaml: "cloud: { kind: icloud }",
-        message: "config.yaml:1:16: 'cloud.kind': unknown cloud kind 'icloud'; this build has embedded"),
+        message: "config.yaml:1:16: 'cloud.kind': unknown cloud kind 'icloud'; this build has embedded, postgres"),
     BrokenConfig(
         name: "unknown adapter kind", yaml: "adapters:\n  - name: app\n    kind: sqlit\n    zone: Z",
         message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, sqlite; did you mean 'sqlite'?"),

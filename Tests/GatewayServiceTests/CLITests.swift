@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GatewayService
 import GatewayTesting
+import PostgresTesting
 import Testing
 
 /// The `gateway` executable end to end, as a user runs it on a fresh clone.
@@ -125,13 +126,19 @@ struct CLITests {
         #expect(try FolderSnapshot(clone.url) == before)
     }
 
-    @Test("every example config validates", arguments: ["minimal.yaml", "two-apps.yaml", "service.yaml", "encrypted.yaml"])
+    @Test(
+        "every example config validates",
+        arguments: ["minimal.yaml", "two-apps.yaml", "service.yaml", "encrypted.yaml", "shared-postgres-cloud.yaml"])
     func exampleConfig(_ name: String) async throws {
         let clone = try FreshClone()
         defer { clone.directory.remove() }
+        let cloudURL = name.contains("postgres") ? "\(try await PostgresTestServer.freshDatabase("example"))" : ""
         let result = try await clone.gateway(
             "validate", "--config", "examples/\(name)",
-            environment: ["GATEWAY_TOKEN": "example-token", "NOTES_KEY": Data(repeating: 7, count: 32).base64EncodedString()])
+            environment: [
+                "GATEWAY_TOKEN": "example-token", "NOTES_KEY": Data(repeating: 7, count: 32).base64EncodedString(),
+                "GATEWAY_CLOUD_URL": cloudURL,
+            ])
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.hasPrefix("examples/\(name) is valid"))
     }
@@ -140,7 +147,7 @@ struct CLITests {
     func examplesAreListed() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Repository.root.appendingPathComponent("examples").path)
             .filter { $0.hasSuffix(".yaml") }.sorted()
-        #expect(names == ["encrypted.yaml", "minimal.yaml", "service.yaml", "two-apps.yaml"])
+        #expect(names == ["encrypted.yaml", "minimal.yaml", "service.yaml", "shared-postgres-cloud.yaml", "two-apps.yaml"])
     }
 
     @Test("a missing config file, an unknown option and a missing argument are usage errors (exit 2)")

@@ -55,6 +55,22 @@ public protocol CloudPlan: Sendable {
 
     /// Connects to (or, for a local cloud, creates) the cloud.
     func open() async throws -> any CloudDatabase
+
+    /// Takes the cloud's lock on this gateway's state, identified by its device id, so two
+    /// gateway processes with the same state on different machines never sync at once (the
+    /// file lock on `state_dir` covers one machine). `nil` when the cloud has no such lock.
+    /// - Throws: ``GatewayError/Code/alreadyRunning`` when another process holds it.
+    func lockGatewayState(deviceID: String) async throws -> (any GatewayStateLock)?
+}
+
+extension CloudPlan {
+    public func lockGatewayState(deviceID: String) async throws -> (any GatewayStateLock)? { nil }
+}
+
+/// A lock held in the cloud for one gateway's state; released by ``release()`` or when the
+/// process ends.
+public protocol GatewayStateLock: Sendable {
+    func release() async
 }
 
 extension AdapterPlan {

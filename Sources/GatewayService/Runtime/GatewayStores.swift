@@ -98,4 +98,15 @@ public enum GatewayStores {
             throw GatewayError(.cloudUnavailable, "cannot open the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
         }
     }
+
+    /// Takes the cloud's lock on this gateway's state, when the cloud has one.
+    public static func lockGatewayState(_ configuration: GatewayConfiguration, deviceID: String) async throws -> (any GatewayStateLock)? {
+        do {
+            return try await configuration.cloud.plan.lockGatewayState(deviceID: deviceID)
+        } catch let error as GatewayError {
+            throw error
+        } catch {
+            throw GatewayError(.cloudUnavailable, "cannot lock the gateway's state in the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
+        }
+    }
 }

@@ -20,6 +20,7 @@ public enum ManualSync {
         let lock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
         let deviceID = try DeviceIdentity.load(
             configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
+        let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
         let cloud = try await GatewayStores.openCloud(configuration)
         let adapters = try await GatewayStores.open(selected)
         try await beforeSync(adapters)
@@ -27,7 +28,14 @@ public enum ManualSync {
             cloud: cloud,
             adapters: adapters.map { SyncedAdapter($0.adapter, options: configuration.syncOptions(for: $0.configuration)) },
             configuration: configuration.syncConfiguration(deviceID: deviceID), observer: observer)
-        let report = try await synchronizer.sync()
+        let report: SyncReport
+        do {
+            report = try await synchronizer.sync()
+        } catch {
+            await stateLock?.release()
+            throw error
+        }
+        await stateLock?.release()
         withExtendedLifetime(lock) {}
         return report
     }

@@ -75,6 +75,7 @@ public struct SyncScheduler: Service {
         let lock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
         let deviceID = try DeviceIdentity.load(
             configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
+        let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
         let cloud = try await GatewayStores.openCloud(configuration)
         let adapters = try await GatewayStores.open(configuration.adapters)
         let synchronizer = Synchronizer(
@@ -121,6 +122,7 @@ public struct SyncScheduler: Service {
             }
             group.cancelAll()
         }
+        await stateLock?.release()
         withExtendedLifetime(lock) {}
         logger.info("gateway stopped")
     }
