@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "GatewayTesting", targets: ["GatewayTesting"]),
         .library(name: "SQLiteAdapter", targets: ["SQLiteAdapter"]),
         .library(name: "PostgresCloud", targets: ["PostgresCloud"]),
+        .library(name: "PostgresAdapter", targets: ["PostgresAdapter"]),
         .library(name: "PostgresTesting", targets: ["PostgresTesting"]),
         .library(name: "JSONFilesAdapter", targets: ["JSONFilesAdapter"]),
         .library(name: "GatewayService", targets: ["GatewayService"]),
@@ -65,6 +66,12 @@ let package = Package(
         .target(
             name: "PostgresCloud",
             dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PostgresAdapter",
+            dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "adapters/Postgres",
             swiftSettings: strictSettings
         ),
         // Starts a private PostgreSQL server for tests (or uses GATEWAY_TEST_POSTGRES_URL).
@@ -188,6 +195,11 @@ let package = Package(
         .testTarget(
             name: "GatewayCoreTests",
             dependencies: ["GatewayCore", "GatewayTesting", "EmbeddedCloud", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PostgresAdapterTests",
+            dependencies: ["GatewayCore", "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "EmbeddedCloud"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -131,10 +131,21 @@ public final class PostgresCloud: CloudDatabase {
     // MARK: Change signals
 
     public func changeSignals(in zone: ZoneID) -> ChangeSignals {
-        let pool = pool
-        let tables = tables
-        let retry = configuration.signalRetryInterval
-        return ChangeSignals { NotificationChangeSource(pool: pool, tables: tables, zone: zone, retryInterval: retry) }
+        let (pool, tables, retry) = (pool, tables, configuration.signalRetryInterval)
+        return ChangeSignals {
+            PostgresNotificationSource(pool: pool, channel: tables.channel, key: Self.signalKey(zone), retryInterval: retry) { connection in
+                // The zone's generation and sequence ("absent" when it does not exist).
+                let rows = try await connection.query(
+                    """
+                    SELECT generation, last_seq FROM \(unescaped: tables.zones)
+                    WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)
+                    """, logger: connection.logger)
+                for try await (generation, sequence) in rows.decode((ByteBuffer, Int64).self) {
+                    return "\(Data(buffer: generation).base64EncodedString()):\(sequence)"
+                }
+                return "absent"
+            }
+        }
     }
 
     // MARK: Tombstones

@@ -423,7 +423,7 @@ public final class SQLiteAdapter: ModelAdapter {
                     .invalidMapping, "record type \(table.recordType) is used by two tables of adapter \(configuration.name)",
                     table: mapping.table)
             }
-            for other in byTable.values where Self.namesMayCollide(table.template, other.template) {
+            for other in byTable.values where RecordNameTemplate.mayCollide(table.template, other.template) {
                 throw SQLiteAdapterError(
                     .invalidMapping,
                     "tables \(other.table) and \(table.table) would give records the same names; use record_name: \"<Type>.<pk>\"",
@@ -433,12 +433,6 @@ public final class SQLiteAdapter: ModelAdapter {
             byType[table.recordType] = table
         }
         return TableCatalog(schemaVersion: -1, byTable: byTable, byType: byType)
-    }
-
-    static func namesMayCollide(_ a: RecordNameTemplate, _ b: RecordNameTemplate) -> Bool {
-        let prefixesOverlap = a.prefix.hasPrefix(b.prefix) || b.prefix.hasPrefix(a.prefix)
-        let suffixesOverlap = a.suffix.hasSuffix(b.suffix) || b.suffix.hasSuffix(a.suffix)
-        return prefixesOverlap && suffixesOverlap
     }
 
     /// Installs triggers for the configured tables and removes those of tables no longer synced.

@@ -1,0 +1,462 @@
+import Foundation
+import GatewayCore
+import PostgresNIO
+import PostgresSupport
+import Synchronization
+
+/// Keeps tables of a PostgreSQL schema, written by any program, in sync with one zone.
+///
+/// plpgsql triggers log every insert, update and delete into the state schema's `changes` table
+/// and `NOTIFY` the change, whoever makes them; the gateway's own writes set `gateway.applying`
+/// for their transaction only, which the triggers skip. Sync metadata, failure marks and the zone
+/// state live in the state schema and commit with the data. Column types come from the catalog,
+/// which is read again in every transaction, so an added column is picked up without a restart.
+public final class PostgresAdapter: ModelAdapter {
+    public let configuration: PostgresAdapterConfiguration
+    let pool: PostgresConnectionPool
+    let state: PostgresGatewaySchema
+
+    public var name: String { configuration.name }
+    public var zoneID: ZoneID { configuration.zoneID }
+
+    /// The configured tables as the database has them.
+    struct TableCatalog: Sendable {
+        var byTable: [String: PostgresResolvedTable] = [:]
+        var byType: [String: PostgresResolvedTable] = [:]
+    }
+
+    private init(configuration: PostgresAdapterConfiguration) {
+        self.configuration = configuration
+        pool = PostgresConnectionPool(endpoint: configuration.endpoint, maximumConnections: configuration.maximumConnections)
+        state = PostgresGatewaySchema(schema: configuration.stateSchema, scope: configuration.schema)
+    }
+
+    /// Connects, checks every configured table, and installs the change capture.
+    /// - Throws: ``PostgresAdapterError`` naming the database, table or column that does not fit.
+    public static func open(_ configuration: PostgresAdapterConfiguration) async throws -> PostgresAdapter {
+        let adapter = PostgresAdapter(configuration: configuration)
+        do {
+            try await adapter.transaction("installing the change capture") { connection, _ in () }
+        } catch {
+            await adapter.close()
+            throw error
+        }
+        return adapter
+    }
+
+    /// Checks the configured tables against the database without changing anything.
+    public static func check(_ configuration: PostgresAdapterConfiguration) async throws {
+        let adapter = PostgresAdapter(configuration: configuration)
+        defer { withExtendedLifetime(adapter) {} }
+        do {
+            try await adapter.pool.transaction(doing: "checking the tables", isolation: "REPEATABLE READ READ ONLY") { connection in
+                _ = try await Self.resolve(configuration, connection: connection)
+            }
+            await adapter.close()
+        } catch {
+            await adapter.close()
+            throw adapter.adapterError(error)
+        }
+    }
+
+    /// Closes the pooled connections.
+    public func close() async {
+        await pool.close()
+    }
+
+    // MARK: ModelAdapter
+
+    public func loadZoneState() async throws -> Data? {
+        try await read("loading the zone state") { [state] connection in
+            let rows = try await connection.query(
+                "SELECT state FROM \(unescaped: state.zones) WHERE scope = \(state.scope)", logger: connection.logger)
+            for try await (value) in rows.decode(ByteBuffer?.self) { return value.map { Data(buffer: $0) } }
+            return nil
+        }
+    }
+
+    public func hasChanges() async throws -> Bool {
+        try await read("checking for changes") { [state] connection in
+            let rows = try await connection.query(
+                "SELECT EXISTS (SELECT 1 FROM \(unescaped: state.changes) WHERE scope = \(state.scope))", logger: connection.logger)
+            for try await (value) in rows.decode(Bool.self) { return value }
+            return false
+        }
+    }
+
+    public func pendingChangeCount() async throws -> Int {
+        try await read("counting changes") { [state] connection in
+            let rows = try await connection.query(
+                "SELECT count(*)::int8 FROM \(unescaped: state.changes) WHERE scope = \(state.scope)", logger: connection.logger)
+            for try await (value) in rows.decode(Int64.self) { return Int(value) }
+            return 0
+        }
+    }
+
+    public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
+        let zone = zoneID
+        return try await transaction("reading pending changes") { [state] connection, catalog in
+            let rows = try await connection.query(
+                """
+                SELECT c.record_name, c.table_name, c.version, r.metadata FROM \(unescaped: state.changes) c
+                LEFT JOIN \(unescaped: state.records) r ON r.scope = c.scope AND r.record_name = c.record_name
+                WHERE c.scope = \(state.scope) AND c.version > \(after ?? 0)
+                  AND NOT EXISTS (SELECT 1 FROM \(unescaped: state.failures) f
+                                  WHERE f.scope = c.scope AND f.record_name = c.record_name AND f.version = c.version)
+                ORDER BY c.version LIMIT \(max(0, limit))
+                """, logger: connection.logger)
+            var entries: [(id: RecordID, table: PostgresResolvedTable, version: Int64, metadata: Data?)] = []
+            for try await (name, tableName, version, metadata) in rows.decode((String, String, Int64, ByteBuffer?).self) {
+                guard let table = catalog.byTable[tableName] else { continue }
+                entries.append((RecordID(recordName: name, zoneID: zone), table, version, metadata.map { Data(buffer: $0) }))
+            }
+            let current = try await Self.rows(of: entries.map { ($0.id, $0.table) }, connection: connection)
+            var pending = PendingChanges()
+            for entry in entries {
+                if let record = current[entry.id] {
+                    pending.saves.append(PendingSave(record: record, metadata: entry.metadata, version: entry.version))
+                } else {
+                    pending.deletes.append(PendingDelete(recordID: entry.id, metadata: entry.metadata, version: entry.version))
+                }
+            }
+            return pending
+        }
+    }
+
+    public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
+        let names = recordIDs.map(\.recordName)
+        let zone = zoneID
+        return try await transaction("reading local state") { [state] connection, catalog in
+            var tables: [String: String] = [:]
+            var metadata: [String: Data] = [:]
+            let known = try await connection.query(
+                """
+                SELECT record_name, table_name, metadata FROM \(unescaped: state.records)
+                WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                """, logger: connection.logger)
+            for try await (name, table, data) in known.decode((String, String, ByteBuffer).self) {
+                tables[name] = table
+                metadata[name] = Data(buffer: data)
+            }
+            var pending: [String: Int64] = [:]
+            let changes = try await connection.query(
+                """
+                SELECT record_name, table_name, version FROM \(unescaped: state.changes)
+                WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                """, logger: connection.logger)
+            for try await (name, table, version) in changes.decode((String, String, Int64).self) {
+                tables[name] = table
+                pending[name] = version
+            }
+            let located = recordIDs.compactMap { id in tables[id.recordName].flatMap { catalog.byTable[$0] }.map { (id, $0) } }
+            let current = try await Self.rows(of: located, connection: connection)
+            var result: [RecordID: LocalRecordState] = [:]
+            for id in recordIDs {
+                result[id] = LocalRecordState(record: current[id], metadata: metadata[id.recordName], pendingVersion: pending[id.recordName])
+            }
+            _ = zone
+            return result
+        }
+    }
+
+    public func syncedRecordIDs() async throws -> [RecordID] {
+        let zone = zoneID
+        return try await read("listing synced records") { [state] connection in
+            let rows = try await connection.query(
+                "SELECT record_name FROM \(unescaped: state.records) WHERE scope = \(state.scope) ORDER BY record_name",
+                logger: connection.logger)
+            var ids: [RecordID] = []
+            for try await (name) in rows.decode(String.self) { ids.append(RecordID(recordName: name, zoneID: zone)) }
+            return ids
+        }
+    }
+
+    public func apply(_ changes: DownloadedChanges) async throws {
+        let zone = zoneID
+        try await transaction("applying downloaded changes") { [state] connection, catalog in
+            try await connection.query("SET LOCAL gateway.applying = 'on'", logger: connection.logger)
+            // A record edited locally since the merge read it is skipped: it stays pending and
+            // is merged again in the next round.
+            let expectedNames = changes.expectedPendingVersions.keys.map(\.recordName)
+            var current: [String: Int64] = [:]
+            if !expectedNames.isEmpty {
+                let rows = try await connection.query(
+                    """
+                    SELECT record_name, version FROM \(unescaped: state.changes)
+                    WHERE scope = \(state.scope) AND record_name = ANY(\(expectedNames))
+                    """, logger: connection.logger)
+                for try await (name, version) in rows.decode((String, Int64).self) { current[name] = version }
+            }
+            var skipped = Set<RecordID>()
+            for (id, expected) in changes.expectedPendingVersions where (current[id.recordName] ?? 0) != expected {
+                skipped.insert(id)
+            }
+            var tables: [RecordID: String] = [:]
+            for record in changes.writes where !skipped.contains(record.id) {
+                guard let table = catalog.byType[record.recordType] else {
+                    skipped.insert(record.id)  // a record type this store does not hold
+                    continue
+                }
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: table.upsertSQL, binds: try table.upsertBindings(for: record)), logger: connection.logger)
+                tables[record.id] = table.table
+            }
+            if !changes.deletes.isEmpty {
+                let names = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
+                var known: [String: String] = [:]
+                let rows = try await connection.query(
+                    """
+                    SELECT record_name, table_name FROM \(unescaped: state.records) WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                    UNION ALL
+                    SELECT record_name, table_name FROM \(unescaped: state.changes) WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                    """, logger: connection.logger)
+                for try await (name, table) in rows.decode((String, String).self) { known[name] = table }
+                for name in names {
+                    guard let table = known[name].flatMap({ catalog.byTable[$0] }) else { continue }
+                    var bindings = PostgresBindings()
+                    for text in try table.keyTexts(of: name) { bindings.append(text) }
+                    try await connection.query(PostgresQuery(unsafeSQL: table.deleteSQL, binds: bindings), logger: connection.logger)
+                }
+            }
+            try await Self.commit(changes.state, zone: zone, skipping: skipped, knownTables: tables, state: state, connection: connection)
+        }
+    }
+
+    public func markUploaded(_ update: SyncStateUpdate) async throws {
+        let zone = zoneID
+        try await transaction("recording an upload") { [state] connection, _ in
+            try await Self.commit(update, zone: zone, skipping: [], knownTables: [:], state: state, connection: connection)
+        }
+    }
+
+    public func failedRecords() async throws -> [FailedRecord] {
+        let zone = zoneID
+        return try await read("listing failed records") { [state] connection in
+            let rows = try await connection.query(
+                """
+                SELECT f.record_name, f.version, f.code, f.message FROM \(unescaped: state.failures) f
+                JOIN \(unescaped: state.changes) c ON c.scope = f.scope AND c.record_name = f.record_name AND c.version = f.version
+                WHERE f.scope = \(state.scope) ORDER BY f.record_name
+                """, logger: connection.logger)
+            var failed: [FailedRecord] = []
+            for try await (name, version, code, message) in rows.decode((String, Int64, String, String).self) {
+                failed.append(
+                    FailedRecord(
+                        recordID: RecordID(recordName: name, zoneID: zone), failure: RecordFailure(version: version, code: code, message: message)))
+            }
+            return failed
+        }
+    }
+
+    public func retryFailedRecords() async throws {
+        try await transaction("clearing failure marks") { [state] connection, _ in
+            try await connection.query("DELETE FROM \(unescaped: state.failures) WHERE scope = \(state.scope)", logger: connection.logger)
+        }
+    }
+
+    public func resetSyncState(keepData: Bool) async throws {
+        try await transaction("resetting the sync state") { [state] connection, catalog in
+            for table in [state.records, state.failures, state.zones] {
+                try await connection.query("DELETE FROM \(unescaped: table) WHERE scope = \(state.scope)", logger: connection.logger)
+            }
+            if keepData {
+                for table in catalog.byTable.values { try await state.backfill(table, connection: connection) }
+            } else {
+                try await connection.query("SET LOCAL gateway.applying = 'on'", logger: connection.logger)
+                for table in catalog.byTable.values {
+                    try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table.qualifiedName)"), logger: connection.logger)
+                }
+                try await connection.query("DELETE FROM \(unescaped: state.changes) WHERE scope = \(state.scope)", logger: connection.logger)
+            }
+        }
+    }
+
+    public func changeSignals() -> ChangeSignals {
+        let (pool, state) = (pool, state)
+        return ChangeSignals {
+            PostgresNotificationSource(pool: pool, channel: PostgresGatewaySchema.channel, key: state.scope) { connection in
+                // Captured changes take the next version; settling them does not move it.
+                let rows = try await connection.query(
+                    "SELECT last_value::text, is_called FROM \(unescaped: state.versions)", logger: connection.logger)
+                for try await (value, called) in rows.decode((String, Bool).self) { return "\(value):\(called)" }
+                return "none"
+            }
+        }
+    }
+
+    // MARK: Plumbing
+
+    /// The current rows of many records, one query per table. Records without a row are absent.
+    private static func rows(
+        of records: [(RecordID, PostgresResolvedTable)], connection: PostgresConnection
+    ) async throws -> [RecordID: Record] {
+        var found: [RecordID: Record] = [:]
+        var byTable: [String: (table: PostgresResolvedTable, ids: [String: RecordID], keys: [[String]])] = [:]
+        for (id, table) in records {
+            guard let texts = try? table.keyTexts(of: id.recordName) else { continue }
+            var entry = byTable[table.table] ?? (table, [:], Array(repeating: [], count: table.keyColumns.count))
+            entry.ids[id.recordName] = id
+            for (index, text) in texts.enumerated() { entry.keys[index].append(text) }
+            byTable[table.table] = entry
+        }
+        for (table, ids, keys) in byTable.values {
+            var bindings = PostgresBindings()
+            for column in keys { bindings.append(column) }
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: table.selectRowsSQL, binds: bindings), logger: connection.logger)
+            for try await row in rows {
+                let cells = row.makeRandomAccess()
+                let name = try cells[0].decode(String.self)
+                guard let id = ids[name] else { continue }
+                var values: [String?] = []
+                values.reserveCapacity(table.valueColumns.count)
+                for index in 1..<cells.count { values.append(try cells[index].decode(String?.self)) }
+                found[id] = table.record(id: id, values: values)
+            }
+        }
+        return found
+    }
+
+    private static func commit(
+        _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
+        state: PostgresGatewaySchema, connection: PostgresConnection
+    ) async throws {
+        let saved = update.metadata.filter { !skipped.contains($0.key) }
+        if !saved.isEmpty {
+            let names = saved.keys.map(\.recordName)
+            let data = saved.values.map { ByteBuffer(bytes: $0) }
+            let known = saved.keys.map { knownTables[$0] ?? "" }
+            // A record's table: the one just written, else its pending change's, else the known one.
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: state.records) (scope, record_name, table_name, metadata)
+                SELECT \(state.scope), u.n, COALESCE(NULLIF(u.t, ''), c.table_name, r.table_name), u.m
+                FROM unnest(\(names)::text[], \(known)::text[], \(data)::bytea[]) AS u(n, t, m)
+                LEFT JOIN \(unescaped: state.changes) c ON c.scope = \(state.scope) AND c.record_name = u.n
+                LEFT JOIN \(unescaped: state.records) r ON r.scope = \(state.scope) AND r.record_name = u.n
+                WHERE COALESCE(NULLIF(u.t, ''), c.table_name, r.table_name) IS NOT NULL
+                ON CONFLICT (scope, record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
+                """, logger: connection.logger)
+        }
+        let removed = update.removedMetadata.filter { !skipped.contains($0) }.map(\.recordName)
+        if !removed.isEmpty {
+            try await connection.query(
+                "DELETE FROM \(unescaped: state.records) WHERE scope = \(state.scope) AND record_name = ANY(\(removed))",
+                logger: connection.logger)
+        }
+        let settled = update.settled.filter { !skipped.contains($0.key) }
+        if !settled.isEmpty {
+            let names = settled.keys.map(\.recordName)
+            let versions = settled.keys.map { settled[$0]! }
+            for table in [state.changes, state.failures] {
+                try await connection.query(
+                    """
+                    DELETE FROM \(unescaped: table) AS t USING unnest(\(names)::text[], \(versions)::int8[]) AS u(n, v)
+                    WHERE t.scope = \(state.scope) AND t.record_name = u.n AND t.version <= u.v
+                    """, logger: connection.logger)
+            }
+        }
+        for (id, failure) in update.failures {
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: state.failures) (scope, record_name, version, code, message)
+                VALUES (\(state.scope), \(id.recordName), \(failure.version), \(failure.code), \(failure.message))
+                ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, code = excluded.code, message = excluded.message
+                """, logger: connection.logger)
+        }
+        try await connection.query(
+            """
+            INSERT INTO \(unescaped: state.zones) (scope, zone_name, owner_name, state)
+            VALUES (\(state.scope), \(zone.zoneName), \(zone.ownerName), \(update.zoneState))
+            ON CONFLICT (scope) DO UPDATE SET zone_name = excluded.zone_name, owner_name = excluded.owner_name, state = excluded.state
+            """, logger: connection.logger)
+    }
+
+    /// Resolves the configured tables and installs their capture; runs at the start of every
+    /// write transaction, so a changed table is picked up at once.
+    static func resolve(_ configuration: PostgresAdapterConfiguration, connection: PostgresConnection) async throws -> TableCatalog {
+        var catalog = TableCatalog()
+        let place = configuration.endpoint.description
+        for mapping in configuration.tables {
+            let table = try await PostgresResolvedTable.resolve(mapping, schema: configuration.schema, connection: connection, place: place)
+            guard catalog.byTable[table.table] == nil else {
+                throw PostgresAdapterError(
+                    .invalidMapping, "table \(table.table) is configured twice in adapter \(configuration.name)", table: table.table)
+            }
+            guard catalog.byType[table.recordType] == nil else {
+                throw PostgresAdapterError(
+                    .invalidMapping, "record type \(table.recordType) is used by two tables of adapter \(configuration.name)",
+                    table: table.table)
+            }
+            for other in catalog.byTable.values where RecordNameTemplate.mayCollide(table.template, other.template) {
+                throw PostgresAdapterError(
+                    .invalidMapping,
+                    "tables \(other.table) and \(table.table) would give records the same names; use record_name: \"<Type>.<pk>\"",
+                    table: table.table)
+            }
+            catalog.byTable[table.table] = table
+            catalog.byType[table.recordType] = table
+        }
+        return catalog
+    }
+
+    private func install(_ catalog: TableCatalog, connection: PostgresConnection) async throws {
+        try await state.createTables(connection)
+        for table in catalog.byTable.values.sorted(by: { $0.table < $1.table }) {
+            try await state.install(table, connection: connection)
+        }
+        let rows = try await connection.query(
+            "SELECT table_name FROM \(unescaped: state.tables) WHERE scope = \(state.scope)", logger: connection.logger)
+        var installed: [String] = []
+        for try await (name) in rows.decode(String.self) { installed.append(name) }
+        for table in installed where catalog.byTable[table] == nil {
+            try await state.uninstall(table: table, syncedSchema: configuration.schema, connection: connection)
+        }
+        // Sync state of another zone does not apply here: start over, keeping the data.
+        let zones = try await connection.query(
+            "SELECT zone_name, owner_name FROM \(unescaped: state.zones) WHERE scope = \(state.scope)", logger: connection.logger)
+        var otherZone = false
+        for try await (zoneName, owner) in zones.decode((String, String).self) {
+            otherZone = zoneName != zoneID.zoneName || owner != zoneID.ownerName
+        }
+        if otherZone {
+            for table in [state.zones, state.records, state.failures] {
+                try await connection.query("DELETE FROM \(unescaped: table) WHERE scope = \(state.scope)", logger: connection.logger)
+            }
+            for table in catalog.byTable.values { try await state.backfill(table, connection: connection) }
+        }
+    }
+
+    private func read<T: Sendable>(_ what: String, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await pool.withConnection(doing: "\(what) of adapter \(name)", body)
+        } catch {
+            throw adapterError(error)
+        }
+    }
+
+    /// Runs `body` in a transaction that first resolves the tables (and installs the capture of
+    /// new or changed ones), so the catalog always matches the database.
+    @discardableResult
+    private func transaction<T: Sendable>(
+        _ what: String, _ body: @Sendable (PostgresConnection, TableCatalog) async throws -> T
+    ) async throws -> T {
+        let configuration = configuration
+        do {
+            return try await pool.transaction(doing: "\(what) of adapter \(name)") { [self] connection in
+                let catalog = try await Self.resolve(configuration, connection: connection)
+                try await install(catalog, connection: connection)
+                return try await body(connection, catalog)
+            }
+        } catch {
+            throw adapterError(error)
+        }
+    }
+
+    func adapterError(_ error: any Error) -> PostgresAdapterError {
+        if let error = error as? PostgresAdapterError { return error }
+        if let failure = error as? PostgresFailure {
+            return PostgresAdapterError(.databaseFailed, "adapter \(name): \(failure.message)", underlying: failure)
+        }
+        return PostgresAdapterError(.databaseFailed, "adapter \(name) on \(configuration.endpoint) failed: \(error)", underlying: error)
+    }
+}

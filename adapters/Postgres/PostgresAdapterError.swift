@@ -1,0 +1,39 @@
+import GatewayCore
+import PostgresSupport
+
+/// A PostgreSQL store that does not fit its configuration, or that failed. Messages name the
+/// database, table and column; they never contain row data or a password.
+public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// A configured table does not exist.
+        case missingTable
+        /// A column named in the configuration does not exist.
+        case missingColumn
+        /// A configured table has no primary key.
+        case noPrimaryKey
+        /// The mapping cannot work (an encrypted key column, a bad template, a column type).
+        case invalidMapping
+        /// A record name does not fit a table's key.
+        case invalidRecordName
+        /// The database failed or cannot be reached.
+        case databaseFailed
+    }
+
+    public var code: Code
+    public var message: String
+    /// The configured table the error is about.
+    public var table: String?
+    public var underlying: (any Error)?
+
+    public init(_ code: Code, _ message: String, table: String? = nil, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.table = table
+        self.underlying = underlying
+    }
+
+    public var description: String { message }
+
+    /// Whether the store does not match the configuration (rather than being unreachable).
+    public var isMappingMismatch: Bool { code != .databaseFailed }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import GatewayCore
+
+/// A column of a synced table as the catalog describes it, and how its values travel: every
+/// value is read as text by SQL (``readSQL(_:)``) and written from a text parameter
+/// (``writeSQL(_:)``), so one code path serves every type exactly.
+struct PostgresColumn: Sendable, Equatable {
+    /// How values of a PostgreSQL type map to field values.
+    indirect enum Kind: Sendable, Equatable {
+        /// smallint, integer, bigint → `int64`.
+        case integer
+        /// numeric, kept exact as its text → `string`.
+        case numeric
+        /// real, double precision → `double`.
+        case real
+        /// boolean → `int64` 0 or 1 (CloudKit has no boolean).
+        case boolean
+        /// bytea → `bytes`.
+        case bytes
+        /// timestamp with time zone → `timestamp`.
+        case timestampWithZone
+        /// timestamp without time zone, taken as UTC → `timestamp`.
+        case timestamp
+        /// date, midnight UTC → `timestamp`.
+        case date
+        /// json, jsonb → `string` holding the JSON text.
+        case json
+        /// An array of another kind → `list`.
+        case array(Kind)
+        /// text, varchar, char, uuid, enums and any other type, through its text form → `string`.
+        case text
+
+        static func from(typeName: String, category: String, elementName: String?, elementCategory: String?) -> Kind {
+            if category == "A", let elementName, let elementCategory {
+                return .array(from(typeName: elementName, category: elementCategory, elementName: nil, elementCategory: nil))
+            }
+            switch typeName {
+            case "int2", "int4", "int8": return .integer
+            case "numeric": return .numeric
+            case "float4", "float8": return .real
+            case "bool": return .boolean
+            case "bytea": return .bytes
+            case "timestamptz": return .timestampWithZone
+            case "timestamp": return .timestamp
+            case "date": return .date
+            case "json", "jsonb": return .json
+            default: return .text
+            }
+        }
+    }
+
+    var name: String
+    var kind: Kind
+    /// The type as SQL writes it (`format_type`), for casts.
+    var sqlType: String
+
+    var quoted: String { PostgresSQL.identifier(name) }
+
+    /// SQL giving the value of this column of `row` (an alias, `NEW` or `OLD`) as text.
+    func readSQL(_ row: String) -> String {
+        let value = "\(row).\(quoted)"
+        switch kind {
+        case .bytes: return "encode(\(value), 'hex')"
+        case .timestampWithZone, .timestamp, .date: return "(extract(epoch from \(value)) * 1000)::bigint::text"
+        case .array: return "to_jsonb(\(value))::text"
+        default: return "\(value)::text"
+        }
+    }
+
+    /// SQL turning the text `parameter` (such as `$3`) into a value of this column.
+    func writeSQL(_ parameter: String) -> String {
+        switch kind {
+        case .bytes: return "decode(\(parameter), 'hex')"
+        case .timestampWithZone: return "to_timestamp(\(parameter)::float8 / 1000)"
+        case .timestamp: return "(to_timestamp(\(parameter)::float8 / 1000) AT TIME ZONE 'UTC')"
+        case .date: return "(to_timestamp(\(parameter)::float8 / 1000) AT TIME ZONE 'UTC')::date"
+        case .array: return "ARRAY(SELECT jsonb_array_elements_text(\(parameter)::jsonb))::\(sqlType)"
+        default: return "\(parameter)::\(sqlType)"
+        }
+    }
+
+    /// SQL giving the key text of this column of `row`, as record names hold it.
+    func keyTextSQL(_ row: String) -> String {
+        kind == .bytes ? "encode(\(row).\(quoted), 'hex')" : "\(row).\(quoted)::text"
+    }
+
+    /// SQL turning key text back into this column's value.
+    func keyFromTextSQL(_ text: String) -> String {
+        kind == .bytes ? "decode(\(text), 'hex')" : "(\(text))::\(sqlType)"
+    }
+
+    // MARK: Values
+
+    /// The field for the text form of a value.
+    func field(fromText text: String) -> FieldValue? {
+        Self.field(fromText: text, kind: kind)
+    }
+
+    static func field(fromText text: String, kind: Kind) -> FieldValue? {
+        switch kind {
+        case .integer: return Int64(text).map(FieldValue.int64)
+        case .real: return Double(text).map(FieldValue.double)
+        case .boolean: return .int64(text == "true" || text == "t" ? 1 : 0)
+        case .bytes: return Data(hex: text).map(FieldValue.bytes)
+        case .timestampWithZone, .timestamp, .date: return Int64(text).map { .timestamp(Timestamp(millisecondsSince1970: $0)) }
+        case .numeric, .json, .text: return .string(text)
+        case .array(let element):
+            guard let values = try? JSONDecoder().decode([JSONScalar?].self, from: Data(text.utf8)) else { return nil }
+            return .list(values.compactMap { $0?.field(kind: element) })
+        }
+    }
+
+    /// An element of an array column, as `to_jsonb` writes it.
+    enum JSONScalar: Decodable {
+        case bool(Bool), int(Int64), double(Double), string(String)
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Int64.self) {
+                self = .int(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .double(value)
+            } else {
+                self = .string(try container.decode(String.self))
+            }
+        }
+
+        func field(kind: Kind) -> FieldValue? {
+            switch self {
+            case .bool(let value): return .int64(value ? 1 : 0)
+            case .int(let value): return kind == .real ? .double(Double(value)) : kind == .numeric ? .string(String(value)) : .int64(value)
+            case .double(let value): return kind == .numeric ? .string(String(value)) : .double(value)
+            case .string(let value):
+                if kind == .bytes { return Data(hex: value.hasPrefix("\\x") ? String(value.dropFirst(2)) : value).map(FieldValue.bytes) }
+                return .string(value)
+            }
+        }
+    }
+
+    /// The text parameter for a field value (`nil` for SQL NULL).
+    func text(for field: FieldValue?) -> String? {
+        guard let field else { return nil }
+        switch field {
+        case .string(let string): return string
+        case .int64(let int):
+            if kind == .boolean { return int != 0 ? "true" : "false" }
+            return String(int)
+        case .double(let double):
+            if double.isNaN { return "NaN" }
+            if double.isInfinite { return double > 0 ? "Infinity" : "-Infinity" }
+            return kind == .integer && double == double.rounded() ? String(Int64(double)) : String(double)
+        case .bytes(let data), .encrypted(let data):
+            return kind == .bytes ? data.hexText : data.base64EncodedString()
+        case .timestamp(let timestamp):
+            switch kind {
+            case .timestampWithZone, .timestamp, .date, .integer, .real, .numeric: return String(timestamp.millisecondsSince1970)
+            default: return ISO8601Timestamps.format(timestamp)
+            }
+        case .reference(let reference): return reference.recordID.recordName
+        case .asset(let asset): return asset.checksum
+        case .location, .list: return Self.json(field)
+        }
+    }
+
+    /// A JSON rendering, for arrays, json columns and values with no column type.
+    static func json(_ field: FieldValue) -> String {
+        switch field {
+        case .string(let string): return String(decoding: (try? JSONEncoder().encode(string)) ?? Data(), as: UTF8.self)
+        case .int64(let int): return String(int)
+        case .double(let double): return double.isFinite ? String(double) : "null"
+        case .timestamp(let timestamp): return "\"\(ISO8601Timestamps.format(timestamp))\""
+        case .bytes(let data), .encrypted(let data): return "\"\\\\x\(data.hexText)\""
+        case .reference(let reference): return json(.string(reference.recordID.recordName))
+        case .asset(let asset): return json(.string(asset.checksum))
+        case .location(let location): return "{\"latitude\":\(location.latitude),\"longitude\":\(location.longitude)}"
+        case .list(let values): return "[" + values.map(json).joined(separator: ",") + "]"
+        }
+    }
+}
+
+/// Quoting for SQL text the adapter builds. Values are always bound, never quoted.
+enum PostgresSQL {
+    static func identifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+}

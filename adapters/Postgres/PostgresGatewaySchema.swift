@@ -1,0 +1,149 @@
+import Foundation
+import GatewayCore
+import PostgresNIO
+
+/// The adapter's own tables (in the state schema, `gateway` by default) and the plpgsql triggers
+/// that capture changes, installed idempotently and versioned.
+///
+/// Every row is keyed by a scope, the synced schema, so several schemas of one database can sync
+/// with different zones. Triggers skip changes made while `gateway.applying` is on, which the
+/// adapter sets with `SET LOCAL` inside its own transactions only; other programs need nothing.
+struct PostgresGatewaySchema: Sendable {
+    /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
+    static let version = 1
+    /// The channel triggers notify, with the scope as payload.
+    static let channel = "gateway_changes"
+    /// Serializes installs of gateways starting together (an arbitrary constant: "gwadapt").
+    static let installLock: Int64 = 0x6777_6164_6170_74
+
+    let schema: String
+    let scope: String
+
+    var quotedSchema: String { PostgresSQL.identifier(schema) }
+    var changes: String { "\(quotedSchema).changes" }
+    var records: String { "\(quotedSchema).records" }
+    var failures: String { "\(quotedSchema).failures" }
+    var zones: String { "\(quotedSchema).zones" }
+    var tables: String { "\(quotedSchema).tables" }
+    var versions: String { "\(quotedSchema).change_version" }
+
+    func createTables(_ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(\(Self.installLock))", logger: connection.logger)
+        let statements = [
+            "CREATE SCHEMA IF NOT EXISTS \(quotedSchema)",
+            "CREATE SEQUENCE IF NOT EXISTS \(versions)",
+            // The pending change per record, with its latest version.
+            """
+            CREATE TABLE IF NOT EXISTS \(changes) (
+                scope text NOT NULL, record_name text NOT NULL, table_name text NOT NULL, version bigint NOT NULL,
+                PRIMARY KEY (scope, record_name))
+            """,
+            "CREATE INDEX IF NOT EXISTS changes_by_version ON \(changes) (scope, version)",
+            """
+            CREATE TABLE IF NOT EXISTS \(records) (
+                scope text NOT NULL, record_name text NOT NULL, table_name text NOT NULL, metadata bytea NOT NULL,
+                PRIMARY KEY (scope, record_name))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(failures) (
+                scope text NOT NULL, record_name text NOT NULL, version bigint NOT NULL, code text NOT NULL, message text NOT NULL,
+                PRIMARY KEY (scope, record_name))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(zones) (
+                scope text PRIMARY KEY, zone_name text NOT NULL, owner_name text NOT NULL, state bytea)
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(tables) (
+                scope text NOT NULL, table_name text NOT NULL, trigger_version integer NOT NULL, record_name_sql text NOT NULL,
+                PRIMARY KEY (scope, table_name))
+            """,
+        ]
+        for statement in statements {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+        }
+    }
+
+    /// Installs (or replaces, when outdated) the capture trigger of `table`, and queues the rows
+    /// of a table synced for the first time as pending changes.
+    func install(_ table: PostgresResolvedTable, connection: PostgresConnection) async throws {
+        let newName = table.nameSQL("NEW")
+        let rows = try await connection.query(
+            "SELECT trigger_version, record_name_sql FROM \(unescaped: tables) WHERE scope = \(scope) AND table_name = \(table.table)",
+            logger: connection.logger)
+        var installed: (version: Int, sql: String)?
+        for try await (version, sql) in rows.decode((Int, String).self) { installed = (version, sql) }
+        if let installed, installed.version == Self.version, installed.sql == newName { return }
+
+        let oldName = table.nameSQL("OLD")
+        let function = "\(quotedSchema).\(functionName(table.table))"
+        let log = { (name: String) in
+            """
+            INSERT INTO \(changes) (scope, record_name, table_name, version)
+                VALUES (\(PostgresSQL.literal(scope)), \(name), \(PostgresSQL.literal(table.table)), nextval('\(versions.replacingOccurrences(of: "'", with: "''"))'))
+                ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
+            """
+        }
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    CREATE OR REPLACE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $gateway$
+                    BEGIN
+                        IF current_setting('gateway.applying', true) = 'on' THEN RETURN NULL; END IF;
+                        IF TG_OP <> 'DELETE' THEN
+                            \(log(newName))
+                        END IF;
+                        IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND (\(oldName)) IS DISTINCT FROM (\(newName))) THEN
+                            \(log(oldName))
+                        END IF;
+                        PERFORM pg_notify(\(PostgresSQL.literal(Self.channel)), \(PostgresSQL.literal(scope)));
+                        RETURN NULL;
+                    END
+                    $gateway$
+                    """), logger: connection.logger)
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \"_gateway_capture\" ON \(table.qualifiedName)"), logger: connection.logger)
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    CREATE TRIGGER "_gateway_capture" AFTER INSERT OR UPDATE OR DELETE ON \(table.qualifiedName)
+                    FOR EACH ROW EXECUTE FUNCTION \(function)()
+                    """), logger: connection.logger)
+        if installed == nil { try await backfill(table, connection: connection) }
+        try await connection.query(
+            """
+            INSERT INTO \(unescaped: tables) (scope, table_name, trigger_version, record_name_sql)
+            VALUES (\(scope), \(table.table), \(Self.version), \(newName))
+            ON CONFLICT (scope, table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql
+            """, logger: connection.logger)
+    }
+
+    /// Removes the trigger of a table no longer synced, and its pending changes.
+    func uninstall(table: String, syncedSchema: String, connection: PostgresConnection) async throws {
+        let qualified = PostgresSQL.identifier(syncedSchema) + "." + PostgresSQL.identifier(table)
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \"_gateway_capture\" ON \(qualified)"), logger: connection.logger)
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "DROP FUNCTION IF EXISTS \(quotedSchema).\(functionName(table))()"), logger: connection.logger)
+        for statement in ["DELETE FROM \(changes)", "DELETE FROM \(tables)"] {
+            try await connection.query(
+                "\(unescaped: statement) WHERE scope = \(scope) AND table_name = \(table)", logger: connection.logger)
+        }
+    }
+
+    /// Queues every row of `table` as a pending change (rows that were there before the gateway).
+    func backfill(_ table: PostgresResolvedTable, connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)
+            SELECT \(scope), \(unescaped: table.nameSQL("source")), \(table.table), nextval(\(versions)::regclass)
+            FROM \(unescaped: table.qualifiedName) AS source
+            ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
+            """, logger: connection.logger)
+    }
+
+    /// A function name unique per scope and table, within PostgreSQL's 63-byte limit.
+    private func functionName(_ table: String) -> String {
+        PostgresSQL.identifier("capture_" + AssetChecksum.of(Data("\(scope)\u{0}\(table)".utf8)).prefix(24))
+    }
+}

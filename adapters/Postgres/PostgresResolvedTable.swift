@@ -1,0 +1,176 @@
+import Foundation
+import GatewayCore
+import PostgresNIO
+
+/// A configured table checked against the catalog: its key, its synced columns and the SQL the
+/// adapter uses for it.
+struct PostgresResolvedTable: Sendable {
+    let mapping: PostgresTableMapping
+    let template: RecordNameTemplate
+    /// Primary-key columns, in key order.
+    let keyColumns: [PostgresColumn]
+    /// The synced columns outside the key: the record's fields.
+    let valueColumns: [PostgresColumn]
+    /// The schema-qualified, quoted table name.
+    let qualifiedName: String
+
+    var table: String { mapping.table }
+    var recordType: String { mapping.recordType }
+
+    /// Reads the table's shape from the catalog and checks the mapping against it.
+    static func resolve(
+        _ mapping: PostgresTableMapping, schema: String, connection: PostgresConnection, place: String
+    ) async throws -> PostgresResolvedTable {
+        let rows = try await connection.query(
+            """
+            SELECT a.attname::text, t.typname::text, t.typcategory::text, et.typname::text, et.typcategory::text,
+                   format_type(a.atttypid, a.atttypmod), a.attgenerated::text <> '',
+                   coalesce((SELECT k.n FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) WHERE k.attnum = a.attnum), 0)::int8
+            FROM pg_attribute a
+            JOIN pg_class c ON c.oid = a.attrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_type t ON t.oid = a.atttypid
+            LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typcategory = 'A'
+            LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+            WHERE n.nspname = \(schema) AND c.relname = \(mapping.table) AND c.relkind IN ('r', 'p')
+              AND a.attnum > 0 AND NOT a.attisdropped
+            ORDER BY a.attnum
+            """, logger: connection.logger)
+        struct Info {
+            var column: PostgresColumn
+            var generated: Bool
+            var keyPosition: Int64
+        }
+        var infos: [Info] = []
+        for try await (name, type, category, elementType, elementCategory, sqlType, generated, keyPosition)
+            in rows.decode((String, String, String, String?, String?, String, Bool, Int64).self)
+        {
+            let kind = PostgresColumn.Kind.from(typeName: type, category: category, elementName: elementType, elementCategory: elementCategory)
+            infos.append(Info(column: PostgresColumn(name: name, kind: kind, sqlType: sqlType), generated: generated, keyPosition: keyPosition))
+        }
+        guard !infos.isEmpty else {
+            throw PostgresAdapterError(
+                .missingTable, "table \(schema).\(mapping.table) does not exist in \(place); create it or remove it from the configuration",
+                table: mapping.table)
+        }
+        let names = Set(infos.map(\.column.name))
+        let named = (mapping.include ?? []) + mapping.exclude + mapping.encryptedColumns + mapping.assetColumns
+        for column in named where !names.contains(column) {
+            throw PostgresAdapterError(
+                .missingColumn, "column \(column) named in the configuration of table \(mapping.table) does not exist in \(place)",
+                table: mapping.table)
+        }
+        let keys = infos.filter { $0.keyPosition > 0 }.sorted { $0.keyPosition < $1.keyPosition }
+        guard !keys.isEmpty else {
+            throw PostgresAdapterError(
+                .noPrimaryKey, "table \(schema).\(mapping.table) in \(place) has no primary key, so its rows cannot be named; add one",
+                table: mapping.table)
+        }
+        for column in mapping.encryptedColumns {
+            guard !keys.contains(where: { $0.column.name == column }) else {
+                throw PostgresAdapterError(
+                    .invalidMapping,
+                    "column \(column) of table \(mapping.table) is part of the primary key, which becomes the record name and is never encrypted; encrypt other columns",
+                    table: mapping.table)
+            }
+            guard infos.first(where: { $0.column.name == column })?.column.kind == .bytes else {
+                throw PostgresAdapterError(
+                    .invalidMapping, "encrypted column \(column) of table \(mapping.table) must be of type bytea to hold ciphertext",
+                    table: mapping.table)
+            }
+        }
+        let synced = infos.filter { info in
+            info.keyPosition == 0 && !info.generated && !mapping.exclude.contains(info.column.name)
+                && (mapping.include?.contains(info.column.name) ?? true)
+        }
+        guard let template = RecordNameTemplate(mapping.recordName, recordType: mapping.recordType, keyColumnCount: keys.count) else {
+            throw PostgresAdapterError(
+                .invalidMapping, "the record_name template '\(mapping.recordName)' of table \(mapping.table) must contain <pk> exactly once",
+                table: mapping.table)
+        }
+        return PostgresResolvedTable(
+            mapping: mapping, template: template, keyColumns: keys.map(\.column), valueColumns: synced.map(\.column),
+            qualifiedName: PostgresSQL.identifier(schema) + "." + PostgresSQL.identifier(mapping.table))
+    }
+
+    // MARK: SQL
+
+    /// SQL computing the record name from the key columns of `row` (`NEW`, `OLD` or an alias).
+    func nameSQL(_ row: String) -> String {
+        let texts = keyColumns.map { "COALESCE(\($0.keyTextSQL(row)), '')" }
+        let key =
+            texts.count == 1
+            ? texts[0]
+            : texts.map { "replace(replace(\($0), '\\', '\\\\'), '|', '\\|')" }.joined(separator: " || '|' || ")
+        return [PostgresSQL.literal(template.prefix), key, PostgresSQL.literal(template.suffix)].joined(separator: " || ")
+    }
+
+    /// Selects the record name and the values of the rows whose keys are given, one text array
+    /// per key column (`$1`, `$2`, …).
+    var selectRowsSQL: String {
+        let keyNames = keyColumns.indices.map { "k\($0)" }
+        let arrays = keyColumns.indices.map { "$\($0 + 1)::text[]" }.joined(separator: ", ")
+        let match = zip(keyColumns, keyNames).map { column, name in "t.\(column.quoted) = \(column.keyFromTextSQL("k.\(name)"))" }
+        let selected = ([nameSQL("t")] + valueColumns.map { $0.readSQL("t") }).joined(separator: ", ")
+        return """
+            SELECT \(selected) FROM \(qualifiedName) AS t
+            JOIN unnest(\(arrays)) AS k(\(keyNames.joined(separator: ", "))) ON \(match.joined(separator: " AND "))
+            """
+    }
+
+    /// Inserts or updates one row: key texts first, then one text per value column.
+    var upsertSQL: String {
+        let columns = keyColumns + valueColumns
+        let values = keyColumns.enumerated().map { $1.keyFromTextSQL("$\($0 + 1)") }
+            + valueColumns.enumerated().map { $1.writeSQL("$\(keyColumns.count + $0 + 1)") }
+        let conflict = keyColumns.map(\.quoted).joined(separator: ", ")
+        let update =
+            valueColumns.isEmpty
+            ? "NOTHING" : "UPDATE SET " + valueColumns.map { "\($0.quoted) = excluded.\($0.quoted)" }.joined(separator: ", ")
+        return """
+            INSERT INTO \(qualifiedName) (\(columns.map(\.quoted).joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))
+            ON CONFLICT (\(conflict)) DO \(update)
+            """
+    }
+
+    /// Deletes one row by its key texts.
+    var deleteSQL: String {
+        let match = keyColumns.enumerated().map { "\($1.quoted) = \($1.keyFromTextSQL("$\($0 + 1)"))" }
+        return "DELETE FROM \(qualifiedName) WHERE \(match.joined(separator: " AND "))"
+    }
+
+    // MARK: Values
+
+    /// The key texts of a record name.
+    func keyTexts(of recordName: String) throws -> [String] {
+        guard let components = template.components(of: recordName) else {
+            throw PostgresAdapterError(
+                .invalidRecordName, "a record name does not fit the template of table \(table) (\(keyColumns.count) key columns)",
+                table: table)
+        }
+        return components
+    }
+
+    /// The record for the texts of a row selected with ``selectRowsSQL`` (after the name).
+    func record(id: RecordID, values: [String?]) -> Record {
+        var fields: [String: FieldValue] = [:]
+        for (column, text) in zip(valueColumns, values) {
+            if let text, let value = column.field(fromText: text) { fields[column.name] = value }
+        }
+        return Record(id: id, recordType: recordType, fields: fields)
+    }
+
+    /// The bindings of ``upsertSQL`` for a record.
+    func upsertBindings(for record: Record) throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: keyColumns.count + valueColumns.count)
+        for text in try keyTexts(of: record.id.recordName) { bindings.append(text) }
+        for column in valueColumns {
+            if let text = column.text(for: record.fields[column.name]) {
+                bindings.append(text)
+            } else {
+                bindings.appendNull()
+            }
+        }
+        return bindings
+    }
+}
