@@ -12,6 +12,9 @@ extension SQLiteAdapter {
         }
         var grdb = GRDB.Configuration()
         grdb.readonly = true
+        // Another program may hold the write lock right now (a rollback-journal database blocks
+        // readers while it commits): wait for it as the adapter itself would.
+        grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
         do {
             let queue = try DatabaseQueue(path: configuration.path, configuration: grdb)
             try queue.read { db in _ = try resolve(configuration, db: db) }
