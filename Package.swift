@@ -112,7 +112,7 @@ let package = Package(
         .target(
             name: "GatewayKinds",
             dependencies: [
-                "GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresSupport",
+                "GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresAdapter", "PostgresSupport",
             ],
             swiftSettings: strictSettings
         ),
@@ -158,6 +158,13 @@ let package = Package(
             path: "Tests/EmbeddedCloudWriter",
             swiftSettings: strictSettings
         ),
+        // A program that writes to PostgreSQL while the gateway syncs it.
+        .executableTarget(
+            name: "PostgresWriter",
+            dependencies: ["PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "Tests/PostgresWriter",
+            swiftSettings: strictSettings
+        ),
         // A program that writes to a SQLite database while the gateway syncs it.
         .executableTarget(
             name: "SQLiteWriter",
@@ -177,7 +184,8 @@ let package = Package(
             name: "GatewayServiceTests",
             dependencies: [
                 "GatewayCore", "GatewayService", "GatewayKinds", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
-                "PostgresTesting", "SQLiteWriter",
+                "PostgresTesting", "SQLiteWriter", "PostgresWriter", "PostgresSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

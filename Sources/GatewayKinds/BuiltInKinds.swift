@@ -1,10 +1,12 @@
 import GatewayService
 
 extension GatewayRegistry {
-    /// The kinds this package ships: adapters `sqlite` and `json`; clouds `embedded` and `postgres`.
+    /// The kinds this package ships: adapters `sqlite`, `postgres` and `json`; clouds `embedded`
+    /// and `postgres`.
     public static var builtIn: GatewayRegistry {
         var registry = GatewayRegistry()
         registry.register(SQLiteAdapterKind())
+        registry.register(PostgresAdapterKind())
         registry.register(JSONFilesAdapterKind())
         registry.register(EmbeddedCloudKind())
         registry.register(PostgresCloudKind())

@@ -99,11 +99,18 @@ let brokenConfigs: [BrokenConfig] = [
         name: "postgres cloud url with a bad sslmode", yaml: "cloud: { kind: postgres, url: \"postgres://u@h/db?sslmode=maybe\" }",
         message: "config.yaml:1:31: 'cloud.url': sslmode must be one of disable, prefer, require"),
     BrokenConfig(
+        name: "postgres adapter whose schema and state schema are one",
+        yaml: """
+            adapters:
+              - { name: crm, kind: postgres, url: "postgres://u@127.0.0.1/crm", schema: app, state_schema: app, zone: Z, tables: [{ table: t }] }
+            """,
+        message: "config.yaml:2:5: 'adapters[0]': schema and state_schema must differ: the gateway's tables live apart from yours"),
+    BrokenConfig(
         name: "unknown cloud kind", yaml: "cloud: { kind: icloud }",
         message: "config.yaml:1:16: 'cloud.kind': unknown cloud kind 'icloud'; this build has embedded, postgres"),
     BrokenConfig(
         name: "unknown adapter kind", yaml: "adapters:\n  - name: app\n    kind: sqlit\n    zone: Z",
-        message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, sqlite; did you mean 'sqlite'?"),
+        message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, postgres, sqlite; did you mean 'sqlite'?"),
     BrokenConfig(
         name: "missing zone", yaml: "adapters:\n  - name: app\n    kind: sqlite\n    path: app.sqlite\n    tables: [{ table: notes }]",
         message: "config.yaml:2:5: missing key 'zone' in 'adapters[0]'"),

@@ -1,37 +1,57 @@
 import Foundation
 import GRDB
 import GatewayTesting
+import PostgresNIO
+import PostgresSupport
 import PostgresTesting
 import Testing
 
-/// Gateways on different machines share one PostgreSQL cloud; here, separate processes with
-/// separate state folders on one machine.
-@Suite("gateways sharing a PostgreSQL cloud")
+/// The gateway with PostgreSQL on both sides: as a store behind the `postgres` adapter, and as
+/// the cloud that gateways on different machines share (here, separate processes with separate
+/// state folders on one machine).
+@Suite("PostgreSQL stores and clouds end to end")
 struct PostgresCloudServiceTests {
-    static let schema = "CREATE TABLE item (name TEXT PRIMARY KEY, title TEXT, rank INTEGER);"
+    static let sqliteSchema = "CREATE TABLE item (name TEXT PRIMARY KEY, title TEXT, rank INTEGER);"
 
-    /// A gateway's folder: its config, its SQLite store and its state folder.
+    /// Where a gateway keeps its rows.
+    enum Store {
+        case sqlite(seedRows: Int)
+        case postgres(PostgresEndpoint, schema: String)
+    }
+
+    /// A gateway's folder: its config, its store and its state folder.
     struct GatewayFolder {
         let directory: TemporaryDirectory
+        let store: Store
         var database: String { directory.path("items.sqlite") }
 
-        init(_ label: String, cloudURL: String, deviceID: String? = nil, seedRows: Int = 0) async throws {
+        init(_ label: String, cloudURL: String, store: Store, deviceID: String? = nil) async throws {
             directory = try TemporaryDirectory(prefix: "gateway-pg-\(label)")
+            self.store = store
             let device = deviceID.map { ", device_id: \($0)" } ?? ""
+            let adapter: String
+            switch store {
+            case .sqlite(let seedRows):
+                adapter = "{ name: items, kind: sqlite, path: items.sqlite, zone: Items, poll_interval: 100ms, tables: [{ table: item }] }"
+                try await DatabaseQueue(path: directory.path("items.sqlite")).write { db in
+                    try db.execute(sql: PostgresCloudServiceTests.sqliteSchema)
+                    for index in 0..<seedRows {
+                        try db.execute(
+                            sql: "INSERT INTO item (name, title, rank) VALUES (?, ?, ?)", arguments: ["seed-\(index)", "seed \(index)", index])
+                    }
+                }
+            case .postgres(let endpoint, let schema):
+                adapter = "{ name: items, kind: postgres, url: \"\(endpoint)\", schema: \(schema), zone: Items, tables: [{ table: item }] }"
+                try await PostgresCloudServiceTests.execute(
+                    on: endpoint, "CREATE SCHEMA \(schema)", "CREATE TABLE \(schema).item (name text PRIMARY KEY, title text, rank integer)")
+            }
             let config = """
                 gateway: { sync_interval: 1s, batch_size: 100, control: { listen: "127.0.0.1:0" }\(device) }
                 cloud: { kind: postgres, url: "\(cloudURL)", schema: shared_cloud }
                 adapters:
-                  - { name: items, kind: sqlite, path: items.sqlite, zone: Items, poll_interval: 100ms, tables: [{ table: item }] }
+                  - \(adapter)
                 """
             try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
-            try await DatabaseQueue(path: directory.path("items.sqlite")).write { db in
-                try db.execute(sql: PostgresCloudServiceTests.schema)
-                for index in 0..<seedRows {
-                    try db.execute(
-                        sql: "INSERT INTO item (name, title, rank) VALUES (?, ?, ?)", arguments: ["seed-\(index)", "seed \(index)", index])
-                }
-            }
         }
 
         func start() throws -> ChildProcess {
@@ -40,20 +60,63 @@ struct PostgresCloudServiceTests {
                 standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
         }
 
+        /// Every row as `name|title|rank`, sorted.
         func contents() async throws -> [String] {
-            try await DatabaseQueue(path: database).read { db in
-                try Row.fetchAll(db, sql: "SELECT name, title, rank FROM item ORDER BY name").map(\.description)
+            switch store {
+            case .sqlite:
+                return try await PostgresCloudServiceTests.sqliteContents(database)
+            case .postgres(let endpoint, let schema):
+                return try await PostgresCloudServiceTests.postgresContents(endpoint, table: "\(schema).item")
             }
         }
 
         var log: String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
     }
 
-    @Test("two gateway processes converge through a PostgreSQL cloud while a third program writes; a twin is locked out")
+    static func sqliteContents(_ path: String, table: String = "item") async throws -> [String] {
+        try await DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(db, sql: "SELECT name, title, rank FROM \(table) ORDER BY name").map { row in
+                "\(row[0] as String)|\((row[1] as String?) ?? "")|\((row[2] as Int64?).map(String.init) ?? "")"
+            }.sorted()
+        }
+    }
+
+    static func postgresContents(_ endpoint: PostgresEndpoint, table: String) async throws -> [String] {
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        defer { withExtendedLifetime(pool) {} }
+        let rows = try await pool.withConnection(doing: "reading \(table)") { connection in
+            let rows = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT name, title, rank::int8 FROM \(table) ORDER BY name COLLATE \"C\""), logger: connection.logger)
+            var lines: [String] = []
+            for try await (name, title, rank) in rows.decode((String, String?, Int64?).self) {
+                lines.append("\(name)|\(title ?? "")|\(rank.map(String.init) ?? "")")
+            }
+            return lines
+        }
+        await pool.close()
+        return rows.sorted()
+    }
+
+    static func execute(on endpoint: PostgresEndpoint, _ statements: String...) async throws {
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        do {
+            for statement in statements {
+                try await pool.withConnection(doing: "a test statement") { connection in
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+                }
+            }
+        } catch {
+            await pool.close()
+            throw error
+        }
+        await pool.close()
+    }
+
+    @Test("two gateway processes converge through a PostgreSQL cloud while programs write to both stores; a twin is locked out")
     func twoGateways() async throws {
         let cloud = try await PostgresTestServer.freshDatabase("two_gateways")
-        let a = try await GatewayFolder("a", cloudURL: "\(cloud)", seedRows: 300)
-        let b = try await GatewayFolder("b", cloudURL: "\(cloud)", deviceID: "twin-device")
+        let a = try await GatewayFolder("a", cloudURL: "\(cloud)", store: .sqlite(seedRows: 300))
+        let b = try await GatewayFolder("b", cloudURL: "\(cloud)", store: .postgres(cloud, schema: "app_b"), deviceID: "twin-device")
         defer {
             a.directory.remove()
             b.directory.remove()
@@ -65,31 +128,45 @@ struct PostgresCloudServiceTests {
             if gatewayB.isRunning { gatewayB.kill() }
         }
 
-        let writer = try ChildProcess(
+        let sqliteWriter = try ChildProcess(
             try BuiltExecutable.path("SQLiteWriter"), arguments: [a.database, "item", "w", "80", "10"],
             standardOutput: a.directory.path("writer.out"), standardError: a.directory.path("writer.err"))
-        #expect(try await writer.wait(timeout: .seconds(120)) == 0)
-        try await DatabaseQueue(path: b.database).write { db in
-            try db.execute(sql: "UPDATE item SET title = 'edited on b' WHERE name IN ('seed-1', 'seed-2')")
+        let postgresWriter = try ChildProcess(
+            try BuiltExecutable.path("PostgresWriter"), arguments: ["\(cloud)", "app_b", "item", "p", "80", "10"],
+            standardOutput: b.directory.path("writer.out"), standardError: b.directory.path("writer.err"))
+        #expect(try await sqliteWriter.wait(timeout: .seconds(120)) == 0)
+        #expect(
+            try await postgresWriter.wait(timeout: .seconds(120)) == 0,
+            "\((try? String(contentsOfFile: b.directory.path("writer.out"), encoding: .utf8)) ?? "")")
+        // Edit on b rows that came from a, once they are there.
+        let arrival = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < arrival, try await !b.contents().contains("seed-2|seed 2|2") {
+            try await Task.sleep(for: .milliseconds(100))
         }
+        try await Self.execute(on: cloud, "UPDATE app_b.item SET title = 'edited on b' WHERE name IN ('seed-1', 'seed-2')")
 
         let deadline = ContinuousClock.now + .seconds(90)
         var converged = false
         while ContinuousClock.now < deadline {
             let (left, right) = (try await a.contents(), try await b.contents())
-            if left.count == 380 && left == right {
+            if left.count == 460 && left == right {
                 converged = true
                 break
             }
             try await Task.sleep(for: .milliseconds(250))
         }
-        #expect(converged, "a: \(a.log)\nb: \(b.log)")
+        let (left, right) = (try await a.contents(), try await b.contents())
+        #expect(
+            converged,
+            "a has \(left.count) rows, b \(right.count); only in a: \(Set(left).subtracting(right).sorted().prefix(5)), only in b: \(Set(right).subtracting(left).sorted().prefix(5))")
         let final = try await a.contents()
         #expect(final.filter { $0.contains("edited on b") }.count == 2)
+        #expect(final.contains("p-1|updated by p|1"), "the PostgreSQL writer's rows reached SQLite")
+        #expect(final.contains("w-1|updated by w|1"))
 
         // Another machine's gateway with the same device id (the same state) is locked out by
         // the cloud's advisory lock, although its state folder is a different one.
-        let twin = try await GatewayFolder("twin", cloudURL: "\(cloud)", deviceID: "twin-device")
+        let twin = try await GatewayFolder("twin", cloudURL: "\(cloud)", store: .sqlite(seedRows: 0), deviceID: "twin-device")
         defer { twin.directory.remove() }
         let locked = try await GatewayCLI.run(["sync"], in: twin.directory.url)
         #expect(locked.status == 75, "\(locked)")
@@ -101,5 +178,81 @@ struct PostgresCloudServiceTests {
         #expect(try await gatewayB.wait(timeout: .seconds(30)) == 0, "\(b.log)")
         let afterStop = try await GatewayCLI.run(["sync"], in: twin.directory.url)
         #expect(afterStop.status == 0, "the lock is released when its holder stops: \(afterStop)")
+    }
+
+    @Test("SQLite and PostgreSQL stores converge through the embedded cloud, with types, edits and deletes")
+    func sqliteAndPostgres() async throws {
+        let database = try await PostgresTestServer.freshDatabase("sqlite_postgres")
+        let directory = try TemporaryDirectory(prefix: "gateway-sqlite-postgres")
+        defer { directory.remove() }
+        try await DatabaseQueue(path: directory.path("app.sqlite")).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE item (name TEXT PRIMARY KEY, title TEXT, rank INTEGER, price REAL, done BOOLEAN, due DATETIME, data BLOB);
+                    INSERT INTO item VALUES ('a', 'Alpha', 1, 1.5, 1, '2026-01-02T03:04:05.678Z', x'00ff10');
+                    INSERT INTO item VALUES ('b', 'Beta', 2, NULL, 0, NULL, NULL);
+                    INSERT INTO item VALUES ('c|d', 'Gamma ☃', -3, 2.25, 1, '1999-12-31T23:59:59.000Z', x'');
+                    """)
+        }
+        try await Self.execute(
+            on: database, "CREATE SCHEMA crm",
+            """
+            CREATE TABLE crm.item (name text PRIMARY KEY, title varchar(40), rank bigint, price double precision, done boolean,
+                                   due timestamptz, data bytea)
+            """)
+        let config = """
+            adapters:
+              - { name: app, kind: sqlite, path: app.sqlite, zone: Items, tables: [{ table: item }] }
+              - { name: crm, kind: postgres, url: "\(database)", schema: crm, zone: Items, tables: [{ table: item }] }
+            """
+        try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let first = try await GatewayCLI.run(["sync"], in: directory.url)
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stdout.contains("crm      Items           3         0"), "\(first)")
+        let second = try await GatewayCLI.run(["sync"], in: directory.url)
+        #expect(second.stdout.hasPrefix("Nothing to do"), "\(second)")
+
+        let columns = "name, title, rank, price, done, due, data"
+        let pool = PostgresConnectionPool(endpoint: database, maximumConnections: 1)
+        let rows = try await pool.withConnection(doing: "reading") { connection in
+            let rows = try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT name, title, rank, price::text, done::text, to_char(due AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
+                               encode(data, 'hex') FROM crm.item ORDER BY name
+                        """), logger: connection.logger)
+            var lines: [String] = []
+            for try await (name, title, rank, price, done, due, data)
+                in rows.decode((String, String?, Int64?, String?, String?, String?, String?).self)
+            {
+                lines.append([name, title, rank.map(String.init), price, done, due, data].map { $0 ?? "∅" }.joined(separator: " "))
+            }
+            return lines
+        }
+        #expect(
+            rows == [
+                "a Alpha 1 1.5 true 2026-01-02 03:04:05.678 00ff10", "b Beta 2 ∅ false ∅ ∅",
+                "c|d Gamma ☃ -3 2.25 true 1999-12-31 23:59:59.000 ",
+            ], "\(columns)")
+
+        // Edits and deletes made in PostgreSQL by another program come back to SQLite.
+        try await pool.withConnection(doing: "editing") { connection in
+            try await connection.query("UPDATE crm.item SET title = 'Beta edited', done = true WHERE name = 'b'", logger: connection.logger)
+            try await connection.query("DELETE FROM crm.item WHERE name = 'a'", logger: connection.logger)
+            try await connection.query(
+                "INSERT INTO crm.item (name, title, rank) VALUES ('new', 'From PostgreSQL', 9)", logger: connection.logger)
+        }
+        await pool.close()
+        // Adapters sync in config order: crm uploads in the first run, app downloads in the next.
+        for _ in 0..<2 {
+            let run = try await GatewayCLI.run(["sync"], in: directory.url)
+            #expect(run.status == 0, "\(run)")
+        }
+        let sqlite = try await DatabaseQueue(path: directory.path("app.sqlite")).read { db in
+            try Row.fetchAll(db, sql: "SELECT name, title, done FROM item ORDER BY name").map { "\($0[0] as String) \($0[1] as String?  ?? "∅") \($0[2] as Int64? ?? -1)" }
+        }
+        #expect(sqlite == ["b Beta edited 1", "c|d Gamma ☃ 1", "new From PostgreSQL -1"])
+        let fourth = try await GatewayCLI.run(["sync"], in: directory.url)
+        #expect(fourth.stdout.hasPrefix("Nothing to do"), "\(fourth)")
     }
 }
