@@ -1,0 +1,149 @@
+import Foundation
+import GatewayCore
+import GatewayTesting
+import PostgresAdapter
+import PostgresNIO
+import PostgresSupport
+import PostgresTesting
+import Testing
+
+/// The PostgreSQL adapter against real tables: types from the catalog, keys, identifiers,
+/// schema changes and clear errors.
+@Suite("PostgreSQL adapter behaviour")
+struct PostgresAdapterBehaviourTests {
+    static let zone = ZoneID(zoneName: "Types")
+
+    /// A table with one column of each supported type, a composite key and odd identifiers.
+    static func createTypes(in schema: String) -> [String] {
+        [
+            "CREATE SCHEMA \"\(schema)\"",
+            "CREATE TYPE \"\(schema)\".mood AS ENUM ('calm', 'odd \"one\"')",
+            #"""
+            CREATE TABLE "\#(schema)"."Odd ""Table""" (
+                "region" text, "n°" integer, small smallint, big bigint, exact numeric(30, 10), r real, d double precision,
+                "flag" boolean, "bytes" bytea, stamp timestamptz, plain timestamp, day date, id uuid, doc jsonb, tags text[],
+                counts integer[], feeling "\#(schema)".mood, label varchar(20), initial char(3),
+                PRIMARY KEY ("region", "n°"))
+            """#,
+        ]
+    }
+
+    static let row = #"""
+        INSERT INTO "%@"."Odd ""Table""" VALUES ('eu|west', 7, -3, 9007199254740993, 12345678901234567890.0123456789, 1.5, 2.25,
+            true, '\x00ff', '2026-01-02 03:04:05.678+00', '2026-01-02 03:04:05.678', '2026-01-02',
+            'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"k": [1, 2]}', ARRAY['x', 'y z'], ARRAY[1, 2, 3], 'odd "one"', 'label', 'ab')
+        """#
+
+    @Test("types from the catalog become fields and come back exactly, with a composite key and odd identifiers")
+    func typesRoundTrip() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("types")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        for statement in Self.createTypes(in: "source") + Self.createTypes(in: "replica") + [Self.row.replacingOccurrences(of: "%@", with: "source")] {
+            try await pool.withConnection(doing: "setting up") { try await $0.query(PostgresQuery(unsafeSQL: statement), logger: $0.logger) }
+        }
+        let tables = [PostgresTableMapping(table: "Odd \"Table\"", recordType: "Odd")]
+        let source = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "source", endpoint: endpoint, schema: "source", zoneID: Self.zone, tables: tables))
+        let replica = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "replica", endpoint: endpoint, schema: "replica", zoneID: Self.zone, tables: tables))
+
+        let pending = try await source.pendingChanges(limit: 10)
+        #expect(pending.saves.count == 1, "the existing row is queued once")
+        let record = try #require(pending.saves.first?.record)
+        #expect(record.id.recordName == "eu\\|west|7", "a composite key, escaped")
+        #expect(record["n°"] == nil, "key columns are the name, not fields")
+        #expect(record["small"] == .int64(-3))
+        #expect(record["big"] == .int64(9_007_199_254_740_993), "bigint beyond a double's precision stays exact")
+        #expect(record["exact"] == .string("12345678901234567890.0123456789"), "numeric is kept exact, as text")
+        #expect(record["r"] == .double(1.5))
+        #expect(record["d"] == .double(2.25))
+        #expect(record["flag"] == .int64(1))
+        #expect(record["bytes"] == .bytes(Data([0x00, 0xff])))
+        #expect(record["stamp"] == .timestamp(Timestamp(millisecondsSince1970: 1_767_323_045_678)))
+        #expect(record["plain"] == .timestamp(Timestamp(millisecondsSince1970: 1_767_323_045_678)), "timestamp without zone is UTC")
+        #expect(record["day"] == .timestamp(Timestamp(millisecondsSince1970: 1_767_312_000_000)))
+        #expect(record["id"] == .string("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"))
+        #expect(record["doc"] == .string(#"{"k": [1, 2]}"#))
+        #expect(record["tags"] == .list([.string("x"), .string("y z")]))
+        #expect(record["counts"] == .list([.int64(1), .int64(2), .int64(3)]))
+        #expect(record["feeling"] == .string("odd \"one\""), "enums travel as their label")
+        #expect(record["label"] == .string("label"))
+        #expect(record["initial"] == .string("ab"), "char(n) pads with blanks, which PostgreSQL drops when it turns the value into text")
+
+        var download = SyncStateUpdate(zoneState: Data("z".utf8))
+        download.metadata[record.id] = Data("m".utf8)
+        try await replica.apply(DownloadedChanges(writes: [record], state: download, expectedPendingVersions: [record.id: 0]))
+        #expect(try await replica.hasChanges() == false, "the gateway's own writes are not captured")
+        let compare = #"""
+            SELECT "region", "n°", small, big, exact, r, d, flag, bytes, stamp, plain, day, id, doc, tags, counts, feeling, label, initial
+            FROM "%@"."Odd ""Table"""
+            """#
+        var texts: [String] = []
+        for schema in ["source", "replica"] {
+            texts.append(
+                try await pool.withConnection(doing: "reading") { connection in
+                    let rows = try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT row_to_json(t)::text FROM (\(compare.replacingOccurrences(of: "%@", with: schema))) t"),
+                        logger: connection.logger)
+                    var text = ""
+                    for try await (value) in rows.decode(String.self) { text += value }
+                    return text
+                })
+        }
+        #expect(texts[0] == texts[1], "the replica's row equals the source's, type for type")
+        #expect(!texts[0].isEmpty)
+        await source.close()
+        await replica.close()
+        await pool.close()
+    }
+
+    @Test("a column added to a synced table is picked up without a restart")
+    func addedColumn() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("added_column")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await pool.withConnection(doing: "setting up") {
+            try await $0.query("CREATE TABLE public.note (id integer PRIMARY KEY, title text)", logger: $0.logger)
+        }
+        let adapter = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        try await pool.withConnection(doing: "changing the table") {
+            try await $0.query("ALTER TABLE public.note ADD COLUMN rank integer", logger: $0.logger)
+            try await $0.query("INSERT INTO public.note VALUES (1, 'one', 5)", logger: $0.logger)
+        }
+        let record = try #require(try await adapter.pendingChanges(limit: 10).saves.first?.record)
+        #expect(record.fields == ["title": .string("one"), "rank": .int64(5)])
+        await adapter.close()
+        await pool.close()
+    }
+
+    @Test("a missing table, a table without a primary key and a missing column are errors naming them")
+    func mappingErrors() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("mapping_errors")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await pool.withConnection(doing: "setting up") {
+            try await $0.query("CREATE TABLE public.keyless (title text)", logger: $0.logger)
+            try await $0.query("CREATE TABLE public.note (id integer PRIMARY KEY, title text)", logger: $0.logger)
+        }
+        await pool.close()
+        func failure(_ mapping: PostgresTableMapping) async -> PostgresAdapterError? {
+            let configuration = PostgresAdapterConfiguration(name: "app", endpoint: endpoint, zoneID: Self.zone, tables: [mapping])
+            do {
+                try await PostgresAdapter.check(configuration)
+                return nil
+            } catch {
+                return error as? PostgresAdapterError
+            }
+        }
+        let missing = await failure(PostgresTableMapping(table: "nope"))
+        #expect(missing?.code == .missingTable)
+        #expect(missing?.message.contains("table public.nope does not exist") == true, "\(String(describing: missing))")
+        let keyless = await failure(PostgresTableMapping(table: "keyless"))
+        #expect(keyless?.code == .noPrimaryKey)
+        let column = await failure(PostgresTableMapping(table: "note", exclude: ["body"]))
+        #expect(column?.code == .missingColumn)
+        #expect(column?.message.contains("column body") == true)
+        let encryptedText = await failure(PostgresTableMapping(table: "note", encryptedColumns: ["title"]))
+        #expect(encryptedText?.code == .invalidMapping, "an encrypted column must be bytea")
+        #expect(await failure(PostgresTableMapping(table: "note")) == nil)
+    }
+}
