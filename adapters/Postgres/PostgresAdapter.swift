@@ -192,14 +192,21 @@ public final class PostgresAdapter: ModelAdapter {
                 skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]
+            var writes: [String: [Record]] = [:]
             for record in changes.writes where !skipped.contains(record.id) {
-                guard let table = catalog.byType[record.recordType] else {
-                    skipped.insert(record.id)  // a record type this store does not hold
+                guard let table = catalog.byType[record.recordType], (try? table.keyTexts(of: record.id.recordName)) != nil else {
+                    skipped.insert(record.id)  // a record type this store does not hold, or a name that fits no key
                     continue
                 }
-                try await connection.query(
-                    PostgresQuery(unsafeSQL: table.upsertSQL, binds: try table.upsertBindings(for: record)), logger: connection.logger)
+                writes[table.table, default: []].append(record)
                 tables[record.id] = table.table
+            }
+            // One statement per table for the whole page.
+            for (tableName, records) in writes {
+                let table = catalog.byTable[tableName]!
+                var bindings = PostgresBindings()
+                bindings.append(try table.upsertManyArgument(for: records))
+                try await connection.query(PostgresQuery(unsafeSQL: table.upsertManySQL, binds: bindings), logger: connection.logger)
             }
             if !changes.deletes.isEmpty {
                 let names = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
@@ -211,11 +218,18 @@ public final class PostgresAdapter: ModelAdapter {
                     SELECT record_name, table_name FROM \(unescaped: state.changes) WHERE scope = \(state.scope) AND record_name = ANY(\(names))
                     """, logger: connection.logger)
                 for try await (name, table) in rows.decode((String, String).self) { known[name] = table }
+                var keys: [String: [[String]]] = [:]
                 for name in names {
-                    guard let table = known[name].flatMap({ catalog.byTable[$0] }) else { continue }
+                    guard let table = known[name].flatMap({ catalog.byTable[$0] }), let texts = try? table.keyTexts(of: name) else { continue }
+                    var columns = keys[table.table] ?? Array(repeating: [], count: table.keyColumns.count)
+                    for (index, text) in texts.enumerated() { columns[index].append(text) }
+                    keys[table.table] = columns
+                }
+                for (tableName, columns) in keys {
                     var bindings = PostgresBindings()
-                    for text in try table.keyTexts(of: name) { bindings.append(text) }
-                    try await connection.query(PostgresQuery(unsafeSQL: table.deleteSQL, binds: bindings), logger: connection.logger)
+                    for column in columns { bindings.append(column) }
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: catalog.byTable[tableName]!.deleteManySQL, binds: bindings), logger: connection.logger)
                 }
             }
             try await Self.commit(changes.state, zone: zone, skipping: skipped, knownTables: tables, state: state, connection: connection)

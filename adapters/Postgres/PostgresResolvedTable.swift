@@ -118,25 +118,47 @@ struct PostgresResolvedTable: Sendable {
             """
     }
 
-    /// Inserts or updates one row: key texts first, then one text per value column.
-    var upsertSQL: String {
-        let columns = keyColumns + valueColumns
-        let values = keyColumns.enumerated().map { $1.keyFromTextSQL("$\($0 + 1)") }
-            + valueColumns.enumerated().map { $1.writeSQL("$\(keyColumns.count + $0 + 1)") }
+    /// Inserts or updates many rows at once from `$1`, a JSON array of objects holding the key
+    /// texts (`k0`, `k1`, …) and value texts (`v0`, `v1`, …), JSON null for SQL NULL.
+    var upsertManySQL: String {
+        let keyNames = keyColumns.indices.map { "k\($0)" }
+        let valueNames = valueColumns.indices.map { "v\($0)" }
+        let record = (keyNames + valueNames).map { "\($0) text" }.joined(separator: ", ")
+        let values = zip(keyColumns, keyNames).map { $0.keyFromTextSQL("u.\($1)") }
+            + zip(valueColumns, valueNames).map { $0.writeSQL("u.\($1)") }
         let conflict = keyColumns.map(\.quoted).joined(separator: ", ")
         let update =
             valueColumns.isEmpty
             ? "NOTHING" : "UPDATE SET " + valueColumns.map { "\($0.quoted) = excluded.\($0.quoted)" }.joined(separator: ", ")
         return """
-            INSERT INTO \(qualifiedName) (\(columns.map(\.quoted).joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))
+            INSERT INTO \(qualifiedName) (\((keyColumns + valueColumns).map(\.quoted).joined(separator: ", ")))
+            SELECT \(values.joined(separator: ", ")) FROM jsonb_to_recordset($1::jsonb) AS u(\(record))
             ON CONFLICT (\(conflict)) DO \(update)
             """
     }
 
-    /// Deletes one row by its key texts.
-    var deleteSQL: String {
-        let match = keyColumns.enumerated().map { "\($1.quoted) = \($1.keyFromTextSQL("$\($0 + 1)"))" }
-        return "DELETE FROM \(qualifiedName) WHERE \(match.joined(separator: " AND "))"
+    /// The `$1` of ``upsertManySQL`` for records of this table.
+    func upsertManyArgument(for records: [Record]) throws -> String {
+        var rows: [[String: String?]] = []
+        rows.reserveCapacity(records.count)
+        for record in records {
+            var row: [String: String?] = [:]
+            for (index, text) in try keyTexts(of: record.id.recordName).enumerated() { row["k\(index)"] = text }
+            for (index, column) in valueColumns.enumerated() { row["v\(index)"] = .some(column.text(for: record.fields[column.name])) }
+            rows.append(row)
+        }
+        return String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+    }
+
+    /// Deletes many rows at once by their key texts, one text array per key column.
+    var deleteManySQL: String {
+        let keyNames = keyColumns.indices.map { "k\($0)" }
+        let arrays = keyColumns.indices.map { "$\($0 + 1)::text[]" }.joined(separator: ", ")
+        let match = zip(keyColumns, keyNames).map { column, name in "t.\(column.quoted) = \(column.keyFromTextSQL("k.\(name)"))" }
+        return """
+            DELETE FROM \(qualifiedName) AS t USING unnest(\(arrays)) AS k(\(keyNames.joined(separator: ", ")))
+            WHERE \(match.joined(separator: " AND "))
+            """
     }
 
     // MARK: Values
@@ -158,19 +180,5 @@ struct PostgresResolvedTable: Sendable {
             if let text, let value = column.field(fromText: text) { fields[column.name] = value }
         }
         return Record(id: id, recordType: recordType, fields: fields)
-    }
-
-    /// The bindings of ``upsertSQL`` for a record.
-    func upsertBindings(for record: Record) throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: keyColumns.count + valueColumns.count)
-        for text in try keyTexts(of: record.id.recordName) { bindings.append(text) }
-        for column in valueColumns {
-            if let text = column.text(for: record.fields[column.name]) {
-                bindings.append(text)
-            } else {
-                bindings.appendNull()
-            }
-        }
-        return bindings
     }
 }
