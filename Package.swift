@@ -136,6 +136,8 @@ let package = Package(
             name: "GatewayBench",
             dependencies: [
                 "GatewayCore", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", .product(name: "GRDB", package: "GRDB.swift"),
+                "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Benchmarks/GatewayBench",
             swiftSettings: strictSettings

@@ -16,7 +16,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
 
 nonisolated(unsafe) let scenarios: [any Scenario] = [
     EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
-    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), SQLiteMemoryScenario(),
+    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), SQLiteMemoryScenario(),
 ]
 
 struct Options {

@@ -1,0 +1,129 @@
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import GatewayTesting
+import PostgresAdapter
+import PostgresNIO
+import PostgresSupport
+import PostgresTesting
+import SQLiteAdapter
+
+/// N rows from a SQLite file into PostgreSQL through the gateway (file → embedded cloud →
+/// PostgreSQL adapter), against `pgloader` migrating the same table in one hop, in the same run.
+///
+/// The server is the tests' private cluster (or `GATEWAY_TEST_POSTGRES_URL`); `pgloader` comes
+/// from Debian's package of that name. Without it the pgloader figures are left out and said so.
+struct PostgresInitialSyncScenario: Scenario {
+    let name = "postgres-initial"
+    let summary = "PostgreSQL: N rows (6 columns) SQLite → embedded cloud → PostgreSQL through the gateway, vs pgloader's one hop"
+
+    static let table = """
+        CREATE TABLE %@.note (id bigint PRIMARY KEY, title text, body text, views bigint, score double precision,
+                              created_at timestamptz, done boolean)
+        """
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        let database = try await PostgresTestServer.freshDatabase("bench")
+        try await execute(on: database, "CREATE SCHEMA app", Self.table.replacingOccurrences(of: "%@", with: "app"))
+        let source = workDirectory.appendingPathComponent("source.sqlite").path
+        try BenchNotes.makeDatabase(source, rows: records)
+        let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
+        let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source")
+        let target = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(
+                name: "target", endpoint: database, schema: "app", zoneID: BenchNotes.zone, tables: [PostgresTableMapping(table: "note")]))
+        let down = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(target)], configuration: SyncConfiguration(deviceID: "target"))
+        let (uploaded, upSeconds) = try await timed { try await BenchNotes.sync(up) }
+        let (downloaded, downSeconds) = try await timed { try await BenchNotes.sync(down) }
+        await target.close()
+        guard uploaded.uploaded == records, downloaded.downloaded == records else {
+            throw BenchmarkError("moved \(uploaded.uploaded) up and \(downloaded.downloaded) down, expected \(records)")
+        }
+        let copied = try await count(on: database, "app.note")
+        guard copied == records else { throw BenchmarkError("PostgreSQL has \(copied) rows, expected \(records)") }
+        let gatewaySeconds = upSeconds + downSeconds
+        var measurements = [
+            Measurement(name: "upload \(records) rows (SQLite → cloud)", value: upSeconds, unit: "s"),
+            Measurement(name: "download \(records) rows (cloud → PostgreSQL)", value: downSeconds, unit: "s"),
+            Measurement(name: "gateway, both hops", value: gatewaySeconds, unit: "s"),
+            Measurement(name: "gateway end to end", value: Double(records) / gatewaySeconds, unit: "rows/s"),
+        ]
+        guard let pgloader = Self.pgloaderPath() else {
+            print("  pgloader is not installed (Debian: apt-get install pgloader); its figures are left out")
+            return measurements
+        }
+        let pgloaderSeconds = try await runPgloader(pgloader, source: source, database: database, workDirectory: workDirectory)
+        let pgloaderLog = (try? String(contentsOfFile: workDirectory.appendingPathComponent("pgloader.log").path, encoding: .utf8)) ?? ""
+        // pgloader picks the schema itself (for SQLite, after the file); find where it put the table.
+        let schemas = try await count(
+            on: database, "information_schema.tables WHERE table_name = 'note' AND table_schema <> 'app'", column: "string_agg(table_schema, ',')")
+        let loaded = (try? await count(on: database, "\"\(schemas)\".note")) ?? -1
+        guard loaded == records else { throw BenchmarkError("pgloader loaded \(loaded) rows, expected \(records):\n\(pgloaderLog)") }
+        measurements += [
+            Measurement(name: "pgloader, one hop", value: pgloaderSeconds, unit: "s"),
+            Measurement(name: "gateway time ÷ pgloader time", value: gatewaySeconds / pgloaderSeconds, unit: "×", goal: .atMost(2)),
+        ]
+        return measurements
+    }
+
+    static func pgloaderPath() -> String? {
+        ["/usr/bin/pgloader", "/usr/local/bin/pgloader"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Times pgloader migrating the `note` table (schema and data) into the database's public schema.
+    private func runPgloader(_ pgloader: String, source: String, database: PostgresEndpoint, workDirectory: URL) async throws -> Double {
+        let script = workDirectory.appendingPathComponent("load.pgl")
+        let target = "postgresql://\(database.username)@\(database.host):\(database.port)/\(database.database)"
+        try Data(
+            """
+            LOAD DATABASE FROM sqlite://\(source) INTO \(target)
+            WITH include drop, create tables, create indexes, reset sequences
+            INCLUDING ONLY TABLE NAMES LIKE 'note';
+            """.utf8
+        ).write(to: script)
+        let log = workDirectory.appendingPathComponent("pgloader.log").path
+        let (status, seconds) = try await timed {
+            try await ChildProcess(
+                pgloader, arguments: ["--no-ssl-cert-verification", script.path], directory: workDirectory.path, standardOutput: log,
+                standardError: log
+            ).wait(timeout: .seconds(1800))
+        }
+        guard status == 0 else {
+            throw BenchmarkError("pgloader failed (\(status)): \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        }
+        return seconds
+    }
+
+    private func count(on endpoint: PostgresEndpoint, _ table: String) async throws -> Int {
+        Int(try await count(on: endpoint, table, column: "count(*)::text")) ?? -1
+    }
+
+    private func count(on endpoint: PostgresEndpoint, _ table: String, column: String) async throws -> String {
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        defer { withExtendedLifetime(pool) {} }
+        do {
+            let value = try await pool.withConnection(doing: "counting") { connection in
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT \(column) FROM \(table)"), logger: connection.logger)
+                var text = ""
+                for try await (value) in rows.decode(String?.self) { text = value ?? "" }
+                return text
+            }
+            await pool.close()
+            return value
+        } catch {
+            await pool.close()
+            throw error
+        }
+    }
+
+    private func execute(on endpoint: PostgresEndpoint, _ statements: String...) async throws {
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        for statement in statements {
+            try await pool.withConnection(doing: "setting up") { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+            }
+        }
+        await pool.close()
+    }
+}
