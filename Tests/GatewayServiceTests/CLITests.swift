@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import GatewayService
 import GatewayTesting
+import PostgresNIO
+import PostgresSupport
 import PostgresTesting
 import Testing
 
@@ -128,16 +130,33 @@ struct CLITests {
 
     @Test(
         "every example config validates",
-        arguments: ["minimal.yaml", "two-apps.yaml", "service.yaml", "encrypted.yaml", "shared-postgres-cloud.yaml"])
+        arguments: ["minimal.yaml", "two-apps.yaml", "service.yaml", "encrypted.yaml", "shared-postgres-cloud.yaml", "sqlite-to-postgres.yaml"])
     func exampleConfig(_ name: String) async throws {
         let clone = try FreshClone()
         defer { clone.directory.remove() }
-        let cloudURL = name.contains("postgres") ? "\(try await PostgresTestServer.freshDatabase("example"))" : ""
+        let database = name.contains("postgres") ? try await PostgresTestServer.freshDatabase("example") : nil
+        if let database, name == "sqlite-to-postgres.yaml" {
+            // The table the example's comment asks for.
+            let pool = PostgresConnectionPool(endpoint: database, maximumConnections: 1)
+            for statement in [
+                "CREATE SCHEMA crm",
+                """
+                CREATE TABLE crm.notes (id integer PRIMARY KEY, title text NOT NULL, body text NOT NULL DEFAULT '',
+                    pinned boolean NOT NULL DEFAULT false, rating double precision, created_at timestamptz NOT NULL, thumbnail bytea)
+                """,
+            ] {
+                try await pool.withConnection(doing: "creating the example's table") {
+                    try await $0.query(PostgresQuery(unsafeSQL: statement), logger: $0.logger)
+                }
+            }
+            await pool.close()
+        }
+        let cloudURL = database.map { "\($0)" } ?? ""
         let result = try await clone.gateway(
             "validate", "--config", "examples/\(name)",
             environment: [
                 "GATEWAY_TOKEN": "example-token", "NOTES_KEY": Data(repeating: 7, count: 32).base64EncodedString(),
-                "GATEWAY_CLOUD_URL": cloudURL,
+                "GATEWAY_CLOUD_URL": cloudURL, "CRM_URL": cloudURL,
             ])
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.hasPrefix("examples/\(name) is valid"))
@@ -147,7 +166,10 @@ struct CLITests {
     func examplesAreListed() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Repository.root.appendingPathComponent("examples").path)
             .filter { $0.hasSuffix(".yaml") }.sorted()
-        #expect(names == ["encrypted.yaml", "minimal.yaml", "service.yaml", "shared-postgres-cloud.yaml", "two-apps.yaml"])
+        #expect(
+            names == [
+                "encrypted.yaml", "minimal.yaml", "service.yaml", "shared-postgres-cloud.yaml", "sqlite-to-postgres.yaml", "two-apps.yaml",
+            ])
     }
 
     @Test("a missing config file, an unknown option and a missing argument are usage errors (exit 2)")
