@@ -7,7 +7,9 @@ import UnixSignals
 
 /// The service behind `gateway run`: syncs every adapter at start, then on `sync_interval`, when
 /// an adapter's store changes (debounced), when the cloud signals a change in a zone, and on
-/// SIGUSR1. Requests that arrive during a sync are coalesced into one more sync.
+/// SIGUSR1. Requests that arrive during a sync are coalesced into one more sync. An adapter whose
+/// sync failed is left out of the next syncs for a while (``AdapterBackoff``: 1 s, doubling up to
+/// `retry.max_delay`), so it neither blocks nor floods the others.
 ///
 /// It holds the state folder's process lock while it runs, so `gateway sync` on the same config
 /// exits 75 meanwhile. On graceful shutdown (SIGTERM, SIGINT) no new sync starts and the current
@@ -22,6 +24,8 @@ public struct SyncScheduler: Service {
     /// How long a store's change signal waits for more changes before it asks for a sync.
     public var debounce: Duration
     private let requests: SyncRequests
+    /// Adapters whose last syncs failed wait before they are tried again.
+    let backoff: AdapterBackoff
 
     public init(
         configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
@@ -33,6 +37,7 @@ public struct SyncScheduler: Service {
         self.metrics = metrics
         self.debounce = debounce
         self.requests = SyncRequests()
+        self.backoff = AdapterBackoff(baseDelay: .seconds(1), maxDelay: configuration.settings.retry.maxDelay.duration)
     }
 
     /// Why a sync was asked for.
@@ -129,9 +134,17 @@ public struct SyncScheduler: Service {
 
     private func sync(_ synchronizer: Synchronizer, reasons: Set<Trigger>) async {
         let started = ContinuousClock.now
+        let all = configuration.adapters.map(\.name)
+        // Adapters that failed recently wait their turn; the others sync now.
+        let names = backoff.eligible(all, at: started)
+        guard !names.isEmpty else {
+            logger.debug("every adapter is backing off after failures", metadata: ["reasons": "\(reasons.map(\.rawValue).sorted())"])
+            return
+        }
         monitor.syncStarted(reasons: reasons.map(\.rawValue).sorted())
         do {
-            let report = try await synchronizer.sync()
+            let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
+            backoff.record(report, at: ContinuousClock.now)
             monitor.syncFinished(report, error: nil)
             metrics.record(
                 report, duration: ContinuousClock.now - started,
@@ -153,6 +166,9 @@ public struct SyncScheduler: Service {
                 case .failed(let code, let message):
                     metadata["code"] = "\(code)"
                     metadata["error"] = "\(message)"
+                    if let retryAt = backoff.retryAt(adapter.adapter) {
+                        metadata["retry_in"] = "\(retryAt - ContinuousClock.now)"
+                    }
                     logger.error("adapter failed", metadata: metadata)
                 }
             }

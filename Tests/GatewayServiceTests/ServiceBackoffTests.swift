@@ -1,0 +1,61 @@
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import GatewayTesting
+import Testing
+
+@Suite("service mode with a broken store")
+struct ServiceBackoffTests {
+    @Test("a failing adapter backs off while the other keeps syncing, and says when it retries")
+    func failingAdapterBacksOff() async throws {
+        let directory = try TemporaryDirectory(prefix: "gateway-backoff")
+        defer { directory.remove() }
+        for name in ["good", "broken"] {
+            try await DatabaseQueue(path: directory.path("\(name).sqlite")).write { db in
+                try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, title TEXT)")
+            }
+        }
+        let config = """
+            gateway: { sync_interval: 1s, control: { listen: "127.0.0.1:0" } }
+            adapters:
+              - { name: good, kind: sqlite, path: good.sqlite, zone: Good, tables: [{ table: item }] }
+              - { name: broken, kind: sqlite, path: broken.sqlite, zone: Broken, tables: [{ table: item }] }
+            """
+        try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
+            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
+        func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            throw ConformanceFailure("\(what) did not happen within 60 s; the service logged:\n\(log())")
+        }
+        try await waitFor("the first sync") { log().contains("sync finished") }
+
+        // The broken store loses its table: its syncs fail from now on.
+        try await DatabaseQueue(path: directory.path("broken.sqlite")).write { db in try db.execute(sql: "DROP TABLE item") }
+        try await waitFor("the broken adapter's failure") { log().contains("adapter=broken") && log().contains("retry_in=") }
+
+        // The other adapter's changes keep reaching the cloud.
+        let cloud = try EmbeddedCloud(path: directory.path(".gateway/cloud.sqlite"))
+        for index in 1...3 {
+            try await DatabaseQueue(path: directory.path("good.sqlite")).write { db in
+                try db.execute(sql: "INSERT INTO item (id, title) VALUES (?, 'row')", arguments: [index])
+            }
+            try await waitFor("row \(index) of the good adapter in the cloud") {
+                try await zoneContents(of: cloud, zone: ZoneID(zoneName: "Good"))["\(index)"] != nil
+            }
+        }
+        let failures = log().components(separatedBy: "\n").filter { $0.contains("adapter failed") && $0.contains("adapter=broken") }
+        #expect(!failures.isEmpty)
+        #expect(failures.allSatisfy { $0.contains("retry_in=") }, "\(failures)")
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(30)) == 0, "\(log())")
+    }
+}
