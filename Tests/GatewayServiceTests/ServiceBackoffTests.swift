@@ -7,7 +7,7 @@ import Testing
 
 @Suite("service mode with a broken store")
 struct ServiceBackoffTests {
-    @Test("a failing adapter backs off while the other keeps syncing, and says when it retries")
+    @Test("a failing adapter backs off while the other keeps syncing, and says when it retries, in JSON log lines with sync ids")
     func failingAdapterBacksOff() async throws {
         let directory = try TemporaryDirectory(prefix: "gateway-backoff")
         defer { directory.remove() }
@@ -24,7 +24,7 @@ struct ServiceBackoffTests {
             """
         try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
         let service = try ChildProcess(
-            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
+            try BuiltExecutable.path("gateway"), arguments: ["run", "--log-format", "json"], directory: directory.url.path,
             standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
         defer { if service.isRunning { service.kill() } }
         func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
@@ -36,11 +36,11 @@ struct ServiceBackoffTests {
             }
             throw ConformanceFailure("\(what) did not happen within 60 s; the service logged:\n\(log())")
         }
-        try await waitFor("the first sync") { log().contains("sync finished") }
+        try await waitFor("the first sync") { log().contains("\"message\":\"sync finished\"") }
 
         // The broken store loses its table: its syncs fail from now on.
         try await DatabaseQueue(path: directory.path("broken.sqlite")).write { db in try db.execute(sql: "DROP TABLE item") }
-        try await waitFor("the broken adapter's failure") { log().contains("adapter=broken") && log().contains("retry_in=") }
+        try await waitFor("the broken adapter's failure") { log().contains("\"adapter\":\"broken\"") && log().contains("\"retry_in\"") }
 
         // The other adapter's changes keep reaching the cloud.
         let cloud = try EmbeddedCloud(path: directory.path(".gateway/cloud.sqlite"))
@@ -52,9 +52,20 @@ struct ServiceBackoffTests {
                 try await zoneContents(of: cloud, zone: ZoneID(zoneName: "Good"))["\(index)"] != nil
             }
         }
-        let failures = log().components(separatedBy: "\n").filter { $0.contains("adapter failed") && $0.contains("adapter=broken") }
+        struct Line: Decodable {
+            var time: String
+            var level: String
+            var message: String
+            var adapter: String?
+            var sync: String?
+            var retry_in: String?
+        }
+        let lines = try log().split(separator: "\n").map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)) }
+        let failures = lines.filter { $0.message == "adapter failed" && $0.adapter == "broken" }
         #expect(!failures.isEmpty)
-        #expect(failures.allSatisfy { $0.contains("retry_in=") }, "\(failures)")
+        #expect(failures.allSatisfy { $0.retry_in != nil && $0.level == "error" && Int($0.sync ?? "") != nil }, "\(failures)")
+        let syncs = lines.filter { $0.message == "adapter synced" && $0.adapter == "good" }.compactMap { $0.sync.flatMap(Int.init) }
+        #expect(syncs == syncs.sorted() && Set(syncs).count == syncs.count, "each sync has its own, growing id")
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0, "\(log())")
     }

@@ -15,12 +15,25 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
+    @Option(help: "How log lines look on standard error: text, or json (one object per line, for log collectors).")
+    var logFormat: LogFormat = .text
+
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
     func run() async throws {
         let configuration = try options.load()
+        let format = logFormat
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
-            return handler
+            switch format {
+            case .text:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = .info
+                return handler
+            case .json:
+                return JSONLogHandler(label: label)
+            }
         }
         let logger = Logger(label: "gateway")
         let scheduler = SyncScheduler(configuration: configuration, logger: logger)

@@ -56,6 +56,15 @@ public struct SyncScheduler: Service {
         let wakeUps: AsyncStream<Void>
         private let continuation: AsyncStream<Void>.Continuation
         private let requested = Mutex<Set<Trigger>>([])
+        private let syncCount = Mutex(0)
+
+        /// The next sync's number, which its log lines carry as `sync`.
+        func nextSyncID() -> Int {
+            syncCount.withLock { count in
+                count += 1
+                return count
+            }
+        }
 
         init() {
             (wakeUps, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -142,6 +151,8 @@ public struct SyncScheduler: Service {
             return
         }
         monitor.syncStarted(reasons: reasons.map(\.rawValue).sorted())
+        var logger = logger
+        logger[metadataKey: "sync"] = "\(requests.nextSyncID())"
         do {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
             backoff.record(report, at: ContinuousClock.now)
