@@ -27,15 +27,6 @@ public struct ChangeSignals: AsyncSequence, Sendable {
         ChangeSignals { PollingChangeSource(interval: interval, probe: probe) }
     }
 
-    /// Signals each time `probe` turns from false to true, polled every `interval`: a store going
-    /// from synced to changed. Settling changes (true → false) does not signal.
-    public static func pollingTransitions(
-        every interval: Duration, probe: @escaping @Sendable () async throws -> Bool
-    ) -> ChangeSignals {
-        let transitions = TransitionCounter()
-        return .polling(every: interval) { transitions.observe(try await probe()) }
-    }
-
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(source: makeSource())
     }
@@ -106,18 +97,5 @@ struct PollingChangeSource<Stamp: Equatable & Sendable>: ChangeSignalSource {
             }
         }
         return false
-    }
-}
-
-/// Counts false → true transitions of an observed flag.
-final class TransitionCounter: Sendable {
-    private let state = Mutex<(last: Bool?, count: Int)>((nil, 0))
-
-    func observe(_ value: Bool) -> Int {
-        state.withLock { state in
-            if state.last == false && value { state.count += 1 }
-            state.last = value
-            return state.count
-        }
     }
 }

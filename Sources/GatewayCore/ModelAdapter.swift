@@ -61,7 +61,9 @@ public protocol ModelAdapter: Sendable {
     /// creating change-log entries.
     func resetSyncState(keepData: Bool) async throws
 
-    /// Fires when the store goes from synced to changed.
+    /// Fires after local changes: each new change signals (several may coalesce into one signal),
+    /// also while earlier changes are still pending, since a change made during a sync finds the
+    /// store already changed. The adapter's own writes (``apply(_:)``) need not fire.
     func changeSignals() -> ChangeSignals
 }
 

@@ -105,7 +105,17 @@ extension AdapterConformanceSuite {
             try expectEqual(try await adapter.pendingChanges(limit: 10).count, 2, "a changed failed record is offered again")
             try expect(try await adapter.failedRecords().isEmpty, "a changed record is no longer marked failed")
         },
-        AdapterConformanceCase("change signals fire on the synced-to-changed transition") { harness in
+        AdapterConformanceCase("change signals fire for a new local change while earlier ones are still pending") { harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            // A change made during a sync finds the store already changed; it must signal all the
+            // same, or it waits for the next interval.
+            try await harness.saveLocally(note("pending", title: "not uploaded yet"), in: adapter)
+            try await harness.observe(adapter)
+            try await expectChangeSignal(from: adapter.changeSignals()) { round in
+                try await harness.saveLocally(note("more-\(round)", title: "\(round)"), in: adapter)
+            }
+        },
+        AdapterConformanceCase("change signals fire when the store changes after a sync") { harness in
             let adapter = try await harness.makeAdapter(zone: zone)
             try await expectChangeSignal(from: adapter.changeSignals()) { round in
                 // Edit, then settle, so each round is a synced → changed transition.

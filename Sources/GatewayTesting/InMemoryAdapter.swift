@@ -27,7 +27,8 @@ public actor InMemoryAdapter: ModelAdapter {
     }
 
     private var storage = Storage()
-    private var transitions = 0
+    /// Moves with every local change (and a reset that keeps data), which the signals poll.
+    private var localChanges = 0
     private var injectedFailure: (any Error)?
 
     public init(name: String = "memory", zoneID: ZoneID, signalInterval: Duration = .milliseconds(10)) {
@@ -62,7 +63,7 @@ public actor InMemoryAdapter: ModelAdapter {
     }
 
     private func logLocalChange(_ id: RecordID) {
-        if storage.changeLog.isEmpty { transitions += 1 }
+        localChanges += 1
         storage.changeLog[id] = storage.nextVersion
         storage.nextVersion += 1
         storage.failures[id] = nil
@@ -156,11 +157,11 @@ public actor InMemoryAdapter: ModelAdapter {
                 storage.changeLog.removeAll()
             }
         }
-        if keepData && !storage.changeLog.isEmpty { transitions += 1 }
+        if keepData && !storage.changeLog.isEmpty { localChanges += 1 }
     }
 
     public nonisolated func changeSignals() -> ChangeSignals {
-        .polling(every: signalInterval) { [self] in await self.transitions }
+        .polling(every: signalInterval) { [self] in await self.localChanges }
     }
 
     // MARK: Transactions

@@ -239,7 +239,14 @@ public final class JSONFilesAdapter: ModelAdapter {
     }
 
     public func changeSignals() -> ChangeSignals {
-        .pollingTransitions(every: configuration.pollInterval) { [self] in try await hasChanges() }
+        // A scan gives every change it finds the next version, so the counter moves with each
+        // local change: a change made while an earlier one is still pending signals too.
+        .polling(every: configuration.pollInterval) { [self] in
+            try await write { db, adapter in
+                try adapter.scan(db)
+                return try Int64.fetchOne(db, sql: "SELECT version FROM counter") ?? 0
+            }
+        }
     }
 
     // MARK: State

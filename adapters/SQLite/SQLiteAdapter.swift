@@ -285,8 +285,11 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func changeSignals() -> ChangeSignals {
         let pool = pool
-        return .pollingTransitions(every: configuration.signalPollInterval) {
-            try await pool.read { db in try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false }
+        // Every captured change takes the next log version, and the newest log row is never
+        // deleted, so the largest version moves with each local change (and only then): a change
+        // made while an earlier one is still pending signals too.
+        return .polling(every: configuration.signalPollInterval) {
+            try await pool.read { db in try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0 }
         }
     }
 

@@ -29,7 +29,7 @@ public struct SyncScheduler: Service {
 
     public init(
         configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
-        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration = .milliseconds(200)
+        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration = .milliseconds(25)
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -57,6 +57,20 @@ public struct SyncScheduler: Service {
         private let continuation: AsyncStream<Void>.Continuation
         private let requested = Mutex<Set<Trigger>>([])
         private let syncCount = Mutex(0)
+        private let followUps = Mutex(0)
+
+        /// Whether a follow-up sync may be asked for, given whether one is needed: no more than
+        /// three in a row.
+        func allowFollowUp(_ needed: Bool) -> Bool {
+            followUps.withLock { count in
+                guard needed, count < 3 else {
+                    count = 0
+                    return false
+                }
+                count += 1
+                return true
+            }
+        }
 
         /// The next sync's number, which its log lines carry as `sync`.
         func nextSyncID() -> Int {
@@ -131,7 +145,7 @@ public struct SyncScheduler: Service {
             for await _ in requests.wakeUps.cancelOnGracefulShutdown() {
                 // On shutdown the sync stops after its current page or batch, committed.
                 let reasons = requests.take()
-                await cancelWhenGracefulShutdown { await sync(synchronizer, reasons: reasons) }
+                await cancelWhenGracefulShutdown { await sync(synchronizer, adapters: adapters, reasons: reasons) }
                 if Task.isShuttingDownGracefully { break }
             }
             group.cancelAll()
@@ -141,7 +155,29 @@ public struct SyncScheduler: Service {
         logger.info("gateway stopped")
     }
 
-    private func sync(_ synchronizer: Synchronizer, reasons: Set<Trigger>) async {
+    /// Asks for one more sync when a synced adapter still has changes it can send: they were
+    /// made during the sync, and a store whose signals fire on the synced-to-changed transition
+    /// would not signal them, since it never looked synced. At most three follow-ups in a row,
+    /// so a change that can never leave does not keep the service busy.
+    private func requestFollowUpIfNeeded(after report: SyncReport, adapters: [OpenedAdapter], logger: Logger) async {
+        var unsent = false
+        for result in report.adapters where result.outcome == .synced {
+            guard let adapter = adapters.first(where: { $0.name == result.adapter })?.adapter else { continue }
+            let pending = (try? await adapter.pendingChangeCount()) ?? 0
+            guard pending > 0 else { continue }
+            let failed = (try? await adapter.failedRecords().count) ?? pending
+            if pending > failed {
+                unsent = true
+                break
+            }
+        }
+        if requests.allowFollowUp(unsent) {
+            logger.debug("changes arrived during the sync; syncing again")
+            requests.request(.store)
+        }
+    }
+
+    private func sync(_ synchronizer: Synchronizer, adapters: [OpenedAdapter], reasons: Set<Trigger>) async {
         let started = ContinuousClock.now
         let all = configuration.adapters.map(\.name)
         // Adapters that failed recently wait their turn; the others sync now.
@@ -157,6 +193,7 @@ public struct SyncScheduler: Service {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
             backoff.record(report, at: ContinuousClock.now)
             monitor.syncFinished(report, error: nil)
+            await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
             metrics.record(
                 report, duration: ContinuousClock.now - started,
                 policies: Dictionary(
