@@ -26,7 +26,9 @@ struct ServiceLatencyScenario: Scenario {
 
         let sqliteFolder = workDirectory.appendingPathComponent("sqlite")
         try FileManager.default.createDirectory(at: sqliteFolder, withIntermediateDirectories: true)
-        let database = try DatabaseQueue(path: sqliteFolder.appendingPathComponent("app.sqlite").path)
+        var waiting = Configuration()
+        waiting.busyMode = .timeout(30)  // the gateway's transactions hold the write lock for a moment
+        let database = try DatabaseQueue(path: sqliteFolder.appendingPathComponent("app.sqlite").path, configuration: waiting)
         try await database.write { db in try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, title TEXT)") }
         let sqlite = try await latencies(
             gateway: gateway, folder: sqliteFolder,
