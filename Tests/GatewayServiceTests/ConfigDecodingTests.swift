@@ -53,6 +53,7 @@ struct ConfigDecodingTests {
               merge_policy: client
               merge_prefers: client
               sync_interval: 1h30m
+              debounce: 2s
               retry: { max_attempts: 9, base_delay: 250ms, max_delay: 2m }
               on_zone_deleted: pause
               control: { listen: "0.0.0.0:9000", token: "${TOKEN}" }
@@ -101,6 +102,7 @@ struct ConfigDecodingTests {
         #expect(configuration.context.stateDirectory == "/var/lib/gateway")
         #expect(settings.compatibilityVersion == 3)
         #expect(settings.syncInterval.duration == .seconds(5_400))
+        #expect(settings.debounce.duration == .seconds(2))
         #expect(settings.retry.policy == RetryPolicy(maxAttempts: 9, baseDelay: .milliseconds(250), maxDelay: .seconds(120)))
         #expect(settings.onZoneDeleted == .pause)
         #expect(settings.control.host == "0.0.0.0" && settings.control.port == 9000 && settings.control.token == "s3cret")

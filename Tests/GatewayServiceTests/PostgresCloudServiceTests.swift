@@ -255,4 +255,63 @@ struct PostgresCloudServiceTests {
         let fourth = try await GatewayCLI.run(["sync"], in: directory.url)
         #expect(fourth.stdout.hasPrefix("Nothing to do"), "\(fourth)")
     }
+
+    @Test("gateway run over HTTP: status and metrics show a PostgreSQL change before it syncs, and not after")
+    func serviceStatusForPostgres() async throws {
+        let database = try await PostgresTestServer.freshDatabase("service_status")
+        try await Self.execute(on: database, "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
+        let directory = try TemporaryDirectory(prefix: "gateway-pg-service")
+        defer { directory.remove() }
+        // A long debounce holds the change back long enough to be seen pending.
+        let config = """
+            gateway: { sync_interval: 1h, debounce: 5s, control: { listen: "127.0.0.1:0", token: "${GATEWAY_TOKEN}" } }
+            adapters:
+              - { name: crm, kind: postgres, url: "\(database)", zone: Notes, tables: [{ table: note }] }
+            """
+        try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
+            environment: ProcessInfo.processInfo.environment.merging(["GATEWAY_TOKEN": "pg-token"]) { _, new in new },
+            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !log().contains("sync finished") {
+            guard ContinuousClock.now < deadline, service.isRunning else { throw ConformanceFailure("the service did not start:\n\(log())") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let port = try #require(log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) })
+        func status() async throws -> ServiceStatusSnapshot {
+            try JSONDecoder().decode(ServiceStatusSnapshot.self, from: try await LoopbackHTTP.send("GET", port: port, path: "/status").body)
+        }
+        func metrics() async throws -> String { try await LoopbackHTTP.send("GET", port: port, path: "/metrics").text }
+
+        try await Self.execute(on: database, "INSERT INTO public.note VALUES (1, 'written in PostgreSQL')")
+        let pending = try await status()
+        #expect(pending.hasChanges)
+        #expect(pending.adapters.first?.pendingChanges == 1)
+        #expect(try await metrics().contains("gateway_has_changes{adapter=\"crm\"} 1"))
+        #expect(try await LoopbackHTTP.send("POST", port: port, path: "/sync").status == 401, "POST needs the token")
+
+        let synced = try await LoopbackHTTP.send("POST", port: port, path: "/sync?wait=1", headers: ["Authorization": "Bearer pg-token"])
+        #expect(synced.status == 200, "\(synced.text)")
+        let after = try await status()
+        #expect(!after.hasChanges)
+        #expect(after.adapters.first?.pendingChanges == 0)
+        let text = try await metrics()
+        #expect(text.contains("gateway_has_changes{adapter=\"crm\"} 0"))
+        #expect(text.contains("gateway_records_uploaded_total{adapter=\"crm\"} 1"), "\(text)")
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(30)) == 0)
+    }
+
+    /// The parts of `/status` this suite reads.
+    struct ServiceStatusSnapshot: Decodable {
+        struct Adapter: Decodable {
+            var name: String
+            var pendingChanges: Int
+        }
+        var hasChanges: Bool
+        var adapters: [Adapter]
+    }
 }

@@ -15,6 +15,9 @@ public struct GatewaySettings: Sendable, Decodable {
     public var merge: MergeOverride
     /// `sync_interval` (default 60s): how often the service syncs without a signal.
     public var syncInterval: ConfigDuration
+    /// `debounce` (default 25ms): how long the service waits after a store's change signal for
+    /// more changes before it syncs.
+    public var debounce: ConfigDuration
     /// `retry`: how transient cloud errors are retried.
     public var retry: RetrySettings
     /// `on_zone_deleted` (default `recreate`): what to do when a zone was deleted in the cloud.
@@ -29,7 +32,7 @@ public struct GatewaySettings: Sendable, Decodable {
 
     enum CodingKeys: String, CodingKey {
         case stateDirectory = "state_dir", compatibilityVersion = "compatibility_version", batchSize = "batch_size"
-        case syncInterval = "sync_interval", retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
+        case syncInterval = "sync_interval", debounce, retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
         case forceData = "force_data"
     }
 
@@ -39,6 +42,7 @@ public struct GatewaySettings: Sendable, Decodable {
         batchSize = Located(200)
         merge = MergeOverride()
         syncInterval = ConfigDuration(.seconds(60), text: "60s")
+        debounce = ConfigDuration(.milliseconds(25), text: "25ms")
         retry = RetrySettings()
         onZoneDeleted = .recreate
         control = ControlSettings()
@@ -61,6 +65,7 @@ public struct GatewaySettings: Sendable, Decodable {
             guard $0.value.duration > .zero else { throw $0.problem(.invalidValue, "must be longer than 0s") }
             return $0.value
         } ?? syncInterval
+        debounce = try container.decodeIfPresent(ConfigDuration.self, forKey: .debounce) ?? debounce
         retry = try container.decodeIfPresent(RetrySettings.self, forKey: .retry) ?? retry
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted) ?? onZoneDeleted
         control = try container.decodeIfPresent(ControlSettings.self, forKey: .control) ?? control

@@ -21,7 +21,8 @@ public struct SyncScheduler: Service {
     public let monitor: GatewayMonitor
     /// Where sync metrics go.
     public let metrics: GatewayMetrics
-    /// How long a store's change signal waits for more changes before it asks for a sync.
+    /// How long a store's change signal waits for more changes before it asks for a sync
+    /// (`gateway.debounce` unless given).
     public var debounce: Duration
     private let requests: SyncRequests
     /// Adapters whose last syncs failed wait before they are tried again.
@@ -29,13 +30,13 @@ public struct SyncScheduler: Service {
 
     public init(
         configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
-        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration = .milliseconds(25)
+        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
         self.monitor = monitor
         self.metrics = metrics
-        self.debounce = debounce
+        self.debounce = debounce ?? configuration.settings.debounce.duration
         self.requests = SyncRequests()
         self.backoff = AdapterBackoff(baseDelay: .seconds(1), maxDelay: configuration.settings.retry.maxDelay.duration)
     }
