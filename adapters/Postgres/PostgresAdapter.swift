@@ -15,6 +15,9 @@ public final class PostgresAdapter: ModelAdapter {
     public let configuration: PostgresAdapterConfiguration
     let pool: PostgresConnectionPool
     let state: PostgresGatewaySchema
+    /// The catalog as last resolved and installed, with the fingerprint of the tables' shape it
+    /// was resolved from; a transaction that finds the same fingerprint reuses it.
+    private let installed = Mutex<(fingerprint: String, catalog: TableCatalog)?>(nil)
 
     public var name: String { configuration.name }
     public var zoneID: ZoneID { configuration.zoneID }
@@ -343,11 +346,13 @@ public final class PostgresAdapter: ModelAdapter {
             try await connection.query(
                 """
                 INSERT INTO \(unescaped: state.records) (scope, record_name, table_name, metadata)
-                SELECT \(state.scope), u.n, COALESCE(NULLIF(u.t, ''), c.table_name, r.table_name), u.m
-                FROM unnest(\(names)::text[], \(known)::text[], \(data)::bytea[]) AS u(n, t, m)
-                LEFT JOIN \(unescaped: state.changes) c ON c.scope = \(state.scope) AND c.record_name = u.n
-                LEFT JOIN \(unescaped: state.records) r ON r.scope = \(state.scope) AND r.record_name = u.n
-                WHERE COALESCE(NULLIF(u.t, ''), c.table_name, r.table_name) IS NOT NULL
+                SELECT \(state.scope), u.n, u.t, u.m FROM (
+                    SELECT u.n, u.m, COALESCE(
+                        NULLIF(u.t, ''),
+                        (SELECT c.table_name FROM \(unescaped: state.changes) c WHERE c.scope = \(state.scope) AND c.record_name = u.n),
+                        (SELECT r.table_name FROM \(unescaped: state.records) r WHERE r.scope = \(state.scope) AND r.record_name = u.n)) AS t
+                    FROM unnest(\(names)::text[], \(known)::text[], \(data)::bytea[]) AS u(n, t, m)) AS u
+                WHERE u.t IS NOT NULL
                 ON CONFLICT (scope, record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
                 """, logger: connection.logger)
         }
@@ -440,6 +445,24 @@ public final class PostgresAdapter: ModelAdapter {
         }
     }
 
+    /// One text that changes whenever a configured table's columns, types or primary key
+    /// change, or the gateway's trigger or state tables go missing.
+    private func shapeFingerprint(_ connection: PostgresConnection) async throws -> String {
+        let tables = configuration.tables.map(\.table)
+        let rows = try await connection.query(
+            """
+            SELECT coalesce(string_agg(c.relname || '/' || a.attnum || '/' || a.attname || '/' || a.atttypid || '/' || a.atttypmod
+                                       || '/' || coalesce((SELECT i.indkey::text FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), '')
+                                       || '/' || (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = '_gateway_capture'),
+                                       ',' ORDER BY c.relname, a.attnum), '')
+                   || '|' || coalesce(to_regclass(\(state.changes))::oid::text, 'none')
+            FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = \(configuration.schema) AND c.relname = ANY(\(tables)) AND a.attnum > 0 AND NOT a.attisdropped
+            """, logger: connection.logger)
+        for try await (value) in rows.decode(String.self) { return value }
+        return ""
+    }
+
     private func read<T: Sendable>(_ what: String, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
             return try await pool.withConnection(doing: "\(what) of adapter \(name)", body)
@@ -457,9 +480,15 @@ public final class PostgresAdapter: ModelAdapter {
         let configuration = configuration
         do {
             return try await pool.transaction(doing: "\(what) of adapter \(name)") { [self] connection in
+                let fingerprint = try await shapeFingerprint(connection)
+                if let known = installed.withLock({ $0 }), known.fingerprint == fingerprint {
+                    return try await body(connection, known.catalog)
+                }
                 let catalog = try await Self.resolve(configuration, connection: connection)
                 try await install(catalog, connection: connection)
-                return try await body(connection, catalog)
+                let result = try await body(connection, catalog)
+                installed.withLock { $0 = (fingerprint, catalog) }
+                return result
             }
         } catch {
             throw adapterError(error)

@@ -8,9 +8,10 @@ import PostgresNIO
 /// Every row is keyed by a scope, the synced schema, so several schemas of one database can sync
 /// with different zones. Triggers skip changes made while `gateway.applying` is on, which the
 /// adapter sets with `SET LOCAL` inside its own transactions only; other programs need nothing.
+/// The trigger's `WHEN` clause checks it, so the gateway's own bulk writes never enter plpgsql.
 struct PostgresGatewaySchema: Sendable {
     /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
-    static let version = 1
+    static let version = 2
     /// The channel triggers notify, with the scope as payload.
     static let channel = "gateway_changes"
     /// Serializes installs of gateways starting together (an arbitrary constant: "gwadapt").
@@ -107,7 +108,8 @@ struct PostgresGatewaySchema: Sendable {
             PostgresQuery(
                 unsafeSQL: """
                     CREATE TRIGGER "_gateway_capture" AFTER INSERT OR UPDATE OR DELETE ON \(table.qualifiedName)
-                    FOR EACH ROW EXECUTE FUNCTION \(function)()
+                    FOR EACH ROW WHEN (current_setting('gateway.applying', true) IS DISTINCT FROM 'on')
+                    EXECUTE FUNCTION \(function)()
                     """), logger: connection.logger)
         if installed == nil { try await backfill(table, connection: connection) }
         try await connection.query(
