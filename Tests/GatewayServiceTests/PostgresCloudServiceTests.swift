@@ -256,17 +256,21 @@ struct PostgresCloudServiceTests {
         #expect(fourth.stdout.hasPrefix("Nothing to do"), "\(fourth)")
     }
 
-    @Test("gateway run over HTTP: status and metrics show a PostgreSQL change before it syncs, and not after")
+    @Test("gateway run over HTTP: status and metrics show SQLite and PostgreSQL changes before they sync, and not after")
     func serviceStatusForPostgres() async throws {
         let database = try await PostgresTestServer.freshDatabase("service_status")
         try await Self.execute(on: database, "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
         let directory = try TemporaryDirectory(prefix: "gateway-pg-service")
         defer { directory.remove() }
         // A long debounce holds the change back long enough to be seen pending.
+        try await DatabaseQueue(path: directory.path("app.sqlite")).write { db in
+            try db.execute(sql: "CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT)")
+        }
         let config = """
             gateway: { sync_interval: 1h, debounce: 5s, control: { listen: "127.0.0.1:0", token: "${GATEWAY_TOKEN}" } }
             adapters:
               - { name: crm, kind: postgres, url: "\(database)", zone: Notes, tables: [{ table: note }] }
+              - { name: app, kind: sqlite, path: app.sqlite, zone: AppNotes, tables: [{ table: note }] }
             """
         try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
         let service = try ChildProcess(
@@ -287,20 +291,27 @@ struct PostgresCloudServiceTests {
         func metrics() async throws -> String { try await LoopbackHTTP.send("GET", port: port, path: "/metrics").text }
 
         try await Self.execute(on: database, "INSERT INTO public.note VALUES (1, 'written in PostgreSQL')")
+        try await DatabaseQueue(path: directory.path("app.sqlite")).write { db in
+            try db.execute(sql: "INSERT INTO note VALUES (1, 'written in SQLite')")
+        }
         let pending = try await status()
         #expect(pending.hasChanges)
-        #expect(pending.adapters.first?.pendingChanges == 1)
-        #expect(try await metrics().contains("gateway_has_changes{adapter=\"crm\"} 1"))
+        #expect(pending.adapters.map(\.pendingChanges) == [1, 1])
+        let before = try await metrics()
+        #expect(before.contains("gateway_has_changes{adapter=\"crm\"} 1"), "\(before)")
+        #expect(before.contains("gateway_has_changes{adapter=\"app\"} 1"), "\(before)")
         #expect(try await LoopbackHTTP.send("POST", port: port, path: "/sync").status == 401, "POST needs the token")
 
         let synced = try await LoopbackHTTP.send("POST", port: port, path: "/sync?wait=1", headers: ["Authorization": "Bearer pg-token"])
         #expect(synced.status == 200, "\(synced.text)")
         let after = try await status()
         #expect(!after.hasChanges)
-        #expect(after.adapters.first?.pendingChanges == 0)
+        #expect(after.adapters.map(\.pendingChanges) == [0, 0])
         let text = try await metrics()
-        #expect(text.contains("gateway_has_changes{adapter=\"crm\"} 0"))
-        #expect(text.contains("gateway_records_uploaded_total{adapter=\"crm\"} 1"), "\(text)")
+        for adapter in ["crm", "app"] {
+            #expect(text.contains("gateway_has_changes{adapter=\"\(adapter)\"} 0"), "\(text)")
+            #expect(text.contains("gateway_records_uploaded_total{adapter=\"\(adapter)\"} 1"), "\(text)")
+        }
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0)
     }
