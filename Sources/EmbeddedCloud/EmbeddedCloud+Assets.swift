@@ -26,14 +26,6 @@ extension EmbeddedCloud {
         let stored = try await read { db in
             try Data.fetchOne(db, sql: "SELECT data FROM assets WHERE checksum = ?", arguments: [reference.checksum])
         }
-        guard let stored else {
-            throw CloudError(.assetNotAvailable, "\(reference) is not stored in the cloud; upload it again")
-        }
-        guard Int64(stored.count) == reference.size, AssetChecksum.of(stored) == reference.checksum else {
-            throw CloudError(
-                .assetNotAvailable,
-                "the stored bytes of \(reference) do not match its checksum (\(stored.count) bytes stored); the cloud file is damaged, upload the asset again")
-        }
-        return stored
+        return try AssetChecksum.verified(stored, for: reference, store: "the cloud file")
     }
 }

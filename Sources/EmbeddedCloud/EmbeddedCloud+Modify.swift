@@ -26,37 +26,11 @@ extension EmbeddedCloud {
                 SELECT change_tag, deleted, record_type, fields, modified_at
                 FROM records WHERE zone_key = ? AND record_name = ?
                 """)
-        var decisions: [ModifyRules.Decision] = []
-        decisions.reserveCapacity(prepared.count)
-        var failures: [Int: CloudError] = [:]
-        for (index, item) in prepared.enumerated() {
-            if let failure = item.failure {
-                failures[index] = failure
-                decisions.append(.fail(failure.code, failure.message))
-                continue
-            }
-            let id = item.recordID
-            let row = try Row.fetchOne(current, arguments: [zoneRow.key, id.recordName])
-            let stored = row.map { ModifyRules.StoredState(changeTag: $0[0], isDeleted: $0[1]) }
-            var decision = ModifyRules.decide(item.operation, stored: stored)
-            if decision == .save, let missing = try missingAsset(in: item.operation.record!, db: db) {
-                decision = .fail(
-                    .invalidArguments,
-                    "record \(id) references \(missing), which was never uploaded; upload assets before saving")
-            }
-            switch decision {
-            case .conflict(let reason):
-                let server = try row.flatMap { try record(fromCurrentRow: $0, id: id) }
-                failures[index] = CloudError(
-                    .serverRecordChanged,
-                    "record \(id) changed on the server (\(reason)); merge with the server record and retry",
-                    recordID: id, serverRecord: server)
-            case .fail(let code, let message):
-                failures[index] = CloudError(code, message, recordID: id)
-            case .save, .delete, .alreadyDeleted:
-                break
-            }
-            decisions.append(decision)
+        let (decisions, failures) = try ModifyRules.decideAll(prepared) { id in
+            guard let row = try Row.fetchOne(current, arguments: [zoneRow.key, id.recordName]) else { return nil }
+            return ModifyRules.Stored(state: .init(changeTag: row[0], isDeleted: row[1])) { try record(fromCurrentRow: row, id: id) }
+        } missingAsset: { record in
+            try missingAsset(in: record, db: db)
         }
 
         let ids = prepared.map(\.recordID)

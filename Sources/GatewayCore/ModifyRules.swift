@@ -131,6 +131,58 @@ package enum ModifyRules {
 
     /// Turns per-operation failures into the request's failures by index: in an atomic request
     /// with any failure, every other operation fails with ``CloudError/Code/batchRequestFailed``.
+    /// What a stored record is when an operation is decided: its state, and the record itself,
+    /// built only when a conflict needs it.
+    package struct Stored {
+        package var state: StoredState
+        package var record: () throws -> Record?
+
+        package init(state: StoredState, record: @escaping () throws -> Record?) {
+            self.state = state
+            self.record = record
+        }
+    }
+
+    /// Decides every prepared operation of a request: refused ones keep their failure, saves that
+    /// name assets the cloud does not hold fail, and conflicts carry the server's record.
+    /// - Parameters:
+    ///   - stored: what the cloud holds for a record (`nil` when it never held it).
+    ///   - missingAsset: an asset of a record to save that the cloud does not hold.
+    package static func decideAll(
+        _ prepared: [Prepared], stored: (RecordID) throws -> Stored?, missingAsset: (Record) throws -> AssetReference?
+    ) throws -> (decisions: [Decision], failures: [Int: CloudError]) {
+        var decisions: [Decision] = []
+        decisions.reserveCapacity(prepared.count)
+        var failures: [Int: CloudError] = [:]
+        for (index, item) in prepared.enumerated() {
+            if let failure = item.failure {
+                failures[index] = failure
+                decisions.append(.fail(failure.code, failure.message))
+                continue
+            }
+            let id = item.recordID
+            let current = try stored(id)
+            var decision = decide(item.operation, stored: current?.state)
+            if decision == .save, let missing = try missingAsset(item.operation.record!) {
+                decision = .fail(
+                    .invalidArguments, "record \(id) references \(missing), which was never uploaded; upload assets before saving")
+            }
+            switch decision {
+            case .conflict(let reason):
+                failures[index] = CloudError(
+                    .serverRecordChanged,
+                    "record \(id) changed on the server (\(reason)); merge with the server record and retry",
+                    recordID: id, serverRecord: try current?.record())
+            case .fail(let code, let message):
+                failures[index] = CloudError(code, message, recordID: id)
+            case .save, .delete, .alreadyDeleted:
+                break
+            }
+            decisions.append(decision)
+        }
+        return (decisions, failures)
+    }
+
     package static func failedResults(
         ids: [RecordID], failures: [Int: CloudError], atomic: Bool
     ) -> [Int: CloudError] {

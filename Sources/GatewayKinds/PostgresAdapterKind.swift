@@ -24,14 +24,7 @@ public struct PostgresAdapterKind: AdapterKind {
 
     public func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan {
         let container = try decoder.container(keyedBy: Keys.self)
-        let url = try container.decode(Located<String>.self, forKey: .url)
-        let passwordVariable = try container.decodeIfPresent(String.self, forKey: .passwordEnv) ?? "PGPASSWORD"
-        let endpoint: PostgresEndpoint
-        do {
-            endpoint = try PostgresEndpoint(url: url.value, password: ProcessInfo.processInfo.environment[passwordVariable])
-        } catch {
-            throw url.problem(.invalidValue, error.message)
-        }
+        let endpoint = try PostgresEndpoint.decode(url: .url, passwordVariable: .passwordEnv, from: container)
         var schemas: [String] = []
         for (key, fallback) in [(Keys.schema, "public"), (.stateSchema, "gateway")] {
             let value = try container.decodeIfPresent(Located<String>.self, forKey: key)
@@ -53,7 +46,8 @@ public struct PostgresAdapterKind: AdapterKind {
         let configuration = PostgresAdapterConfiguration(
             name: settings.name.value, endpoint: endpoint, schema: schemas[0], stateSchema: schemas[1], zoneID: settings.zoneID,
             tables: tables.value.map(\.mapping), maximumConnections: connections)
-        return PostgresAdapterPlan(configuration: configuration, entries: tables.value, urlLocation: url)
+        return PostgresAdapterPlan(
+            configuration: configuration, entries: tables.value, urlLocation: try container.decode(Located<String>.self, forKey: .url))
     }
 }
 
@@ -79,14 +73,7 @@ struct PostgresTableEntry: Decodable, Sendable {
         settings.recordType = mapping.recordType
         mapping.encryptedColumns = settings.encrypted.map(\.value)
         mapping.assetColumns = settings.assets.map(\.value)
-        for field in settings.encrypted + settings.assets {
-            if exclude.contains(field.value) {
-                throw field.problem(.inconsistent, "column '\(field.value)' is excluded, so it is never synced; remove it from one list")
-            }
-            if let include, !include.contains(field.value) {
-                throw field.problem(.inconsistent, "column '\(field.value)' is not in 'include', so it is never synced; add it there")
-            }
-        }
+        try settings.requireSynced(include: include, exclude: exclude)
     }
 }
 

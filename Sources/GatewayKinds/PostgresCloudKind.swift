@@ -23,14 +23,7 @@ public struct PostgresCloudKind: CloudKind {
     public func decodePlan(from decoder: any Decoder, context: ConfigContext) throws -> any CloudPlan {
         let container = try decoder.container(keyedBy: Keys.self)
         _ = try container.decodeIfPresent(String.self, forKey: .kind)
-        let url = try container.decode(Located<String>.self, forKey: .url)
-        let passwordVariable = try container.decodeIfPresent(String.self, forKey: .passwordEnv) ?? "PGPASSWORD"
-        let endpoint: PostgresEndpoint
-        do {
-            endpoint = try PostgresEndpoint(url: url.value, password: ProcessInfo.processInfo.environment[passwordVariable])
-        } catch {
-            throw url.problem(.invalidValue, error.message)
-        }
+        let endpoint = try PostgresEndpoint.decode(url: .url, passwordVariable: .passwordEnv, from: container)
         var configuration = PostgresCloud.Configuration()
         if let schema = try container.decodeIfPresent(Located<String>.self, forKey: .schema) {
             guard !schema.value.isEmpty, schema.value.utf8.count <= 50 else {
@@ -82,3 +75,19 @@ struct PostgresCloudPlan: CloudPlan {
 }
 
 extension PostgresAdvisoryLock: GatewayStateLock {}
+
+extension PostgresEndpoint {
+    /// Reads `url` and the password from the variable named by `password_env` (`PGPASSWORD` by
+    /// default), for the `postgres` adapter and cloud kinds.
+    static func decode<Key: CodingKey>(url key: Key, passwordVariable variableKey: Key, from container: KeyedDecodingContainer<Key>) throws
+        -> PostgresEndpoint
+    {
+        let url = try container.decode(Located<String>.self, forKey: key)
+        let variable = try container.decodeIfPresent(String.self, forKey: variableKey) ?? "PGPASSWORD"
+        do {
+            return try PostgresEndpoint(url: url.value, password: ProcessInfo.processInfo.environment[variable])
+        } catch {
+            throw url.problem(.invalidValue, error.message)
+        }
+    }
+}

@@ -77,14 +77,7 @@ struct SQLiteTableEntry: Decodable, Sendable {
         settings.recordType = mapping.recordType
         mapping.encryptedColumns = settings.encrypted.map(\.value)
         mapping.assetColumns = settings.assets.map(\.value)
-        for field in settings.encrypted + settings.assets {
-            if exclude.contains(field.value) {
-                throw field.problem(.inconsistent, "column '\(field.value)' is excluded, so it is never synced; remove it from one list")
-            }
-            if let include, !include.contains(field.value) {
-                throw field.problem(.inconsistent, "column '\(field.value)' is not in 'include', so it is never synced; add it there")
-            }
-        }
+        try settings.requireSynced(include: include, exclude: exclude)
     }
 }
 

@@ -28,14 +28,6 @@ extension PostgresCloud {
             for try await (bytes) in rows.decode(ByteBuffer.self) { return Data(buffer: bytes) }
             return nil
         }
-        guard let stored else {
-            throw CloudError(.assetNotAvailable, "\(reference) is not stored in the cloud; upload it again")
-        }
-        guard Int64(stored.count) == reference.size, AssetChecksum.of(stored) == reference.checksum else {
-            throw CloudError(
-                .assetNotAvailable,
-                "the stored bytes of \(reference) do not match its checksum (\(stored.count) bytes stored); the cloud database is damaged, upload the asset again")
-        }
-        return stored
+        return try AssetChecksum.verified(stored, for: reference, store: "the cloud database")
     }
 }

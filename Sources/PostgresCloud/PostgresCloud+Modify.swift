@@ -45,37 +45,11 @@ extension PostgresCloud {
         let storedAssets = try await assetSizes(
             Set(prepared.flatMap { $0.operation.record?.assetReferences.map(\.checksum) ?? [] }), tables: tables, connection: connection)
 
-        var decisions: [ModifyRules.Decision] = []
-        decisions.reserveCapacity(prepared.count)
-        var failures: [Int: CloudError] = [:]
-        for (index, item) in prepared.enumerated() {
-            if let failure = item.failure {
-                failures[index] = failure
-                decisions.append(.fail(failure.code, failure.message))
-                continue
-            }
-            let id = item.recordID
-            let row = current[id.recordName]
-            var decision = ModifyRules.decide(item.operation, stored: row.map { .init(changeTag: $0.changeTag, isDeleted: $0.isDeleted) })
-            if decision == .save,
-                let missing = item.operation.record!.assetReferences.first(where: { storedAssets[$0.checksum] != $0.size })
-            {
-                decision = .fail(
-                    .invalidArguments, "record \(id) references \(missing), which was never uploaded; upload assets before saving")
-            }
-            switch decision {
-            case .conflict(let reason):
-                let server = try row.flatMap { try record(from: $0, id: id) }
-                failures[index] = CloudError(
-                    .serverRecordChanged,
-                    "record \(id) changed on the server (\(reason)); merge with the server record and retry",
-                    recordID: id, serverRecord: server)
-            case .fail(let code, let message):
-                failures[index] = CloudError(code, message, recordID: id)
-            case .save, .delete, .alreadyDeleted:
-                break
-            }
-            decisions.append(decision)
+        let (decisions, failures) = try ModifyRules.decideAll(prepared) { id in
+            guard let row = current[id.recordName] else { return nil }
+            return ModifyRules.Stored(state: .init(changeTag: row.changeTag, isDeleted: row.isDeleted)) { try record(from: row, id: id) }
+        } missingAsset: { record in
+            record.assetReferences.first { storedAssets[$0.checksum] != $0.size }
         }
 
         let allFailures = ModifyRules.failedResults(ids: prepared.map(\.recordID), failures: failures, atomic: atomic)

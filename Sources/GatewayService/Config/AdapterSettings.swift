@@ -83,6 +83,19 @@ public struct RecordTypeSettings: Sendable, Decodable {
         location = nil
         path = ""
     }
+
+    /// Fails unless every `encrypted` and `assets` column is synced under the entry's
+    /// `include`/`exclude` lists (for kinds that map columns to fields).
+    public func requireSynced(include: [String]?, exclude: [String]) throws {
+        for field in encrypted + assets {
+            if exclude.contains(field.value) {
+                throw field.problem(.inconsistent, "column '\(field.value)' is excluded, so it is never synced; remove it from one list")
+            }
+            if let include, !include.contains(field.value) {
+                throw field.problem(.inconsistent, "column '\(field.value)' is not in 'include', so it is never synced; add it there")
+            }
+        }
+    }
 }
 
 /// What CloudKit accepts as a zone name that can sync.
