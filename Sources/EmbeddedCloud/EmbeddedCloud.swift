@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import GatewayCore
-import Synchronization
 
 /// The default cloud: CloudKit semantics in one SQLite file.
 ///
@@ -19,8 +18,7 @@ public final class EmbeddedCloud: CloudDatabase {
     /// The behaviour settings.
     public let configuration: Configuration
     let pool: DatabasePool
-    private let lastPurge = Mutex<ContinuousClock.Instant?>(nil)
-    private static let purgeInterval = Duration.seconds(3600)
+    private let purgeSchedule = PurgeSchedule()
 
     public var limits: CloudLimits { configuration.limits }
 
@@ -132,14 +130,8 @@ public final class EmbeddedCloud: CloudDatabase {
     }
 
     func purgeIfDue() async {
-        let due = lastPurge.withLock { last -> Bool in
-            let now = ContinuousClock.now
-            if let last, now - last < Self.purgeInterval { return false }
-            last = now
-            return true
-        }
         // A failed purge is retried at the next interval; it never fails the write that triggered it.
-        if due { _ = try? await purgeExpiredTombstones() }
+        if purgeSchedule.takeIfDue() { _ = try? await purgeExpiredTombstones() }
     }
 
     // MARK: Plumbing

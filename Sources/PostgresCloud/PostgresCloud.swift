@@ -2,7 +2,6 @@ import Foundation
 import GatewayCore
 import PostgresNIO
 import PostgresSupport
-import Synchronization
 
 /// CloudKit semantics in a PostgreSQL database, shared by many gateway processes on many
 /// machines.
@@ -20,8 +19,7 @@ public final class PostgresCloud: CloudDatabase {
     public let configuration: Configuration
     let pool: PostgresConnectionPool
     let tables: Tables
-    private let lastPurge = Mutex<ContinuousClock.Instant?>(nil)
-    private static let purgeInterval = Duration.seconds(3600)
+    private let purgeSchedule = PurgeSchedule()
 
     public var limits: CloudLimits { configuration.limits }
 
@@ -189,14 +187,8 @@ public final class PostgresCloud: CloudDatabase {
     }
 
     func purgeIfDue() async {
-        let due = lastPurge.withLock { last -> Bool in
-            let now = ContinuousClock.now
-            if let last, now - last < Self.purgeInterval { return false }
-            last = now
-            return true
-        }
         // A failed purge is retried at the next interval; it never fails the write that triggered it.
-        if due { _ = try? await purgeExpiredTombstones() }
+        if purgeSchedule.takeIfDue() { _ = try? await purgeExpiredTombstones() }
     }
 
     // MARK: Plumbing

@@ -1,0 +1,22 @@
+import Synchronization
+
+/// When a cloud last purged expired tombstones: writes purge on their own about once an
+/// interval, without a background task.
+package final class PurgeSchedule: Sendable {
+    private let interval: Duration
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    package init(interval: Duration = .seconds(3600)) {
+        self.interval = interval
+    }
+
+    /// Whether a purge is due now; when it is, the next one is an interval away.
+    package func takeIfDue() -> Bool {
+        last.withLock { last in
+            let now = ContinuousClock.now
+            if let last, now - last < interval { return false }
+            last = now
+            return true
+        }
+    }
+}
