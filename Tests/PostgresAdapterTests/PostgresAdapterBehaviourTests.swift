@@ -146,4 +146,30 @@ struct PostgresAdapterBehaviourTests {
         #expect(encryptedText?.code == .invalidMapping, "an encrypted column must be bytea")
         #expect(await failure(PostgresTableMapping(table: "note")) == nil)
     }
+
+    @Test("text with quotes, backslashes, control characters and non-ASCII is written exactly", arguments: [
+        "plain", "quote \" inside", "back\\slash", "line\nbreak\ttab\r", "bell \u{7} and \u{1f}", "snow ☃ and 𝄞", "", "{\"json\": [1]}",
+    ])
+    func textRoundTrip(_ text: String) async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("text")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await pool.withConnection(doing: "setting up") {
+            try await $0.query("CREATE TABLE public.note (id text PRIMARY KEY, title text)", logger: $0.logger)
+        }
+        let adapter = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        let id = RecordID(recordName: "id \"\(text)\"", zoneID: Self.zone)
+        let record = Record(id: id, recordType: "note", fields: ["title": .string(text)])
+        try await adapter.apply(
+            DownloadedChanges(writes: [record], state: SyncStateUpdate(metadata: [id: Data("m".utf8)], zoneState: Data("z".utf8))))
+        let stored = try await pool.withConnection(doing: "reading") { connection in
+            let rows = try await connection.query("SELECT id, title FROM public.note", logger: connection.logger)
+            var found: [String] = []
+            for try await (key, title) in rows.decode((String, String).self) { found += [key, title] }
+            return found
+        }
+        #expect(stored == [id.recordName, text])
+        await adapter.close()
+        await pool.close()
+    }
 }
