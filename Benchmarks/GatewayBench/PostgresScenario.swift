@@ -25,7 +25,8 @@ struct PostgresInitialSyncScenario: Scenario {
 
     func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
         let database = try await PostgresTestServer.freshDatabase("bench")
-        try await execute(on: database, "CREATE SCHEMA app", Self.table.replacingOccurrences(of: "%@", with: "app"))
+        try await PostgresConnectionPool.execute(
+            ["CREATE SCHEMA app", Self.table.replacingOccurrences(of: "%@", with: "app")], on: database, doing: "setting up")
         let source = workDirectory.appendingPathComponent("source.sqlite").path
         try BenchNotes.makeDatabase(source, rows: records)
         let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
@@ -100,30 +101,11 @@ struct PostgresInitialSyncScenario: Scenario {
     }
 
     private func count(on endpoint: PostgresEndpoint, _ table: String, column: String) async throws -> String {
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        defer { withExtendedLifetime(pool) {} }
-        do {
-            let value = try await pool.withConnection(doing: "counting") { connection in
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT \(column) FROM \(table)"), logger: connection.logger)
-                var text = ""
-                for try await (value) in rows.decode(String?.self) { text = value ?? "" }
-                return text
-            }
-            await pool.close()
-            return value
-        } catch {
-            await pool.close()
-            throw error
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting") { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT \(column) FROM \(table)"), logger: connection.logger)
+            var text = ""
+            for try await (value) in rows.decode(String?.self) { text = value ?? "" }
+            return text
         }
-    }
-
-    private func execute(on endpoint: PostgresEndpoint, _ statements: String...) async throws {
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        for statement in statements {
-            try await pool.withConnection(doing: "setting up") { connection in
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
-            }
-        }
-        await pool.close()
     }
 }

@@ -65,14 +65,9 @@ public final class PostgresCloud: CloudDatabase {
 
     /// Checks the server can be reached and the login works, without creating anything.
     public static func check(_ endpoint: PostgresEndpoint) async throws {
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
         do {
-            try await pool.withConnection(doing: "connecting to the cloud") { connection in
-                try await connection.query("SELECT 1", logger: connection.logger)
-            }
-            await pool.close()
+            try await PostgresConnectionPool.execute(["SELECT 1"], on: endpoint, doing: "connecting to the cloud")
         } catch {
-            await pool.close()
             throw Self.cloudError(error, endpoint: endpoint)
         }
     }

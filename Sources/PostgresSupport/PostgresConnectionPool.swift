@@ -149,3 +149,32 @@ extension PostgresConnection {
         close().whenComplete { _ in withExtendedLifetime(self) {} }
     }
 }
+
+extension PostgresConnectionPool {
+    /// Runs `body` on one new connection to `endpoint` and closes it, whatever happens: for
+    /// checks and one-off statements.
+    @discardableResult
+    public static func withOneConnection<T: Sendable>(
+        to endpoint: PostgresEndpoint, doing what: String, _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        do {
+            let value = try await pool.withConnection(doing: what, body)
+            await pool.close()
+            return value
+        } catch {
+            await pool.close()
+            throw error
+        }
+    }
+
+    /// Runs each SQL statement in order on one new connection (setup scripts of tests and
+    /// benchmarks).
+    public static func execute(_ statements: [String], on endpoint: PostgresEndpoint, doing what: String) async throws {
+        try await withOneConnection(to: endpoint, doing: what) { connection in
+            for statement in statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+            }
+        }
+    }
+}

@@ -30,16 +30,7 @@ public enum PostgresTestServer {
         let admin = try await endpoint()
         let safe = label.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
         let name = "t_" + String(safe.prefix(30)) + "_" + UUID().uuidString.prefix(8).lowercased()
-        let pool = PostgresConnectionPool(endpoint: admin, maximumConnections: 1)
-        do {
-            try await pool.withConnection(doing: "creating test database \(name)") { connection in
-                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""), logger: connection.logger)
-            }
-        } catch {
-            await pool.close()
-            throw error
-        }
-        await pool.close()
+        try await PostgresConnectionPool.execute(["CREATE DATABASE \"\(name)\""], on: admin, doing: "creating test database \(name)")
         return admin.with(database: name)
     }
 }

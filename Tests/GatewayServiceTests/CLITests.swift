@@ -137,19 +137,14 @@ struct CLITests {
         let database = name.contains("postgres") ? try await PostgresTestServer.freshDatabase("example") : nil
         if let database, name == "sqlite-to-postgres.yaml" {
             // The table the example's comment asks for.
-            let pool = PostgresConnectionPool(endpoint: database, maximumConnections: 1)
-            for statement in [
-                "CREATE SCHEMA crm",
-                """
-                CREATE TABLE crm.notes (id integer PRIMARY KEY, title text NOT NULL, body text NOT NULL DEFAULT '',
-                    pinned boolean NOT NULL DEFAULT false, rating double precision, created_at timestamptz NOT NULL, thumbnail bytea)
-                """,
-            ] {
-                try await pool.withConnection(doing: "creating the example's table") {
-                    try await $0.query(PostgresQuery(unsafeSQL: statement), logger: $0.logger)
-                }
-            }
-            await pool.close()
+            try await PostgresConnectionPool.execute(
+                [
+                    "CREATE SCHEMA crm",
+                    """
+                    CREATE TABLE crm.notes (id integer PRIMARY KEY, title text NOT NULL, body text NOT NULL DEFAULT '',
+                        pinned boolean NOT NULL DEFAULT false, rating double precision, created_at timestamptz NOT NULL, thumbnail bytea)
+                    """,
+                ], on: database, doing: "creating the example's table")
         }
         let cloudURL = database.map { "\($0)" } ?? ""
         let result = try await clone.gateway(

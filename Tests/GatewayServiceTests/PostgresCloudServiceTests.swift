@@ -82,9 +82,7 @@ struct PostgresCloudServiceTests {
     }
 
     static func postgresContents(_ endpoint: PostgresEndpoint, table: String) async throws -> [String] {
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        defer { withExtendedLifetime(pool) {} }
-        let rows = try await pool.withConnection(doing: "reading \(table)") { connection in
+        let rows = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading \(table)") { connection in
             let rows = try await connection.query(
                 PostgresQuery(unsafeSQL: "SELECT name, title, rank::int8 FROM \(table) ORDER BY name COLLATE \"C\""), logger: connection.logger)
             var lines: [String] = []
@@ -93,23 +91,11 @@ struct PostgresCloudServiceTests {
             }
             return lines
         }
-        await pool.close()
         return rows.sorted()
     }
 
     static func execute(on endpoint: PostgresEndpoint, _ statements: String...) async throws {
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        do {
-            for statement in statements {
-                try await pool.withConnection(doing: "a test statement") { connection in
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
-                }
-            }
-        } catch {
-            await pool.close()
-            throw error
-        }
-        await pool.close()
+        try await PostgresConnectionPool.execute(statements, on: endpoint, doing: "a test statement")
     }
 
     @Test("two gateway processes converge through a PostgreSQL cloud while programs write to both stores; a twin is locked out")

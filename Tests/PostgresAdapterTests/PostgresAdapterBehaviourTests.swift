@@ -100,31 +100,24 @@ struct PostgresAdapterBehaviourTests {
     @Test("a column added to a synced table is picked up without a restart")
     func addedColumn() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("added_column")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await pool.withConnection(doing: "setting up") {
-            try await $0.query("CREATE TABLE public.note (id integer PRIMARY KEY, title text)", logger: $0.logger)
-        }
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE public.note (id integer PRIMARY KEY, title text)"], on: endpoint, doing: "setting up")
         let adapter = try await PostgresAdapter.open(
             PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
-        try await pool.withConnection(doing: "changing the table") {
-            try await $0.query("ALTER TABLE public.note ADD COLUMN rank integer", logger: $0.logger)
-            try await $0.query("INSERT INTO public.note VALUES (1, 'one', 5)", logger: $0.logger)
-        }
+        try await PostgresConnectionPool.execute(
+            ["ALTER TABLE public.note ADD COLUMN rank integer", "INSERT INTO public.note VALUES (1, 'one', 5)"], on: endpoint,
+            doing: "changing the table")
         let record = try #require(try await adapter.pendingChanges(limit: 10).saves.first?.record)
         #expect(record.fields == ["title": .string("one"), "rank": .int64(5)])
         await adapter.close()
-        await pool.close()
     }
 
     @Test("a missing table, a table without a primary key and a missing column are errors naming them")
     func mappingErrors() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("mapping_errors")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await pool.withConnection(doing: "setting up") {
-            try await $0.query("CREATE TABLE public.keyless (title text)", logger: $0.logger)
-            try await $0.query("CREATE TABLE public.note (id integer PRIMARY KEY, title text)", logger: $0.logger)
-        }
-        await pool.close()
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE public.keyless (title text)", "CREATE TABLE public.note (id integer PRIMARY KEY, title text)"], on: endpoint,
+            doing: "setting up")
         func failure(_ mapping: PostgresTableMapping) async -> PostgresAdapterError? {
             let configuration = PostgresAdapterConfiguration(name: "app", endpoint: endpoint, zoneID: Self.zone, tables: [mapping])
             do {
@@ -152,17 +145,14 @@ struct PostgresAdapterBehaviourTests {
     ])
     func textRoundTrip(_ text: String) async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("text")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await pool.withConnection(doing: "setting up") {
-            try await $0.query("CREATE TABLE public.note (id text PRIMARY KEY, title text)", logger: $0.logger)
-        }
+        try await PostgresConnectionPool.execute(["CREATE TABLE public.note (id text PRIMARY KEY, title text)"], on: endpoint, doing: "setting up")
         let adapter = try await PostgresAdapter.open(
             PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
         let id = RecordID(recordName: "id \"\(text)\"", zoneID: Self.zone)
         let record = Record(id: id, recordType: "note", fields: ["title": .string(text)])
         try await adapter.apply(
             DownloadedChanges(writes: [record], state: SyncStateUpdate(metadata: [id: Data("m".utf8)], zoneState: Data("z".utf8))))
-        let stored = try await pool.withConnection(doing: "reading") { connection in
+        let stored = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
             let rows = try await connection.query("SELECT id, title FROM public.note", logger: connection.logger)
             var found: [String] = []
             for try await (key, title) in rows.decode((String, String).self) { found += [key, title] }
@@ -170,6 +160,5 @@ struct PostgresAdapterBehaviourTests {
         }
         #expect(stored == [id.recordName, text])
         await adapter.close()
-        await pool.close()
     }
 }

@@ -69,15 +69,7 @@ final class PostgresCloudHarness: CloudConformanceHarness {
 
     @discardableResult
     private func withConnection<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        do {
-            let value = try await pool.withConnection(doing: "a test query", body)
-            await pool.close()
-            return value
-        } catch {
-            await pool.close()
-            throw error
-        }
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "a test query", body)
     }
 
     private func postgres(_ cloud: any CloudDatabase) throws -> PostgresCloud {

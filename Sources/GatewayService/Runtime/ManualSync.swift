@@ -14,29 +14,15 @@ public enum ManualSync {
         beforeSync: @Sendable ([OpenedAdapter]) async throws -> Void = { _ in },
         observer: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) async throws -> SyncReport {
-        let selected = try GatewayStores.select(names, in: configuration)
-        try await GatewayStores.check(configuration, adapters: selected, cloud: true)
-        try GatewayStores.prepareStateDirectory(configuration)
-        let lock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
-        let deviceID = try DeviceIdentity.load(
-            configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
-        let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
-        let cloud = try await GatewayStores.openCloud(configuration)
-        let adapters = try await GatewayStores.open(selected)
-        try await beforeSync(adapters)
-        let synchronizer = Synchronizer(
-            cloud: cloud,
-            adapters: adapters.map { SyncedAdapter($0.adapter, options: configuration.syncOptions(for: $0.configuration)) },
-            configuration: configuration.syncConfiguration(deviceID: deviceID), observer: observer)
-        let report: SyncReport
+        let session = try await SyncSession.open(configuration, adapters: try GatewayStores.select(names, in: configuration))
         do {
-            report = try await synchronizer.sync()
+            try await beforeSync(session.adapters)
+            let report = try await session.synchronizer(configuration, observer: observer).sync()
+            await session.end()
+            return report
         } catch {
-            await stateLock?.release()
+            await session.end()
             throw error
         }
-        await stateLock?.release()
-        withExtendedLifetime(lock) {}
-        return report
     }
 }

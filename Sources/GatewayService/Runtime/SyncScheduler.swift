@@ -99,18 +99,9 @@ public struct SyncScheduler: Service {
     }
 
     public func run() async throws {
-        try await GatewayStores.check(configuration, adapters: configuration.adapters, cloud: true)
-        try GatewayStores.prepareStateDirectory(configuration)
-        let lock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
-        let deviceID = try DeviceIdentity.load(
-            configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
-        let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
-        let cloud = try await GatewayStores.openCloud(configuration)
-        let adapters = try await GatewayStores.open(configuration.adapters)
-        let synchronizer = Synchronizer(
-            cloud: cloud,
-            adapters: adapters.map { SyncedAdapter($0.adapter, options: configuration.syncOptions(for: $0.configuration)) },
-            configuration: configuration.syncConfiguration(deviceID: deviceID))
+        let session = try await SyncSession.open(configuration, adapters: configuration.adapters)
+        let (cloud, adapters, deviceID) = (session.cloud, session.adapters, session.deviceID)
+        let synchronizer = session.synchronizer(configuration)
         logger.info(
             "gateway running", metadata: ["adapters": "\(adapters.map(\.name))", "device": "\(deviceID)", "pid": "\(getpid())"])
 
@@ -151,8 +142,7 @@ public struct SyncScheduler: Service {
             }
             group.cancelAll()
         }
-        await stateLock?.release()
-        withExtendedLifetime(lock) {}
+        await session.end()
         logger.info("gateway stopped")
     }
 
