@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "PostgresAdapter", targets: ["PostgresAdapter"]),
         .library(name: "PostgresTesting", targets: ["PostgresTesting"]),
         .library(name: "JSONFilesAdapter", targets: ["JSONFilesAdapter"]),
+        .library(name: "CloudKitWeb", targets: ["CloudKitWeb"]),
+        .library(name: "CloudKitServer", targets: ["CloudKitServer"]),
         .library(name: "GatewayService", targets: ["GatewayService"]),
         .library(name: "GatewayKinds", targets: ["GatewayKinds"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -37,6 +39,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -80,6 +85,29 @@ let package = Package(
             dependencies: ["GatewayCore", "GatewayTesting", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings
         ),
+        // A CloudDatabase over CloudKit Web Services: wire encoding, request signing, web auth
+        // tokens and the HTTP client.
+        .target(
+            name: "CloudKitWeb",
+            dependencies: [
+                "GatewayCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // `gateway cloud serve`: CloudKit Web Services' paths and JSON in front of any CloudDatabase.
+        .target(
+            name: "CloudKitServer",
+            dependencies: [
+                "GatewayCore", "CloudKitWeb", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "SQLiteAdapter",
             dependencies: ["GatewayCore", .product(name: "GRDB", package: "GRDB.swift")],
@@ -113,6 +141,7 @@ let package = Package(
             name: "GatewayKinds",
             dependencies: [
                 "GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresAdapter", "PostgresSupport",
+                "CloudKitWeb",
             ],
             swiftSettings: strictSettings
         ),
@@ -120,7 +149,7 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "GatewayCore", "GatewayService", "GatewayKinds",
+                "GatewayCore", "GatewayService", "GatewayKinds", "CloudKitServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -215,6 +244,15 @@ let package = Package(
         .testTarget(
             name: "PostgresCloudTests",
             dependencies: ["GatewayCore", "PostgresCloud", "PostgresSupport", "PostgresTesting", "GatewayTesting"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CloudKitWebTests",
+            dependencies: [
+                "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "GatewayTesting", "GatewayService", "GatewayKinds",
+                "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -77,3 +77,13 @@ extension EmbeddedCloud {
         }
     }
 }
+
+extension EmbeddedCloud {
+    public func currentChangeToken(in zone: ZoneID) async throws -> ChangeToken {
+        try await read { db in
+            let zoneRow = try Self.zoneRow(db, zone)
+            return SequenceChangeToken(generation: zoneRow.generation, sequence: zoneRow.lastSequence, horizon: zoneRow.purgedSequence)
+                .changeToken
+        }
+    }
+}

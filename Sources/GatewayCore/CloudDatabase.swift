@@ -28,6 +28,11 @@ public protocol CloudDatabase: Sendable {
     ///   recreated or older than the tombstones kept; ``CloudError/Code/zoneNotFound``.
     func fetchChanges(in zone: ZoneID, since token: ChangeToken?, limit: Int) async throws -> ZoneChanges
 
+    /// A token at the end of `zone`'s feed as it is now: fetching since it returns only later
+    /// changes. CloudKit hands these out with each zone (`zones/list`, `zones/lookup`).
+    /// - Throws: ``CloudError/Code/zoneNotFound``.
+    func currentChangeToken(in zone: ZoneID) async throws -> ChangeToken
+
     /// Applies `operations` to records of `zone` and returns one result per operation, in order.
     /// With `atomic`, either every operation succeeds or none is applied.
     /// - Throws: ``CloudError/Code/limitExceeded`` when the request has too many operations or is
@@ -50,4 +55,14 @@ public protocol CloudDatabase: Sendable {
 
     /// Signals whenever `zone` changes, including changes made by other processes and gateways.
     func changeSignals(in zone: ZoneID) -> ChangeSignals
+
+    /// Checks the account and credentials before a sync, as CloudKit requires of its clients.
+    /// The default does nothing, for clouds without accounts.
+    /// - Throws: ``CloudError/Code/notAuthenticated`` when the credentials are missing or expired,
+    ///   with what to do in the message.
+    func checkAccount() async throws
+}
+
+extension CloudDatabase {
+    public func checkAccount() async throws {}
 }

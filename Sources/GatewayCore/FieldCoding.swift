@@ -75,7 +75,9 @@ public enum FieldCoding {
     }
 
     /// Appends one value to `writer`.
-    public static func encode(_ value: FieldValue, into writer: inout BinaryWriter) {
+    /// - Parameter identityOnly: leave out what says where an asset's bytes are (its download
+    ///   URL), for fingerprints: the same asset fetched from a cloud that adds a URL is unchanged.
+    public static func encode(_ value: FieldValue, into writer: inout BinaryWriter, identityOnly: Bool = false) {
         switch value {
         case .string(let string):
             writer.writeByte(Tag.string.rawValue)
@@ -102,7 +104,7 @@ public enum FieldCoding {
             writer.writeByte(Tag.asset.rawValue)
             writer.writeString(asset.checksum)
             writer.writeInt64(asset.size)
-            writeOptional(asset.downloadURL, into: &writer) { $1.writeString($0) }
+            writeOptional(identityOnly ? nil : asset.downloadURL, into: &writer) { $1.writeString($0) }
         case .location(let location):
             writer.writeByte(Tag.location.rawValue)
             writer.writeDouble(location.latitude)
@@ -117,7 +119,7 @@ public enum FieldCoding {
         case .list(let values):
             writer.writeByte(Tag.list.rawValue)
             writer.writeVarint(UInt64(values.count))
-            for element in values { encode(element, into: &writer) }
+            for element in values { encode(element, into: &writer, identityOnly: identityOnly) }
         case .encrypted(let data):
             writer.writeByte(Tag.encrypted.rawValue)
             writer.writeData(data)

@@ -150,7 +150,7 @@ public struct FieldFingerprint: Hashable, Sendable {
     /// The fingerprint of `field`, encoding it in `writer`'s reused storage.
     init(_ field: FieldValue, using writer: inout BinaryWriter) {
         writer.reset()
-        FieldCoding.encode(field, into: &writer)
+        FieldCoding.encode(field, into: &writer, identityOnly: true)
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in writer.bytes {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3

@@ -46,7 +46,7 @@ public actor Synchronizer {
         isSyncing = true
         defer { isSyncing = false }
         var reports: [AdapterSyncReport] = []
-        var stop: SyncError?
+        var stop = await checkAccount()
         for synced in adapters where names?.contains(synced.adapter.name) ?? true {
             var report: AdapterSyncReport
             if stop == nil, Task.isCancelled {
@@ -65,5 +65,24 @@ public actor Synchronizer {
             reports.append(report)
         }
         return SyncReport(adapters: reports)
+    }
+
+    /// The cloud's account check, which CloudKit requires before every sync; its failure fails
+    /// every adapter of this sync, with nothing sent or fetched.
+    private func checkAccount() async -> SyncError? {
+        do {
+            try await cloud.checkAccount()
+            return nil
+        } catch let error as CloudError where error.code == .notAuthenticated {
+            return SyncError(
+                .notAuthenticated, "the cloud's account check failed (\(error.message)); sign in again or fix the credentials in the cloud section",
+                underlying: error)
+        } catch is CancellationError {
+            return SyncError(.interrupted, "the sync was stopped during the account check; changes stay pending")
+        } catch let error as CloudError {
+            return SyncError(.cloudFailed, "the cloud's account check failed: \(error.code): \(error.message)", underlying: error)
+        } catch {
+            return SyncError(.cloudFailed, "the cloud's account check failed: \(error)", underlying: error)
+        }
     }
 }

@@ -10,6 +10,7 @@ extension GatewayRegistry {
         registry.register(JSONFilesAdapterKind())
         registry.register(EmbeddedCloudKind())
         registry.register(PostgresCloudKind())
+        registry.register(CloudKitCloudKind())
         return registry
     }
 }

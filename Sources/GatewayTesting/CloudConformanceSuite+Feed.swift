@@ -116,6 +116,19 @@ extension CloudConformanceSuite {
             let later = try await fetchAll(cloud, since: all.token, limit: 3)
             try expectEqual(later.modified.map(\.id.recordName), ["p0"], "the token of that fetch keeps working")
         },
+        CloudConformanceCase("the current change token skips what the zone already holds") { harness in
+            let cloud = try await freshCloud(harness)
+            try await create([note("a", title: "a")], in: cloud)
+            let token = try await cloud.currentChangeToken(in: zone)
+            try expect(try await cloud.fetchChanges(in: zone, since: token, limit: 10).modified.isEmpty, "nothing after the current token")
+            _ = try await cloud.modify([.forceReplace(note("b", title: "b"))], in: zone, atomic: false)
+            try expectEqual(
+                try await fetchAll(cloud, since: token).modified.map(\.id.recordName), ["b"], "changes after the current token")
+            try expect(try await cloud.currentChangeToken(in: zone) != token, "the current token moves with a write")
+            try await expectCloudError(.zoneNotFound, "the current token of a missing zone") {
+                try await cloud.currentChangeToken(in: ZoneID(zoneName: "Missing"))
+            }
+        },
         CloudConformanceCase("a token the cloud did not issue is refused") { harness in
             let cloud = try await freshCloud(harness)
             try await expectCloudError(.invalidArguments, "a token of random bytes") {

@@ -215,6 +215,14 @@ public final class FaultInjectingCloud: CloudDatabase {
         base.changeSignals(in: zone)
     }
 
+    public func currentChangeToken(in zone: ZoneID) async throws -> ChangeToken {
+        try await base.currentChangeToken(in: zone)
+    }
+
+    public func checkAccount() async throws {
+        try await base.checkAccount()
+    }
+
     // MARK: Fault plumbing
 
     /// Applies the scripted fault or the whole-request random faults for one call. Returns

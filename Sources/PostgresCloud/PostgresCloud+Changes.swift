@@ -79,3 +79,13 @@ extension PostgresCloud {
         }
     }
 }
+
+extension PostgresCloud {
+    public func currentChangeToken(in zone: ZoneID) async throws -> ChangeToken {
+        try await transaction("reading the change token of zone \(zone)", isolation: "REPEATABLE READ READ ONLY") { [tables] connection in
+            let zoneRow = try await Self.zoneRow(zone, tables: tables, connection: connection)!
+            return SequenceChangeToken(generation: zoneRow.generation, sequence: zoneRow.lastSequence, horizon: zoneRow.purgedSequence)
+                .changeToken
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import CloudKitWeb
+import Foundation
+import GatewayCore
+import Hummingbird
+import Logging
+import NIOCore
+import NIOFoundationCompat
+import HTTPTypes
+
+/// `gateway cloud serve`: CloudKit Web Services' paths and JSON, served by Hummingbird in front of
+/// any ``CloudDatabase`` (the embedded or the PostgreSQL cloud), so gateways on other machines
+/// share one cloud with `cloud: kind: cloudkit`.
+///
+/// Served under `/database/1/<container>/<environment>/private/`: `zones/list` (GET),
+/// `zones/lookup`, `zones/modify`, `changes/zone`, `records/changes`, `records/modify`,
+/// `records/lookup`, `assets/upload`, `assets/data` (the upload URL) and
+/// `assets/download/<checksum>/<size>`; and `…/public/users/caller` for the account check.
+/// Every request must be signed with a registered server-to-server key (dates more than
+/// ``CloudKitEndpointConfiguration/maximumClockSkew`` away are refused) or carry an API token
+/// and the user's current web auth token, which each answer rotates.
+public enum CloudKitEndpoint {
+    /// The routes, for tests and for embedding in another application.
+    public static func router(
+        cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, logger: Logger
+    ) -> Router<BasicRequestContext> {
+        let router = Router()
+        let gate = Gate(configuration: configuration, cloud: cloud, logger: logger)
+        let prefix = "/database/1/:container/:environment/:database"
+        let jsonOperations: [(String, Bool, @Sendable (CloudKitEndpointOperations, JSONValue) async throws -> JSONValue)] = [
+            ("zones/list", true, { operations, _ in try await operations.listZones() }),
+            ("zones/lookup", false, { try await $0.lookupZones($1) }),
+            ("zones/modify", false, { try await $0.modifyZones($1) }),
+            ("records/changes", false, { try await $0.recordChanges($1) }),
+            ("records/modify", false, { try await $0.modifyRecords($1) }),
+            ("records/lookup", false, { try await $0.lookupRecords($1) }),
+            ("assets/upload", false, { try $0.uploadTokens($1) }),
+        ]
+        var all = jsonOperations
+        if configuration.servesZoneChanges { all.append(("changes/zone", false, { try await $0.zoneChanges($1) })) }
+        for (operation, isGet, handler) in all {
+            let path = RouterPath("\(prefix)/\(operation)")
+            let handle: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
+                await gate.handle(request, context, operation: operation) { operations, body in
+                    let json = body.isEmpty ? JSONValue.object([:]) : try JSONValue.parse(body)
+                    return .json(try await handler(operations, json))
+                }
+            }
+            if isGet { router.get(path, use: handle) } else { router.post(path, use: handle) }
+        }
+        router.get(RouterPath("\(prefix)/users/caller")) { request, context in
+            await gate.handle(request, context, operation: "users/caller") { _, _ in .json([:]) }
+        }
+        router.post(RouterPath("\(prefix)/assets/data")) { request, context in
+            await gate.handle(request, context, operation: "asset upload") { operations, body in
+                .json(try await operations.storeAsset(body))
+            }
+        }
+        router.get(RouterPath("\(prefix)/assets/download/:checksum/:size")) { request, context in
+            await gate.handle(request, context, operation: "asset download") { operations, _ in
+                guard let checksum = context.parameters.get("checksum"), let size = context.parameters.get("size").flatMap(Int64.init) else {
+                    throw CloudError(.invalidArguments, "asset download: the path needs a checksum and a size")
+                }
+                return .bytes(try await operations.asset(checksum: checksum, size: size))
+            }
+        }
+        return router
+    }
+
+    /// The server, a `Service` to run under a `ServiceGroup`.
+    public static func application(
+        cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, host: String, port: Int, logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: router(cloud: cloud, configuration: configuration, logger: logger),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "sync-gateway-cloudkit"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+}
+
+/// An operation's answer body.
+enum EndpointAnswer {
+    case json(JSONValue)
+    case bytes(Data)
+}
+
+/// Authentication, path checks and error answers shared by every route.
+struct Gate: Sendable {
+    let configuration: CloudKitEndpointConfiguration
+    let cloud: any CloudDatabase
+    let logger: Logger
+    let verifier: CloudKitSignatureVerifier
+
+    init(configuration: CloudKitEndpointConfiguration, cloud: any CloudDatabase, logger: Logger) {
+        self.configuration = configuration
+        self.cloud = cloud
+        self.logger = logger
+        self.verifier = CloudKitSignatureVerifier(keys: configuration.keys, maximumClockSkew: configuration.maximumClockSkew)
+    }
+
+    func handle(
+        _ request: Request, _ context: BasicRequestContext, operation: String,
+        _ body: @Sendable (CloudKitEndpointOperations, Data) async throws -> EndpointAnswer
+    ) async -> Response {
+        var rotatedToken: String?
+        do {
+            let bytes = Data(buffer: try await collect(request))
+            let user = try await authenticate(request, body: bytes, rotatedToken: &rotatedToken)
+            guard context.parameters.get("container") == configuration.container,
+                context.parameters.get("environment") == configuration.environment
+            else {
+                throw CloudError(.invalidArguments, "this endpoint serves container \(configuration.container) in \(configuration.environment) only")
+            }
+            let database = context.parameters.get("database") ?? ""
+            if operation == "users/caller" {
+                return respond(.json(["users": [["userRecordName": .string(user)]]]), token: rotatedToken)
+            }
+            guard database == "private" else {
+                throw CloudError(
+                    .invalidArguments, "this endpoint serves the private database; the \(database) database has no zones or change feed here")
+            }
+            let base = configuration.publicURL ?? "http://\(request.head.authority ?? "127.0.0.1")"
+            let operations = CloudKitEndpointOperations(
+                cloud: cloud, databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/private")
+            return respond(try await body(operations, bytes), token: rotatedToken)
+        } catch let error as CloudError {
+            if error.code == .internalError { logger.error("\(operation) failed", metadata: ["error": "\(error)"]) }
+            return errorResponse(error, token: rotatedToken)
+        } catch {
+            logger.error("\(operation) failed", metadata: ["error": "\(error)"])
+            let failure: CloudError =
+                error is DecodingError
+                ? CloudError(.invalidArguments, "\(operation): the body is not the JSON CloudKit expects")
+                : CloudError(.internalError, "\(operation) failed inside the endpoint; see its log")
+            return errorResponse(failure, token: rotatedToken)
+        }
+    }
+
+    private func collect(_ request: Request) async throws -> ByteBuffer {
+        do {
+            return try await request.body.collect(upTo: configuration.maximumBodySize)
+        } catch {
+            throw CloudError(.limitExceeded, "the request body is larger than \(configuration.maximumBodySize) bytes")
+        }
+    }
+
+    /// The user a request acts as.
+    private func authenticate(_ request: Request, body: Data, rotatedToken: inout String?) async throws -> String {
+        let headers = request.headers
+        func header(_ name: String) -> String? { HTTPField.Name(name).flatMap { headers[$0] } }
+        if let keyID = header(CloudKitHeaders.keyID) {
+            switch verifier.verify(
+                keyID: keyID, date: header(CloudKitHeaders.date), signature: header(CloudKitHeaders.signature), body: body,
+                subpath: request.uri.path)
+            {
+            case .success(let key): return key.userRecordName
+            case .failure(let refusal):
+                logger.notice("refused a signed request", metadata: ["reason": "\(refusal.reason)"])
+                throw CloudError(.notAuthenticated, "the request signature was refused: \(refusal.reason)")
+            }
+        }
+        let query = request.uri.queryParameters
+        if let registry = configuration.webTokens, let apiToken = query["ckAPIToken"].map(String.init),
+            let webToken = query["ckWebAuthToken"].map(String.init)
+        {
+            guard let (user, next) = try await registry.authenticate(apiToken: apiToken, webAuthToken: webToken) else {
+                throw CloudError(.notAuthenticated, "the API token or web auth token is not current; sign in again")
+            }
+            rotatedToken = next
+            return user
+        }
+        throw CloudError(.notAuthenticated, "the request is neither signed with a registered key nor carries web auth tokens")
+    }
+
+    private func respond(_ answer: EndpointAnswer, token: String?) -> Response {
+        var headers: HTTPFields = [:]
+        if let token, let name = HTTPField.Name(CloudKitHeaders.webAuthToken) { headers[name] = token }
+        switch answer {
+        case .json(let value):
+            headers[.contentType] = "application/json; charset=utf-8"
+            let data = (try? value.serialized()) ?? Data("{}".utf8)
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+        case .bytes(let data):
+            headers[.contentType] = "application/octet-stream"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+        }
+    }
+
+    private func errorResponse(_ error: CloudError, token: String?) -> Response {
+        let (_, status) = CloudKitErrorCoding.serverErrorCode(for: error.code)
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        if let token, let name = HTTPField.Name(CloudKitHeaders.webAuthToken) { headers[name] = token }
+        if let retryAfter = error.retryAfter { headers[.retryAfter] = "\(max(1, retryAfter.components.seconds))" }
+        let data = (try? CloudKitErrorCoding.encode(error).serialized()) ?? Data()
+        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+}

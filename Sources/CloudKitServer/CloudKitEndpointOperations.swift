@@ -1,0 +1,253 @@
+import CloudKitWeb
+import Foundation
+import GatewayCore
+
+/// The endpoint's operations as JSON in, JSON out, over any ``CloudDatabase``.
+///
+/// Whole-request failures throw ``CloudError`` (the endpoint answers them with CloudKit's status
+/// and error body); per-record and per-zone failures are error dictionaries inside the answer.
+struct CloudKitEndpointOperations: Sendable {
+    let cloud: any CloudDatabase
+    /// `<scheme>://<host>/database/1/<container>/<environment>/private`, for asset URLs.
+    let databaseURL: String
+
+    // MARK: Zones
+
+    func listZones() async throws -> JSONValue {
+        var zones: [JSONValue] = []
+        for zone in try await cloud.zones() {
+            zones.append(try await zoneDictionary(zone))
+        }
+        return ["zones": .array(zones)]
+    }
+
+    func lookupZones(_ body: JSONValue) async throws -> JSONValue {
+        var zones: [JSONValue] = []
+        for item in body["zones"]?.arrayValue ?? [] {
+            let zone = try CloudKitWireCoding.decodeZoneID(item["zoneID"] ?? item)
+            do {
+                zones.append(try await zoneDictionary(zone))
+            } catch let error as CloudError {
+                zones.append(zoneError(error, zone: zone))
+            }
+        }
+        return ["zones": .array(zones)]
+    }
+
+    func modifyZones(_ body: JSONValue) async throws -> JSONValue {
+        var zones: [JSONValue] = []
+        for operation in body["operations"]?.arrayValue ?? [] {
+            let zone = try CloudKitWireCoding.decodeZoneID(operation["zone"]?["zoneID"] ?? .null)
+            do {
+                switch operation["operationType"]?.stringValue {
+                case "create":
+                    try await cloud.createZone(zone)
+                    zones.append(try await zoneDictionary(zone))
+                case "delete":
+                    try await cloud.deleteZone(zone)
+                    zones.append(["zoneID": CloudKitWireCoding.encode(zone), "deleted": true])
+                default:
+                    throw CloudError(.invalidArguments, "zones/modify: operationType must be create or delete")
+                }
+            } catch let error as CloudError where error.code != .invalidArguments {
+                zones.append(zoneError(error, zone: zone))
+            }
+        }
+        return ["zones": .array(zones)]
+    }
+
+    private func zoneDictionary(_ zone: ZoneID) async throws -> JSONValue {
+        let token = try await cloud.currentChangeToken(in: zone)
+        return ["zoneID": CloudKitWireCoding.encode(zone), "syncToken": .string(CloudKitWireCoding.encode(token)), "atomic": true]
+    }
+
+    private func zoneError(_ error: CloudError, zone: ZoneID) -> JSONValue {
+        guard case .object(var object) = CloudKitErrorCoding.encode(error) else { return .null }
+        object["zoneID"] = CloudKitWireCoding.encode(zone)
+        return .object(object)
+    }
+
+    // MARK: Change feed
+
+    func zoneChanges(_ body: JSONValue) async throws -> JSONValue {
+        let defaultLimit = body["resultsLimit"]?.int64Value
+        var zones: [JSONValue] = []
+        for request in body["zones"]?.arrayValue ?? [] {
+            let zone = try CloudKitWireCoding.decodeZoneID(request["zoneID"] ?? .null)
+            do {
+                let page = try await changes(in: zone, token: request["syncToken"], limit: request["resultsLimit"]?.int64Value ?? defaultLimit)
+                guard case .object(var object) = page else { continue }
+                object["zoneID"] = CloudKitWireCoding.encode(zone)
+                zones.append(.object(object))
+            } catch let error as CloudError {
+                zones.append(zoneError(error, zone: zone))
+            }
+        }
+        return ["zones": .array(zones)]
+    }
+
+    func recordChanges(_ body: JSONValue) async throws -> JSONValue {
+        let zone = try CloudKitWireCoding.decodeZoneID(body["zoneID"] ?? .null)
+        return try await changes(in: zone, token: body["syncToken"], limit: body["resultsLimit"]?.int64Value)
+    }
+
+    private func changes(in zone: ZoneID, token: JSONValue?, limit: Int64?) async throws -> JSONValue {
+        let since = try token?.stringValue.map { text throws(CloudError) in try CloudKitWireCoding.decodeToken(text) }
+        let requested = Int(clamping: limit ?? Int64(cloud.limits.maxResultsPerFetch))
+        let page = try await cloud.fetchChanges(in: zone, since: since, limit: max(1, requested))
+        var records: [JSONValue] = []
+        records.reserveCapacity(page.modified.count + page.deleted.count)
+        for record in page.modified { records.append(try encode(record)) }
+        for id in page.deleted { records.append(["recordName": .string(id.recordName), "deleted": true]) }
+        return [
+            "records": .array(records), "syncToken": .string(CloudKitWireCoding.encode(page.token)), "moreComing": .bool(page.moreComing),
+        ]
+    }
+
+    // MARK: Records
+
+    func modifyRecords(_ body: JSONValue) async throws -> JSONValue {
+        let zone = try body["zoneID"].map { zone throws(CloudError) in try CloudKitWireCoding.decodeZoneID(zone) }
+            ?? ZoneID(zoneName: CloudKitWireCoding.defaultZoneName)
+        let atomic = body["atomic"]?.boolValue ?? true
+        guard let items = body["operations"]?.arrayValue else {
+            throw CloudError(.invalidArguments, "records/modify: the request has no operations")
+        }
+        var operations: [RecordOperation] = []
+        operations.reserveCapacity(items.count)
+        for item in items { operations.append(try await operation(item, zone: zone)) }
+        let results = try await cloud.modify(operations, in: zone, atomic: atomic)
+        return [
+            "records": .array(
+                try results.map { result throws(CloudError) -> JSONValue in
+                    switch result {
+                    case .saved(let record): return try encode(record)
+                    case .deleted(let id): return ["recordName": .string(id.recordName), "deleted": true]
+                    case .failed(let id, let error): return CloudKitErrorCoding.encode(error, recordName: id.recordName)
+                    }
+                })
+        ]
+    }
+
+    /// One `operations` entry; `update` and `forceUpdate` (partial saves) merge the given fields
+    /// into the stored record, keeping the change-tag check of `update`.
+    private func operation(_ item: JSONValue, zone: ZoneID) async throws -> RecordOperation {
+        guard let type = item["operationType"]?.stringValue, let wire = item["record"] else {
+            throw CloudError(.invalidArguments, "records/modify: each operation needs operationType and record")
+        }
+        var record = try CloudKitWireCoding.decodeRecord(withName(wire), in: zone)
+        record.fields = record.fields.mapValues(Self.storable)
+        record.modifiedAt = nil
+        switch type {
+        case "create": return .create(record)
+        case "replace": return .replace(record)
+        case "forceReplace": return .forceReplace(record)
+        case "delete": return .delete(record.id, changeTag: record.changeTag)
+        case "forceDelete": return .forceDelete(record.id)
+        case "update", "forceUpdate":
+            guard let stored = try await cloud.lookup([record.id])[0] else {
+                return type == "update" ? .replace(record) : .forceReplace(record)
+            }
+            var merged = stored
+            merged.fields.merge(record.fields) { _, new in new }
+            if !record.recordType.isEmpty { merged.recordType = record.recordType }
+            merged.changeTag = type == "update" ? record.changeTag : nil
+            return type == "update" ? .replace(merged) : .forceReplace(merged)
+        default:
+            throw CloudError(.invalidArguments, "records/modify: unknown operationType \(type)")
+        }
+    }
+
+    /// A record dictionary with a generated name when the client left it out, as CloudKit does.
+    private func withName(_ wire: JSONValue) -> JSONValue {
+        guard case .object(var object) = wire, object["recordName"] == nil else { return wire }
+        object["recordName"] = .string(UUID().uuidString)
+        return .object(object)
+    }
+
+    func lookupRecords(_ body: JSONValue) async throws -> JSONValue {
+        let zone = try body["zoneID"].map { zone throws(CloudError) in try CloudKitWireCoding.decodeZoneID(zone) }
+            ?? ZoneID(zoneName: CloudKitWireCoding.defaultZoneName)
+        let names = try (body["records"]?.arrayValue ?? []).map { item throws(CloudError) in
+            guard let name = item["recordName"]?.stringValue else {
+                throw CloudError(.invalidArguments, "records/lookup: each record needs a recordName")
+            }
+            return name
+        }
+        let found = try await cloud.lookup(names.map { RecordID(recordName: $0, zoneID: zone) })
+        return [
+            "records": .array(
+                try zip(names, found).map { name, record throws(CloudError) -> JSONValue in
+                    guard let record else {
+                        return CloudKitErrorCoding.encode(CloudError(.unknownItem, "record \(name) does not exist"), recordName: name)
+                    }
+                    return try encode(record)
+                })
+        ]
+    }
+
+    // MARK: Assets
+
+    func uploadTokens(_ body: JSONValue) throws -> JSONValue {
+        let tokens = body["tokens"]?.arrayValue ?? []
+        guard !tokens.isEmpty, tokens.count <= 200 else {
+            throw CloudError(.invalidArguments, "assets/upload: ask for 1 to 200 tokens")
+        }
+        return [
+            "tokens": .array(
+                tokens.map { token in
+                    [
+                        "recordName": token["recordName"] ?? .string(UUID().uuidString), "fieldName": token["fieldName"] ?? "",
+                        "url": .string(databaseURL + "/assets/data"),
+                    ]
+                })
+        ]
+    }
+
+    func storeAsset(_ data: Data) async throws -> JSONValue {
+        let reference = try await cloud.uploadAsset(data)
+        return [
+            "singleFile": [
+                "fileChecksum": .string(reference.checksum), "referenceChecksum": .string(reference.checksum),
+                "receipt": .string(reference.checksum), "wrappingKey": "", "size": .integer(reference.size),
+                "downloadURL": .string(downloadURL(reference)),
+            ]
+        ]
+    }
+
+    func asset(checksum: String, size: Int64) async throws -> Data {
+        try await cloud.downloadAsset(AssetReference(checksum: checksum, size: size))
+    }
+
+    // MARK: Encoding
+
+    private func encode(_ record: Record) throws(CloudError) -> JSONValue {
+        var record = record
+        record.fields = record.fields.mapValues(withDownloadURLs)
+        return try CloudKitWireCoding.encode(record)
+    }
+
+    private func withDownloadURLs(_ value: FieldValue) -> FieldValue {
+        switch value {
+        case .asset(var reference):
+            reference.downloadURL = downloadURL(reference)
+            return .asset(reference)
+        case .list(let values): return .list(values.map(withDownloadURLs))
+        default: return value
+        }
+    }
+
+    private func downloadURL(_ reference: AssetReference) -> String {
+        "\(databaseURL)/assets/download/\(reference.checksum)/\(reference.size)"
+    }
+
+    /// An asset reference as the backing cloud stores it: where the bytes are is this endpoint's
+    /// business, not the record's.
+    static func storable(_ value: FieldValue) -> FieldValue {
+        switch value {
+        case .asset(let reference): .asset(AssetReference(checksum: reference.checksum, size: reference.size))
+        case .list(let values): .list(values.map(storable))
+        default: value
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import AsyncHTTPClient
+import Foundation
+import GatewayCore
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// Sends authenticated requests to CloudKit Web Services and turns failures into ``CloudError``s.
+///
+/// Uses AsyncHTTPClient's shared client, which needs no shutdown, so a database is a plain value.
+struct CloudKitTransport: Sendable {
+    let configuration: CloudKitWebConfiguration
+    /// Largest answer read; asset downloads may be as large as the asset limit.
+    var maximumResponseSize: Int { Int(min(configuration.limits.maxAssetSize, Int64(Int32.max))) + 1_000_000 }
+
+    enum Method: Sendable {
+        case get, post
+
+        var http: HTTPMethod { self == .get ? .GET : .POST }
+    }
+
+    /// A raw answer.
+    struct Answer: Sendable {
+        var status: Int
+        var body: Data
+        var retryAfter: String?
+    }
+
+    /// Calls a JSON operation and returns the answer's JSON; non-2xx answers throw.
+    func call(
+        _ operation: String, get: Bool = false, body: JSONValue? = nil, database: String? = nil
+    ) async throws -> JSONValue {
+        let bytes = try body?.serialized() ?? Data()
+        let answer = try await send(
+            url: configuration.baseURL + configuration.path(operation, database: database), method: get ? .get : .post,
+            body: bytes, contentType: "application/json; charset=utf-8", context: operation)
+        return try Self.json(answer, context: operation)
+    }
+
+    /// The JSON of a 2xx answer, or the error it describes.
+    static func json(_ answer: Answer, context: String) throws -> JSONValue {
+        let parsed = answer.body.isEmpty ? JSONValue.object([:]) : try? JSONValue.parse(answer.body)
+        guard (200..<300).contains(answer.status) else {
+            if let parsed, CloudKitErrorCoding.isError(parsed) {
+                throw CloudKitErrorCoding.decode(parsed, context: context, retryAfterHeader: answer.retryAfter)
+            }
+            throw statusError(answer, context: context)
+        }
+        guard let parsed else { throw CloudError(.internalError, "\(context): the answer is not JSON") }
+        return parsed
+    }
+
+    /// The error for a failed answer without CloudKit's error body (a proxy's page, say).
+    static func statusError(_ answer: Answer, context: String) -> CloudError {
+        let code: CloudError.Code =
+            switch answer.status {
+            case 429: .requestRateLimited
+            case 401, 403, 421: .notAuthenticated
+            case 404: .unknownItem
+            case 413: .limitExceeded
+            case 500..<600: .serviceUnavailable
+            default: .internalError
+            }
+        return CloudError(
+            code, "\(context): the service answered HTTP \(answer.status)",
+            retryAfter: answer.retryAfter.flatMap(Double.init).map { .milliseconds(Int64($0 * 1000)) })
+    }
+
+    /// Sends one request, authenticated when `url` is under the base URL (upload and download URLs
+    /// elsewhere carry their own authority).
+    func send(url: String, method: Method, body: Data, contentType: String?, context: String) async throws -> Answer {
+        let authenticated = url.hasPrefix(configuration.baseURL + "/")
+        guard authenticated else {
+            return try await execute(url: url, method: method, body: body, contentType: contentType, headers: [], context: context).answer
+        }
+        let path = String(url.dropFirst(configuration.baseURL.count).prefix { $0 != "?" })
+        switch configuration.authentication {
+        case .serverToServer(let signer):
+            let headers = try signer.headers(body: body, subpath: path)
+            return try await execute(url: url, method: method, body: body, contentType: contentType, headers: headers, context: context).answer
+        case .webAuthToken(let apiToken, let session):
+            return try await session.perform { token in
+                let separator = url.contains("?") ? "&" : "?"
+                let query = "ckAPIToken=\(Self.escape(apiToken))&ckWebAuthToken=\(Self.escape(token))"
+                let raw = try await execute(
+                    url: url + separator + query, method: method, body: body, contentType: contentType, headers: [], context: context)
+                // Every answer, failures included, carries the token that replaces the one just used.
+                let next = raw.headers.first(name: CloudKitHeaders.webAuthToken) ?? raw.headers.first(name: "X-Apple-CloudKit-Session")
+                return (result: raw.answer, nextToken: next)
+            }
+        }
+    }
+
+    private struct RawAnswer: Sendable {
+        var answer: Answer
+        var headers: HTTPHeaders
+    }
+
+    private func execute(
+        url: String, method: Method, body: Data, contentType: String?, headers: [(name: String, value: String)], context: String
+    ) async throws -> RawAnswer {
+        var request = HTTPClientRequest(url: url)
+        request.method = method.http
+        if let contentType, method != .get { request.headers.add(name: "Content-Type", value: contentType) }
+        for header in headers { request.headers.add(name: header.name, value: header.value) }
+        if method != .get { request.body = .bytes(ByteBuffer(data: body)) }
+        let timeout = configuration.requestTimeout.components
+        do {
+            let response = try await HTTPClient.shared.execute(
+                request, timeout: .milliseconds(timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000))
+            let buffer = try await response.body.collect(upTo: maximumResponseSize)
+            return RawAnswer(
+                answer: Answer(status: Int(response.status.code), body: Data(buffer: buffer), retryAfter: response.headers.first(name: "Retry-After")),
+                headers: response.headers)
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(
+                .networkFailure, "\(context): the request to \(configuration.baseURL) failed; it may or may not have been applied", underlying: error)
+        }
+    }
+
+    /// Percent-encodes a token for the query string; `+`, `/` and `=` must be escaped.
+    static func escape(_ token: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return token.addingPercentEncoding(withAllowedCharacters: allowed) ?? token
+    }
+}

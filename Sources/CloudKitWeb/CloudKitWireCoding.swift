@@ -1,0 +1,80 @@
+import Foundation
+import GatewayCore
+
+/// Records, zone ids and change tokens in CloudKit Web Services' JSON, shared by the client
+/// (``CloudKitWebDatabase``) and the `gateway cloud serve` endpoint.
+public enum CloudKitWireCoding {
+    /// CloudKit's name of the default zone.
+    public static let defaultZoneName = "_defaultZone"
+
+    /// `{zoneName, ownerRecordName?}`; the owner is left out for the caller's own zones.
+    public static func encode(_ zone: ZoneID) -> JSONValue {
+        var object: [String: JSONValue] = ["zoneName": .string(zone.zoneName)]
+        if zone.ownerName != ZoneID.defaultOwnerName { object["ownerRecordName"] = .string(zone.ownerName) }
+        return .object(object)
+    }
+
+    /// Reads a zone id; MistKit's `ownerName` spelling is accepted too.
+    public static func decodeZoneID(_ value: JSONValue) throws(CloudError) -> ZoneID {
+        guard let name = value["zoneName"]?.stringValue else {
+            throw CloudError(.invalidArguments, "a zoneID has no zoneName")
+        }
+        let owner = value["ownerRecordName"]?.stringValue ?? value["ownerName"]?.stringValue ?? ZoneID.defaultOwnerName
+        return ZoneID(zoneName: name, ownerName: owner)
+    }
+
+    /// A record dictionary: `recordName`, `recordType`, `recordChangeTag` (when the record has
+    /// one and `includeTag`), `fields`, and `modified` for records coming from a cloud.
+    public static func encode(_ record: Record, includeTag: Bool = true) throws(CloudError) -> JSONValue {
+        var fields: [String: JSONValue] = [:]
+        fields.reserveCapacity(record.fields.count)
+        for (name, value) in record.fields {
+            fields[name] = try CloudKitFieldCoding.encode(value, in: record.id.zoneID)
+        }
+        var object: [String: JSONValue] = [
+            "recordName": .string(record.id.recordName), "recordType": .string(record.recordType), "fields": .object(fields),
+        ]
+        if includeTag, let tag = record.changeTag { object["recordChangeTag"] = .string(tag) }
+        if let modified = record.modifiedAt { object["modified"] = ["timestamp": .integer(modified.millisecondsSince1970)] }
+        return .object(object)
+    }
+
+    /// Reads a record dictionary of `zone`.
+    public static func decodeRecord(_ value: JSONValue, in zone: ZoneID) throws(CloudError) -> Record {
+        guard let name = value["recordName"]?.stringValue else {
+            throw CloudError(.invalidArguments, "a record in zone \(zone) has no recordName")
+        }
+        let id = RecordID(recordName: name, zoneID: zone)
+        var fields: [String: FieldValue] = [:]
+        if let encoded = value["fields"]?.objectValue {
+            fields.reserveCapacity(encoded.count)
+            for (field, encodedValue) in encoded {
+                do {
+                    fields[field] = try CloudKitFieldCoding.decode(encodedValue, in: zone, name: field)
+                } catch {
+                    throw CloudError(error.code, "record \(id): \(error.message)")
+                }
+            }
+        }
+        return Record(
+            id: id, recordType: value["recordType"]?.stringValue ?? "", changeTag: value["recordChangeTag"]?.stringValue,
+            fields: fields, modifiedAt: value["modified"]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:)))
+    }
+
+    /// A change token as CloudKit's `syncToken` string (URL-safe base64 of the opaque bytes).
+    public static func encode(_ token: ChangeToken) -> String {
+        token.data.base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The change token of a `syncToken` string.
+    public static func decodeToken(_ text: String) throws(CloudError) -> ChangeToken {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else {
+            throw CloudError(.invalidArguments, "the syncToken is not a token this cloud issued; reset the adapter's sync state")
+        }
+        return ChangeToken(data: data)
+    }
+}

@@ -1,0 +1,66 @@
+import CloudKitServer
+import CloudKitWeb
+import Crypto
+import Foundation
+import GatewayCore
+import GatewayTesting
+import Logging
+import ServiceLifecycle
+
+/// A `gateway cloud serve` endpoint on a loopback port, in this process, over `cloud`.
+final class EndpointServer: Sendable {
+    let cloud: any CloudDatabase
+    let port: Int
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    static let container = "iCloud.com.example.Gateway"
+
+    init(cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration) async throws {
+        var logger = Logger(label: "cloudkit-endpoint-test")
+        logger.logLevel = .critical
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = CloudKitEndpoint.application(
+            cloud: cloud, configuration: configuration, host: "127.0.0.1", port: 0, logger: logger,
+            onServerRunning: { continuation.yield($0) })
+        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
+        self.group = group
+        self.cloud = cloud
+        self.task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw ConformanceFailure("the endpoint did not start") }
+        self.port = port
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+
+    /// A client of this endpoint signing with `key`.
+    func client(key: TestKey, limits: CloudLimits = CloudLimits(maxResultsPerFetch: 200), pollInterval: Duration = .milliseconds(50)) throws
+        -> CloudKitWebDatabase
+    {
+        try CloudKitWebDatabase(
+            configuration: CloudKitWebConfiguration(
+                baseURL: baseURL, container: Self.container, authentication: .serverToServer(key.signer), limits: limits,
+                requestTimeout: .seconds(30), signalPollInterval: pollInterval))
+    }
+}
+
+/// A server-to-server key pair made for a test.
+struct TestKey: Sendable {
+    let signer: CloudKitRequestSigner
+    let user: String
+
+    init(id: String, user: String) {
+        signer = CloudKitRequestSigner(keyID: id, privateKey: P256.Signing.PrivateKey())
+        self.user = user
+    }
+
+    var registered: CloudKitSignatureVerifier.Key {
+        try! CloudKitSignatureVerifier.Key(keyID: signer.keyID, publicKeyPEM: signer.publicKeyPEM, userRecordName: user)
+    }
+}
