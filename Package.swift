@@ -126,7 +126,7 @@ let package = Package(
         .target(
             name: "GatewayService",
             dependencies: [
-                "GatewayCore", .product(name: "Yams", package: "Yams"),
+                "GatewayCore", .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -149,7 +149,8 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "GatewayCore", "GatewayService", "GatewayKinds", "CloudKitServer",
+                "GatewayCore", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

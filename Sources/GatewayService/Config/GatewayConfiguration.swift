@@ -22,6 +22,8 @@ public struct GatewayConfiguration: Sendable {
     public var resolvers: [String: any ConflictResolver]
     /// The keys of `encryption.keys`, read from their files or variables; `nil` without keys.
     public var keyRing: KeyRing?
+    /// The `endpoint:` section, for `gateway cloud serve`; `nil` when the config has none.
+    public var endpoint: EndpointSettings?
 
     /// Reads, decodes and checks a config file.
     /// - Parameters:
@@ -167,7 +169,7 @@ struct ConfigurationReader {
     let registry: GatewayRegistry
     let environment: [String: String]
 
-    enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters }
+    enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters, endpoint }
     enum KindKey: String, CodingKey { case kind }
 
     func read(_ decoder: ConfigNodeDecoder) throws -> GatewayConfiguration {
@@ -206,8 +208,10 @@ struct ConfigurationReader {
                 adapters.append(AdapterConfiguration(settings: settings, plan: plan))
             }
         }
+        var endpoint = try root.decodeIfPresent(EndpointSettings.self, forKey: .endpoint)
+        try endpoint?.load(context: context, environment: environment)
         return GatewayConfiguration(
             file: file, settings: settings, context: context, cloud: cloud, encryption: encryption, adapters: adapters,
-            resolvers: registry.resolvers, keyRing: keyRing)
+            resolvers: registry.resolvers, keyRing: keyRing, endpoint: endpoint)
     }
 }

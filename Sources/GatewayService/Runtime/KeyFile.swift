@@ -15,7 +15,12 @@ public enum KeyFile {
     public static func create(at path: String) throws {
         var generator = SystemRandomNumberGenerator()
         let key = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let text = Data(key).base64EncodedString() + "\n"
+        try createSecret(at: path, text: Data(key).base64EncodedString() + "\n")
+    }
+
+    /// Writes `text` to a new file of mode 0600 (its folder 0700), never replacing a file.
+    /// - Throws: ``GatewayError/Code/fileExists`` when `path` exists.
+    public static func createSecret(at path: String, text: String) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

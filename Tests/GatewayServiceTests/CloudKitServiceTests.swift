@@ -1,0 +1,212 @@
+import Foundation
+import GRDB
+import GatewayTesting
+import Testing
+
+/// Gateways on "other machines" (their own folders and processes) sharing one cloud through
+/// `gateway cloud serve` and `cloud: kind: cloudkit`, as users run them.
+@Suite("CloudKit Web Services: gateway cloud serve and cloud kind cloudkit")
+struct CloudKitServiceTests {
+    static let container = "iCloud.com.example.Shared"
+
+    /// A running `gateway cloud serve`, its folder and port.
+    struct Endpoint {
+        let process: ChildProcess
+        let directory: TemporaryDirectory
+        let port: Int
+
+        func log() -> String { (try? String(contentsOfFile: directory.path("serve.err"), encoding: .utf8)) ?? "" }
+
+        static func start(in directory: TemporaryDirectory, environment: [String: String] = [:]) async throws -> Endpoint {
+            try? FileManager.default.removeItem(atPath: directory.path("serve.err"))
+            let process = try ChildProcess(
+                try BuiltExecutable.path("gateway"), arguments: ["cloud", "serve"], directory: directory.url.path,
+                environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
+                standardOutput: directory.path("serve.out"), standardError: directory.path("serve.err"))
+            func log() -> String { (try? String(contentsOfFile: directory.path("serve.err"), encoding: .utf8)) ?? "" }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while true {
+                if let port = log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/).flatMap({ Int($0.1) }) {
+                    return Endpoint(process: process, directory: directory, port: port)
+                }
+                guard ContinuousClock.now < deadline, process.isRunning else {
+                    process.kill()
+                    throw ConformanceFailure("gateway cloud serve did not start:\n\(log())")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+
+        func stop() async throws -> Int32 {
+            process.terminate()
+            return try await process.wait(timeout: .seconds(30))
+        }
+    }
+
+    static func writeConfig(_ text: String, in directory: TemporaryDirectory) throws {
+        try Data(text.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+    }
+
+    static func gatewayConfig(port: Int, auth: String) -> String {
+        """
+        gateway: { device_id: \(UUID().uuidString) }
+        cloud:
+          kind: cloudkit
+          base_url: http://127.0.0.1:\(port)
+          container: \(container)
+          \(auth)
+          poll_interval: 200ms
+        adapters:
+          - { name: app, kind: sqlite, path: app.sqlite, zone: Notes, tables: [{ table: note }] }
+        """
+    }
+
+    static func createStore(in directory: TemporaryDirectory, rows: [(Int, String, Data?)]) async throws {
+        try await DatabaseQueue(path: directory.path("app.sqlite")).write { db in
+            try db.execute(sql: "CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT, attachment BLOB)")
+            for (id, title, blob) in rows {
+                try db.execute(sql: "INSERT INTO note VALUES (?, ?, ?)", arguments: [id, title, blob])
+            }
+        }
+    }
+
+    static func notes(in directory: TemporaryDirectory) async throws -> [String] {
+        try await DatabaseQueue(path: directory.path("app.sqlite")).read { db in
+            try Row.fetchAll(db, sql: "SELECT id, title, length(attachment) FROM note ORDER BY id").map {
+                "\($0[0] as Int64) \($0[1] as String? ?? "∅") \($0[2] as Int64? ?? 0)"
+            }
+        }
+    }
+
+    @Test("two gateways share an embedded cloud through the endpoint with server-to-server keys; strangers are refused")
+    func serverToServerKeys() async throws {
+        let server = try TemporaryDirectory(prefix: "ckws-server")
+        let first = try TemporaryDirectory(prefix: "ckws-a")
+        let second = try TemporaryDirectory(prefix: "ckws-b")
+        let stranger = try TemporaryDirectory(prefix: "ckws-stranger")
+        defer { [server, first, second, stranger].forEach { $0.remove() } }
+
+        for (directory, name) in [(first, "a"), (second, "b"), (stranger, "x")] {
+            let made = try await GatewayCLI.run(["cloud", "keygen", "keys/\(name).pem"], in: directory.url)
+            #expect(made.status == 0, "\(made)")
+        }
+        let mode = try FileManager.default.attributesOfItem(atPath: first.path("keys/a.pem"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let again = try await GatewayCLI.run(["cloud", "keygen", "keys/a.pem"], in: first.url)
+        #expect(again.status == 2 && again.stderr.contains("already exists"), "\(again)")
+
+        try FileManager.default.createDirectory(at: server.url.appendingPathComponent("keys"), withIntermediateDirectories: true)
+        for (directory, name) in [(first, "a"), (second, "b")] {
+            try FileManager.default.copyItem(atPath: directory.path("keys/\(name).pem.pub"), toPath: server.path("keys/\(name).pub"))
+        }
+        try Self.writeConfig(
+            """
+            cloud: { kind: embedded, path: shared-cloud.sqlite }
+            endpoint:
+              port: 0
+              container: \(Self.container)
+              keys:
+                - { key_id: gateway-a, public_key_file: keys/a.pub }
+                - { key_id: gateway-b, public_key_file: keys/b.pub, user: _second }
+            """, in: server)
+        let endpoint = try await Endpoint.start(in: server)
+        defer { if endpoint.process.isRunning { endpoint.process.kill() } }
+
+        let blob = Data((0..<5_000).map { UInt8($0 % 251) })
+        try await Self.createStore(in: first, rows: [(1, "Alpha", blob), (2, "Beta", nil), (3, "Gamma ☃", nil)])
+        try await Self.createStore(in: second, rows: [])
+        try await Self.createStore(in: stranger, rows: [])
+        for (directory, name, id) in [(first, "a", "gateway-a"), (second, "b", "gateway-b"), (stranger, "x", "gateway-x")] {
+            try Self.writeConfig(
+                Self.gatewayConfig(port: endpoint.port, auth: "auth: server_to_server\n  key_id: \(id)\n  private_key_file: keys/\(name).pem"),
+                in: directory)
+        }
+
+        let upload = try await GatewayCLI.run(["sync"], in: first.url)
+        #expect(upload.status == 0, "\(upload)")
+        let download = try await GatewayCLI.run(["sync"], in: second.url)
+        #expect(download.status == 0, "\(download)")
+        #expect(try await Self.notes(in: second) == ["1 Alpha 5000", "2 Beta 0", "3 Gamma ☃ 0"])
+        let attachment = try await DatabaseQueue(path: second.path("app.sqlite")).read { db in
+            try Data.fetchOne(db, sql: "SELECT attachment FROM note WHERE id = 1")
+        }
+        #expect(attachment == blob, "the blob travels as an asset through the endpoint")
+
+        try await DatabaseQueue(path: second.path("app.sqlite")).write { db in
+            try db.execute(sql: "UPDATE note SET title = 'Beta edited' WHERE id = 2")
+            try db.execute(sql: "DELETE FROM note WHERE id = 3")
+        }
+        let edits = try await GatewayCLI.run(["sync"], in: second.url)
+        #expect(edits.status == 0, "\(edits)")
+        let pull = try await GatewayCLI.run(["sync"], in: first.url)
+        #expect(pull.status == 0, "\(pull)")
+        #expect(try await Self.notes(in: first) == ["1 Alpha 5000", "2 Beta edited 0"])
+
+        let refused = try await GatewayCLI.run(["sync"], in: stranger.url)
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.contains("gateway-x is not registered"), "\(refused)")
+        #expect(try await Self.notes(in: stranger).isEmpty)
+
+        #expect(try await endpoint.stop() == 0, "\(endpoint.log())")
+    }
+
+    @Test("web auth tokens rotate on every request, are persisted by both sides, and a used token is refused")
+    func webAuthTokenRotation() async throws {
+        let server = try TemporaryDirectory(prefix: "ckws-token-server")
+        let client = try TemporaryDirectory(prefix: "ckws-token-client")
+        defer { [server, client].forEach { $0.remove() } }
+        let environment = ["CK_API_TOKEN": "api-token-1", "ALICE_FIRST_TOKEN": "first+web/token="]
+        try Self.writeConfig(
+            """
+            cloud: { kind: embedded, path: shared-cloud.sqlite }
+            endpoint:
+              port: 0
+              container: \(Self.container)
+              web_tokens:
+                api_token_env: CK_API_TOKEN
+                users: [{ user: _alice, initial_token_env: ALICE_FIRST_TOKEN }]
+            """, in: server)
+        var endpoint = try await Endpoint.start(in: server, environment: environment)
+        defer { if endpoint.process.isRunning { endpoint.process.kill() } }
+
+        try await Self.createStore(in: client, rows: [(1, "Alpha", nil)])
+        try Data("first+web/token=\n".utf8).write(to: client.url.appendingPathComponent("web-token"))
+        try Self.writeConfig(
+            Self.gatewayConfig(port: endpoint.port, auth: "auth: web_token\n  api_token_env: CK_API_TOKEN\n  web_auth_token_file: web-token"),
+            in: client)
+        func token() throws -> String {
+            try String(contentsOfFile: client.path("web-token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        let first = try await GatewayCLI.run(["sync"], in: client.url, environment: environment)
+        #expect(first.status == 0, "\(first)")
+        let afterFirst = try token()
+        #expect(afterFirst != "first+web/token=", "the token file holds the rotated token")
+        let mode = try FileManager.default.attributesOfItem(atPath: client.path("web-token"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let used = try await LoopbackHTTP.send(
+            "GET", port: endpoint.port,
+            path: "/database/1/\(Self.container)/development/private/zones/list?ckAPIToken=api-token-1&ckWebAuthToken=first%2Bweb%2Ftoken%3D")
+        #expect(used.status == 401, "a used token is refused: \(used.text)")
+
+        // A restarted endpoint still knows the token the client last received.
+        #expect(try await endpoint.stop() == 0)
+        endpoint = try await Endpoint.start(in: server, environment: environment)
+        try Self.writeConfig(
+            Self.gatewayConfig(port: endpoint.port, auth: "auth: web_token\n  api_token_env: CK_API_TOKEN\n  web_auth_token_file: web-token"),
+            in: client)
+        try await DatabaseQueue(path: client.path("app.sqlite")).write { db in
+            try db.execute(sql: "INSERT INTO note VALUES (2, 'Beta', NULL)")
+        }
+        let second = try await GatewayCLI.run(["sync"], in: client.url, environment: environment)
+        #expect(second.status == 0, "\(second)")
+        #expect(try token() != afterFirst)
+
+        try Data("stale-token\n".utf8).write(to: client.url.appendingPathComponent("web-token"))
+        let stale = try await GatewayCLI.run(["sync"], in: client.url, environment: environment)
+        #expect(stale.status == 1, "\(stale)")
+        #expect(stale.stderr.contains("sign in again"), "\(stale)")
+        #expect(try await endpoint.stop() == 0)
+    }
+}
