@@ -173,3 +173,44 @@ struct CloudKitWireTests {
         #expect(throws: CloudError.self) { try CloudKitWireCoding.decodeToken("not a token!") }
     }
 }
+
+/// The web auth session: one request at a time, each new token persisted before the next.
+@Suite("CloudKit web auth token session")
+struct CloudKitWebAuthSessionTests {
+    @Test("concurrent requests run one at a time, each with the token the previous answer handed back")
+    func serialization() async throws {
+        let directory = try TemporaryDirectory(prefix: "web-auth")
+        defer { directory.remove() }
+        let file = directory.path("token")
+        try Data("t0\n".utf8).write(to: URL(fileURLWithPath: file))
+        let session = try CloudKitWebAuthSession(file: file)
+        let running = LockedValue(0)
+        let seen = LockedValue<[String]>([])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try await session.perform { token in
+                        let overlapping = running.withLock { count -> Bool in
+                            count += 1
+                            return count > 1
+                        }
+                        #expect(!overlapping, "two requests ran at once")
+                        let persisted = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+                        #expect(persisted == token, "the token in use is the persisted one")
+                        try await Task.sleep(for: .milliseconds(1))
+                        let next = "t\(seen.withLock { $0.append(token); return $0.count })"
+                        running.withLock { $0 -= 1 }
+                        return (result: (), nextToken: next)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(seen.get() == (0..<20).map { "t\($0)" }, "every request used its predecessor's answer")
+        #expect(await session.currentToken == "t20")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "t20\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(throws: CloudError.self, "a missing token file") { try CloudKitWebAuthSession(file: directory.path("missing")) }
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GatewayTesting
+import PostgresTesting
 import Testing
 
 /// Gateways on "other machines" (their own folders and processes) sharing one cloud through
@@ -78,8 +79,10 @@ struct CloudKitServiceTests {
         }
     }
 
-    @Test("two gateways share an embedded cloud through the endpoint with server-to-server keys; strangers are refused")
-    func serverToServerKeys() async throws {
+    @Test(
+        "two gateways share a cloud through the endpoint with server-to-server keys; strangers are refused",
+        arguments: ["embedded", "postgres"])
+    func serverToServerKeys(backend: String) async throws {
         let server = try TemporaryDirectory(prefix: "ckws-server")
         let first = try TemporaryDirectory(prefix: "ckws-a")
         let second = try TemporaryDirectory(prefix: "ckws-b")
@@ -99,9 +102,13 @@ struct CloudKitServiceTests {
         for (directory, name) in [(first, "a"), (second, "b")] {
             try FileManager.default.copyItem(atPath: directory.path("keys/\(name).pem.pub"), toPath: server.path("keys/\(name).pub"))
         }
+        let cloud =
+            backend == "embedded"
+            ? "{ kind: embedded, path: shared-cloud.sqlite }"
+            : "{ kind: postgres, url: \"\(try await PostgresTestServer.freshDatabase("ckws_endpoint"))\" }"
         try Self.writeConfig(
             """
-            cloud: { kind: embedded, path: shared-cloud.sqlite }
+            cloud: \(cloud)
             endpoint:
               port: 0
               container: \(Self.container)
