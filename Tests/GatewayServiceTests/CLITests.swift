@@ -163,8 +163,28 @@ struct CLITests {
             .filter { $0.hasSuffix(".yaml") }.sorted()
         #expect(
             names == [
-                "encrypted.yaml", "minimal.yaml", "service.yaml", "shared-postgres-cloud.yaml", "sqlite-to-postgres.yaml", "two-apps.yaml",
+                "cloudkit-client.yaml", "cloudkit-endpoint.yaml", "encrypted.yaml", "minimal.yaml", "service.yaml", "shared-postgres-cloud.yaml",
+                "sqlite-to-postgres.yaml", "two-apps.yaml",
             ])
+    }
+
+    @Test("the CloudKit examples work together: keygen, cloud serve, then validate and sync through the endpoint")
+    func cloudKitExamples() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let keygen = try await clone.gateway("cloud", "keygen", ".gateway/keys/site-a.pem")
+        #expect(keygen.status == 0, "\(keygen)")
+        let endpoint = try await CloudKitServiceTests.Endpoint.start(
+            in: clone.directory, config: "examples/cloudkit-endpoint.yaml", environment: ["CLOUDKIT_ENDPOINT_PORT": "0"])
+        defer { if endpoint.process.isRunning { endpoint.process.kill() } }
+        let environment = ["CLOUDKIT_URL": "http://127.0.0.1:\(endpoint.port)"]
+        let validate = try await clone.gateway("validate", "--config", "examples/cloudkit-client.yaml", environment: environment)
+        #expect(validate.status == 0 && validate.stdout.hasPrefix("examples/cloudkit-client.yaml is valid"), "\(validate)")
+        let sync = try await clone.gateway("sync", "--config", "examples/cloudkit-client.yaml", environment: environment)
+        #expect(sync.status == 0 && sync.stdout.contains("synced"), "\(sync)")
+        let zones = try await clone.gateway("zones", "--config", "examples/cloudkit-client.yaml", environment: environment)
+        #expect(zones.stdout.contains("NotesZone"), "\(zones)")
+        #expect(try await endpoint.stop() == 0, "\(endpoint.log())")
     }
 
     @Test("a missing config file, an unknown option and a missing argument are usage errors (exit 2)")

@@ -18,10 +18,12 @@ struct CloudKitServiceTests {
 
         func log() -> String { (try? String(contentsOfFile: directory.path("serve.err"), encoding: .utf8)) ?? "" }
 
-        static func start(in directory: TemporaryDirectory, environment: [String: String] = [:]) async throws -> Endpoint {
+        static func start(
+            in directory: TemporaryDirectory, config: String = "config.yaml", environment: [String: String] = [:]
+        ) async throws -> Endpoint {
             try? FileManager.default.removeItem(atPath: directory.path("serve.err"))
             let process = try ChildProcess(
-                try BuiltExecutable.path("gateway"), arguments: ["cloud", "serve"], directory: directory.url.path,
+                try BuiltExecutable.path("gateway"), arguments: ["cloud", "serve", "--config", config], directory: directory.url.path,
                 environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
                 standardOutput: directory.path("serve.out"), standardError: directory.path("serve.err"))
             func log() -> String { (try? String(contentsOfFile: directory.path("serve.err"), encoding: .utf8)) ?? "" }
