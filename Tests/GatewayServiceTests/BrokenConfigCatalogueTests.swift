@@ -107,7 +107,24 @@ let brokenConfigs: [BrokenConfig] = [
         message: "config.yaml:2:5: 'adapters[0]': schema and state_schema must differ: the gateway's tables live apart from yours"),
     BrokenConfig(
         name: "unknown cloud kind", yaml: "cloud: { kind: icloud }",
-        message: "config.yaml:1:16: 'cloud.kind': unknown cloud kind 'icloud'; this build has embedded, postgres"),
+        message: "config.yaml:1:16: 'cloud.kind': unknown cloud kind 'icloud'; this build has cloudkit, embedded, postgres"),
+    BrokenConfig(
+        name: "cloudkit public database", yaml: "cloud: { kind: cloudkit, container: iCloud.x, database: public, auth: web_token }",
+        message: "config.yaml:1:57: 'cloud.database': CloudKit's public database has no custom zones and no change tokens, so the gateway cannot sync it without losing deletions; use the private database"),
+    BrokenConfig(
+        name: "cloudkit missing private key file",
+        yaml: "cloud: { kind: cloudkit, container: iCloud.x, auth: server_to_server, key_id: k, private_key_file: missing.pem }",
+        message: "config.yaml:1:100: 'cloud.private_key_file': cannot read $DIR/missing.pem; create a key with `gateway cloud keygen missing.pem`"),
+    BrokenConfig(
+        name: "cloudkit unknown auth", yaml: "cloud: { kind: cloudkit, container: iCloud.x, auth: password }",
+        message: "config.yaml:1:53: 'cloud.auth': must be server_to_server or web_token"),
+    BrokenConfig(
+        name: "endpoint that lets nobody in", yaml: "endpoint: { container: iCloud.x }",
+        message: "config.yaml:1:11: 'endpoint': list at least one key under 'keys' (or configure 'web_tokens'); the endpoint lets nobody in otherwise"),
+    BrokenConfig(
+        name: "endpoint web token variable unset",
+        yaml: "endpoint: { container: iCloud.x, web_tokens: { api_token_env: GATEWAY_UNSET_TOKEN, users: [] } }",
+        message: "config.yaml:1:63: 'endpoint.web_tokens.api_token_env': the variable GATEWAY_UNSET_TOKEN is not set; export the API token there"),
     BrokenConfig(
         name: "unknown adapter kind", yaml: "adapters:\n  - name: app\n    kind: sqlit\n    zone: Z",
         message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, postgres, sqlite; did you mean 'sqlite'?"),
