@@ -46,7 +46,8 @@ public actor Synchronizer {
         isSyncing = true
         defer { isSyncing = false }
         var reports: [AdapterSyncReport] = []
-        var stop = await checkAccount()
+        var stop = await Self.checkAccount(
+            cloud, retrier: CloudRetrier(policy: configuration.retry, environment: environment, observer: observer, adapter: "account check"))
         for synced in adapters where names?.contains(synced.adapter.name) ?? true {
             var report: AdapterSyncReport
             if stop == nil, Task.isCancelled {
@@ -69,10 +70,12 @@ public actor Synchronizer {
 
     /// The cloud's account check, which CloudKit requires before every sync; its failure fails
     /// every adapter of this sync, with nothing sent or fetched.
-    private func checkAccount() async -> SyncError? {
+    private nonisolated static func checkAccount(_ cloud: any CloudDatabase, retrier: CloudRetrier) async -> SyncError? {
         do {
-            try await cloud.checkAccount()
+            try await retrier.run { try await cloud.checkAccount() }
             return nil
+        } catch let error as SyncError {
+            return error
         } catch let error as CloudError where error.code == .notAuthenticated {
             return SyncError(
                 .notAuthenticated, "the cloud's account check failed (\(error.message)); sign in again or fix the credentials in the cloud section",

@@ -12,7 +12,7 @@ import Synchronization
 public final class FaultInjectingCloud: CloudDatabase {
     /// The calls faults can be attached to.
     public enum Operation: String, Sendable, CaseIterable {
-        case zones, createZone, deleteZone, fetchChanges, modify, lookup, uploadAsset, downloadAsset
+        case zones, createZone, deleteZone, fetchChanges, modify, lookup, uploadAsset, downloadAsset, checkAccount
     }
 
     /// How likely each random fault is per call (0 = never, 1 = always).
@@ -220,6 +220,7 @@ public final class FaultInjectingCloud: CloudDatabase {
     }
 
     public func checkAccount() async throws {
+        try await before(.checkAccount, zone: nil)
         try await base.checkAccount()
     }
 
@@ -250,6 +251,9 @@ public final class FaultInjectingCloud: CloudDatabase {
         case nil:
             break
         }
+        // Random faults leave the account check alone, so seeded runs draw the same faults as
+        // before the check existed; script a fault to aim one at it.
+        guard operation != .checkAccount else { return false }
         let retryAfter = plan.retryAfter
         if draw(plan.rateLimited) {
             throw record(operation, CloudError(.requestRateLimited, "injected: too many requests", retryAfter: retryAfter))

@@ -36,6 +36,29 @@ struct SynchronizerBasicsTests {
         #expect(await !a.hasChanges())
     }
 
+    @Test("a failed account check fails every adapter of the sync before anything is sent; the next sync goes on")
+    func accountCheck() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        await a.save(F.note("n1", ["title": .string("one")]))
+        fixture.cloud.script(.error(CloudError(.notAuthenticated, "sign in at https://example.invalid")), on: .checkAccount)
+        let refused = try await fixture.synchronizer([a, b]).sync()
+        #expect(refused.adapters.map(\.error?.code) == [.notAuthenticated, .notAuthenticated])
+        #expect(refused.adapters[0].error?.message.contains("https://example.invalid") == true)
+        #expect(try await fixture.embedded.zones().isEmpty, "nothing was sent, not even the zone")
+        #expect(await a.hasChanges())
+        fixture.cloud.script(.error(CloudError(.permissionFailure, "no access")), on: .checkAccount)
+        let denied = try await fixture.synchronizer([a]).sync()
+        #expect(denied.adapters[0].error?.code == .cloudFailed)
+        fixture.cloud.script(.error(CloudError(.networkFailure, "offline")), on: .checkAccount)
+        let retried = try await fixture.synchronizer([a]).sync()
+        #expect(retried.adapters[0].outcome == .synced, "a transient failure of the check is retried")
+        let synced = try await fixture.synchronizer([a, b]).sync()
+        #expect(synced.adapters.map(\.outcome) == [.synced, .synced])
+        #expect(await b.values == a.values)
+    }
+
     @Test("uploads carry the compatibility version and device id; downloads strip them")
     func reservedFields() async throws {
         let fixture = try SyncFixture()
