@@ -166,8 +166,9 @@ let package = Package(
             name: "GatewayBench",
             dependencies: [
                 "GatewayCore", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", .product(name: "GRDB", package: "GRDB.swift"),
-                "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "CloudKitWeb", "CloudKitServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/GatewayBench",
             swiftSettings: strictSettings

@@ -40,7 +40,7 @@ enum BenchNotes {
     }
 
     static func synchronizer(
-        _ cloud: EmbeddedCloud, _ adapter: SQLiteAdapter, device: String, options: AdapterSyncOptions = AdapterSyncOptions()
+        _ cloud: any CloudDatabase, _ adapter: SQLiteAdapter, device: String, options: AdapterSyncOptions = AdapterSyncOptions()
     ) -> Synchronizer {
         Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter, options: options)], configuration: SyncConfiguration(deviceID: device))
     }

@@ -17,6 +17,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
 nonisolated(unsafe) let scenarios: [any Scenario] = [
     EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
     SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), ServiceLatencyScenario(),
+    CloudKitInitialSyncScenario(),
     SQLiteMemoryScenario(),
 ]
 

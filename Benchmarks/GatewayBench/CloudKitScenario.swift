@@ -1,0 +1,62 @@
+import CloudKitServer
+import CloudKitWeb
+import Crypto
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import Logging
+import ServiceLifecycle
+
+/// The initial sync through CloudKit Web Services: SQLite → `CloudKitWebDatabase` → HTTP →
+/// the `gateway cloud serve` endpoint (in this process, on loopback) → embedded cloud → SQLite.
+struct CloudKitInitialSyncScenario: Scenario {
+    let name = "cloudkit-initial"
+    let summary = "CloudKit Web Services: initial sync of N rows, file → signed HTTP → endpoint → embedded cloud → file"
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        let embedded = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
+        let key = CloudKitRequestSigner(keyID: "bench", privateKey: P256.Signing.PrivateKey())
+        var logger = Logger(label: "bench-endpoint")
+        logger.logLevel = .critical
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = CloudKitEndpoint.application(
+            cloud: embedded,
+            configuration: CloudKitEndpointConfiguration(
+                container: "iCloud.bench",
+                keys: [try CloudKitSignatureVerifier.Key(keyID: "bench", publicKeyPEM: key.publicKeyPEM, userRecordName: "_bench")]),
+            host: "127.0.0.1", port: 0, logger: logger, onServerRunning: { continuation.yield($0) })
+        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
+        return try await withThrowingTaskGroup(of: [Measurement]?.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return nil
+            }
+            defer { tasks.cancelAll() }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else { throw BenchmarkError("the endpoint did not start") }
+            let cloud = try CloudKitWebDatabase(
+                configuration: CloudKitWebConfiguration(
+                    baseURL: "http://127.0.0.1:\(port)", container: "iCloud.bench", authentication: .serverToServer(key)))
+            let source = workDirectory.appendingPathComponent("source.sqlite").path
+            let target = workDirectory.appendingPathComponent("target.sqlite").path
+            try BenchNotes.makeDatabase(source, rows: records)
+            try BenchNotes.makeDatabase(target, rows: 0)
+            let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source")
+            let down = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(target, name: "target"), device: "target")
+            let (uploaded, upSeconds) = try await timed { try await BenchNotes.sync(up) }
+            let (downloaded, downSeconds) = try await timed { try await BenchNotes.sync(down) }
+            await group.triggerGracefulShutdown()
+            guard uploaded.uploaded == records, downloaded.downloaded == records else {
+                throw BenchmarkError("moved \(uploaded.uploaded) up and \(downloaded.downloaded) down, expected \(records)")
+            }
+            let rows = try await DatabaseQueue(path: target).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM note") ?? 0 }
+            guard rows == records else { throw BenchmarkError("the target has \(rows) rows, expected \(records)") }
+            return [
+                Measurement(name: "upload \(records) rows (file → HTTP → cloud)", value: Double(records) / upSeconds, unit: "rows/s"),
+                Measurement(name: "download \(records) rows (cloud → HTTP → file)", value: Double(records) / downSeconds, unit: "rows/s"),
+                Measurement(name: "end to end \(records) rows", value: Double(records) / (upSeconds + downSeconds), unit: "rows/s"),
+            ]
+        }
+    }
+}
