@@ -3,7 +3,6 @@ import CloudKitWeb
 import Crypto
 import EmbeddedCloud
 import Foundation
-import GRDB
 import GatewayCore
 import Logging
 import ServiceLifecycle
@@ -38,20 +37,8 @@ struct CloudKitInitialSyncScenario: Scenario {
             let cloud = try CloudKitWebDatabase(
                 configuration: CloudKitWebConfiguration(
                     baseURL: "http://127.0.0.1:\(port)", container: "iCloud.bench", authentication: .serverToServer(key)))
-            let source = workDirectory.appendingPathComponent("source.sqlite").path
-            let target = workDirectory.appendingPathComponent("target.sqlite").path
-            try BenchNotes.makeDatabase(source, rows: records)
-            try BenchNotes.makeDatabase(target, rows: 0)
-            let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source")
-            let down = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(target, name: "target"), device: "target")
-            let (uploaded, upSeconds) = try await timed { try await BenchNotes.sync(up) }
-            let (downloaded, downSeconds) = try await timed { try await BenchNotes.sync(down) }
+            let (upSeconds, downSeconds) = try await BenchNotes.initialSync(through: cloud, records: records, workDirectory: workDirectory)
             await group.triggerGracefulShutdown()
-            guard uploaded.uploaded == records, downloaded.downloaded == records else {
-                throw BenchmarkError("moved \(uploaded.uploaded) up and \(downloaded.downloaded) down, expected \(records)")
-            }
-            let rows = try await DatabaseQueue(path: target).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM note") ?? 0 }
-            guard rows == records else { throw BenchmarkError("the target has \(rows) rows, expected \(records)") }
             return [
                 Measurement(name: "upload \(records) rows (file → HTTP → cloud)", value: Double(records) / upSeconds, unit: "rows/s"),
                 Measurement(name: "download \(records) rows (cloud → HTTP → file)", value: Double(records) / downSeconds, unit: "rows/s"),

@@ -45,6 +45,27 @@ enum BenchNotes {
         Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter, options: options)], configuration: SyncConfiguration(deviceID: device))
     }
 
+    /// Fills a source file with `records` rows, syncs it up through `cloud` and down into an
+    /// empty target, checks every row arrived, and returns the seconds each way.
+    static func initialSync(through cloud: any CloudDatabase, records: Int, workDirectory: URL) async throws
+        -> (upSeconds: Double, downSeconds: Double)
+    {
+        let source = workDirectory.appendingPathComponent("source.sqlite").path
+        let target = workDirectory.appendingPathComponent("target.sqlite").path
+        try makeDatabase(source, rows: records)
+        try makeDatabase(target, rows: 0)
+        let up = synchronizer(cloud, try adapter(source, name: "source"), device: "source")
+        let down = synchronizer(cloud, try adapter(target, name: "target"), device: "target")
+        let (uploaded, upSeconds) = try await timed { try await sync(up) }
+        let (downloaded, downSeconds) = try await timed { try await sync(down) }
+        guard uploaded.uploaded == records, downloaded.downloaded == records else {
+            throw BenchmarkError("moved \(uploaded.uploaded) up and \(downloaded.downloaded) down, expected \(records)")
+        }
+        let rows = try await DatabaseQueue(path: target).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM note") ?? 0 }
+        guard rows == records else { throw BenchmarkError("the target has \(rows) rows, expected \(records)") }
+        return (upSeconds, downSeconds)
+    }
+
     static func sync(_ synchronizer: Synchronizer) async throws -> AdapterSyncReport {
         let report = try await synchronizer.sync().adapters[0]
         guard report.outcome == .synced else { throw BenchmarkError("sync failed: \(report.outcome)") }
@@ -59,19 +80,7 @@ struct SQLiteInitialSyncScenario: Scenario {
 
     func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
         let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
-        let source = workDirectory.appendingPathComponent("source.sqlite").path
-        let target = workDirectory.appendingPathComponent("target.sqlite").path
-        try BenchNotes.makeDatabase(source, rows: records)
-        try BenchNotes.makeDatabase(target, rows: 0)
-        let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source")
-        let down = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(target, name: "target"), device: "target")
-        let (uploaded, upSeconds) = try await timed { try await BenchNotes.sync(up) }
-        let (downloaded, downSeconds) = try await timed { try await BenchNotes.sync(down) }
-        guard uploaded.uploaded == records, downloaded.downloaded == records else {
-            throw BenchmarkError("moved \(uploaded.uploaded) up and \(downloaded.downloaded) down, expected \(records)")
-        }
-        let rows = try await DatabaseQueue(path: target).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM note") ?? 0 }
-        guard rows == records else { throw BenchmarkError("the target has \(rows) rows, expected \(records)") }
+        let (upSeconds, downSeconds) = try await BenchNotes.initialSync(through: cloud, records: records, workDirectory: workDirectory)
         return [
             Measurement(name: "upload \(records) rows (file → cloud)", value: Double(records) / upSeconds, unit: "rows/s"),
             Measurement(name: "download \(records) rows (cloud → file)", value: Double(records) / downSeconds, unit: "rows/s"),

@@ -79,7 +79,7 @@ public struct CloudKitCloudKind: CloudKind {
         }
         // The combinations CloudKit cannot sync are refused here, at the line that chose them.
         do {
-            try configuration.webConfiguration(session: CloudKitWebAuthSession(token: "-")).validate()
+            try configuration.webConfiguration().validate()
         } catch {
             let culprit = error.message.contains("public database") ? databaseName : error.message.contains("environment") ? environment : auth
             throw culprit.problem(.invalidValue, error.message)
@@ -104,12 +104,12 @@ public struct CloudKitCloudKind: CloudKind {
         var assetField = "data"
         var limits = CloudLimits(maxResultsPerFetch: 200)
 
-        func webConfiguration(session: CloudKitWebAuthSession?) -> CloudKitWebConfiguration {
+        /// - Parameters: apiToken, session: the web token credentials, for `auth: web_token`.
+        func webConfiguration(apiToken: String = "", session: CloudKitWebAuthSession? = nil) -> CloudKitWebConfiguration {
             let auth: CloudKitWebConfiguration.Authentication =
                 switch authentication {
                 case .serverToServer(let signer): .serverToServer(signer)
-                case .webToken(let variable, _):
-                    .webAuthToken(apiToken: ProcessInfo.processInfo.environment[variable] ?? "", session: session ?? CloudKitWebAuthSession(token: ""))
+                case .webToken: .webAuthToken(apiToken: apiToken, session: session ?? CloudKitWebAuthSession(token: ""))
                 }
             return CloudKitWebConfiguration(
                 baseURL: baseURL, container: container, environment: environment, database: database, authentication: auth, limits: limits,
@@ -136,14 +136,13 @@ struct CloudKitCloudPlan: CloudPlan {
     }
 
     private func database() throws(CloudError) -> CloudKitWebDatabase {
-        var session: CloudKitWebAuthSession?
-        if case .webToken(let variable, let file) = settings.authentication {
-            guard let token = ProcessInfo.processInfo.environment[variable], !token.isEmpty else {
-                throw CloudError(.notAuthenticated, "the API token variable \(variable) is not set; export the container's API token there")
-            }
-            _ = token
-            session = try CloudKitWebAuthSession(file: file)
+        guard case .webToken(let variable, let file) = settings.authentication else {
+            return try CloudKitWebDatabase(configuration: settings.webConfiguration())
         }
-        return try CloudKitWebDatabase(configuration: settings.webConfiguration(session: session))
+        guard let apiToken = ProcessInfo.processInfo.environment[variable], !apiToken.isEmpty else {
+            throw CloudError(.notAuthenticated, "the API token variable \(variable) is not set; export the container's API token there")
+        }
+        return try CloudKitWebDatabase(
+            configuration: settings.webConfiguration(apiToken: apiToken, session: try CloudKitWebAuthSession(file: file)))
     }
 }
