@@ -11,7 +11,7 @@ import Darwin
 /// One AES-256 key of a ``KeyRing``, named by an id that every ciphertext carries.
 public struct EncryptionKey: Sendable {
     public let id: String
-    let key: SymmetricKey
+    let key: PreparedAESGCMKey
     let idBytes: [UInt8]
 
     /// - Throws: ``FieldEncryptionError`` when `id` is empty or longer than 255 bytes, or the key is
@@ -22,7 +22,7 @@ public struct EncryptionKey: Sendable {
             throw FieldEncryptionError("key \(id) has \(rawKey.count) bytes; an AES-256 key has 32 (create one with `gateway keygen`)")
         }
         self.id = id
-        self.key = SymmetricKey(data: rawKey)
+        self.key = try PreparedAESGCMKey(rawKey: rawKey)
         self.idBytes = Array(id.utf8)
     }
 }
@@ -51,20 +51,18 @@ public struct KeyRing: Sendable {
     /// Layout: version (1 byte), key id length (1 byte), key id, nonce (12), ciphertext, tag (16).
     public func seal(_ value: FieldValue, context: FieldContext) throws(FieldEncryptionError) -> Data {
         let key = primary
-        do {
-            let box = try AES.GCM.seal(
-                FieldCoding.encode(value), using: key.key, nonce: try NoncePool.shared.next(), authenticating: context.authenticatedData)
-            var data = Data(capacity: 2 + key.idBytes.count + 12 + box.ciphertext.count + 16)
-            data.append(Self.formatVersion)
-            data.append(UInt8(key.idBytes.count))
-            data.append(contentsOf: key.idBytes)
-            box.nonce.withUnsafeBytes { data.append(contentsOf: $0) }
-            data.append(box.ciphertext)
-            data.append(box.tag)
-            return data
-        } catch {
-            throw FieldEncryptionError("encryption failed: \(error)")
+        let plaintext = FieldCoding.encode(value)
+        let nonceSize = PreparedAESGCMKey.nonceSize
+        var data = Data(capacity: 2 + key.idBytes.count + nonceSize + plaintext.count + PreparedAESGCMKey.tagSize)
+        data.append(Self.formatVersion)
+        data.append(UInt8(key.idBytes.count))
+        data.append(contentsOf: key.idBytes)
+        try withUnsafeTemporaryAllocation(byteCount: nonceSize, alignment: 1) { nonce throws(FieldEncryptionError) in
+            NoncePool.shared.fill(nonce)
+            data.append(contentsOf: UnsafeRawBufferPointer(nonce))
+            try key.key.seal(plaintext, nonce: UnsafeRawBufferPointer(nonce), authenticating: context.authenticatedData, appendingTo: &data)
         }
+        return data
     }
 
     /// Decrypts what ``seal(_:context:)`` produced, with whichever key of the ring it names.
@@ -81,19 +79,25 @@ public struct KeyRing: Sendable {
             let id = String(decoding: idBytes, as: UTF8.self)
             throw FieldEncryptionError("it was encrypted with key \(id), which the key ring does not have", missingKey: id)
         }
-        let plaintext: Data
+        let nonceOffset = idEnd - start
+        let sealedOffset = nonceOffset + PreparedAESGCMKey.nonceSize
+        let value: FieldValue?
         do {
-            let box = try AES.GCM.SealedBox(combined: data[idEnd...])
-            plaintext = try AES.GCM.open(box, using: key.key, authenticating: context.authenticatedData)
-        } catch {
-            throw FieldEncryptionError(
-                "key \(key.id) cannot decrypt it: the ciphertext was altered, or belongs to another field or record")
-        }
-        do {
-            return try plaintext.withUnsafeBytes { buffer throws(BinaryDecodingError) in try FieldCoding.decodeValue(buffer) }
+            value = try data.withUnsafeBytes { raw in
+                try key.key.open(
+                    UnsafeRawBufferPointer(rebasing: raw[sealedOffset...]),
+                    nonce: UnsafeRawBufferPointer(rebasing: raw[nonceOffset..<sealedOffset]),
+                    authenticating: context.authenticatedData
+                ) { plaintext throws(BinaryDecodingError) in try FieldCoding.decodeValue(plaintext) }
+            }
         } catch {
             throw FieldEncryptionError("the decrypted bytes are not a field value")
         }
+        guard let value else {
+            throw FieldEncryptionError(
+                "key \(key.id) cannot decrypt it: the ciphertext was altered, or belongs to another field or record")
+        }
+        return value
     }
 }
 
@@ -109,16 +113,18 @@ final class NoncePool: Sendable {
 
     private let state = Mutex(State())
 
-    func next() throws -> AES.GCM.Nonce {
-        let bytes: [UInt8] = state.withLock { state in
-            if state.offset + 12 > state.bytes.count {
+    /// Fills `nonce` with the next unused random bytes.
+    func fill(_ nonce: UnsafeMutableRawBufferPointer) {
+        state.withLock { state in
+            if state.offset + nonce.count > state.bytes.count {
                 Self.fill(&state.bytes)
                 state.offset = 0
             }
-            defer { state.offset += 12 }
-            return Array(state.bytes[state.offset..<(state.offset + 12)])
+            state.bytes.withUnsafeBytes { bytes in
+                nonce.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[state.offset..<(state.offset + nonce.count)]))
+            }
+            state.offset += nonce.count
         }
-        return try AES.GCM.Nonce(data: bytes)
     }
 
     private static func fill(_ buffer: inout [UInt8]) {
@@ -158,8 +164,9 @@ public struct FieldContext: Sendable, Hashable {
         self.field = field
     }
 
-    var authenticatedData: Data {
-        var data = Data(capacity: 19 + recordType.utf8.count + recordName.utf8.count + field.utf8.count)
+    var authenticatedData: [UInt8] {
+        var data = [UInt8]()
+        data.reserveCapacity(19 + recordType.utf8.count + recordName.utf8.count + field.utf8.count)
         data.append(contentsOf: Self.prefix)
         data.append(contentsOf: recordType.utf8)
         data.append(0)
