@@ -399,7 +399,9 @@ struct AdapterSyncRun {
             var conflicts: [(RecordID, Record?)] = []
             var lookups: [RecordID] = []
             var quotaError: CloudError?
-            var upcoming: PendingChanges?
+            // The next batch, read and prepared (fingerprinted, encrypted) while the cloud saves
+            // this one. A failure to prepare it surfaces after this batch's outcome is committed.
+            var upcoming: Result<UploadBatch, any Error>?
             if !batch.operations.isEmpty {
                 let results: [RecordOperationResult]
                 do {
@@ -407,7 +409,15 @@ struct AdapterSyncRun {
                     let (cloud, zone, retrier) = (cloud, zone, retrier)
                     async let sending = send.isEmpty ? [] : retrier.run { try await cloud.modify(send, in: zone, atomic: false) }
                     let cursor = batch.latestVersion
-                    upcoming = try await store { try await adapter.pendingChanges(limit: size, after: cursor) }
+                    let read = try await store { try await adapter.pendingChanges(limit: size, after: cursor) }
+                    // What was read, minus this batch's records: their outcome is committed below,
+                    // and a record edited again meanwhile goes in a later round.
+                    let next = read.excluding(batch.recordIDs, limit: size)
+                    if !next.isEmpty {
+                        upcoming = Result {
+                            try UploadBatch(next, configuration: configuration, writerStamp: writerStamp, encryption: options.encryption)
+                        }
+                    }
                     var answers = try await sending.makeIterator()
                     results = batch.operations.map { operation in
                         refused[operation.recordID].map { .failed(operation.recordID, $0) } ?? answers.next()!
@@ -473,19 +483,14 @@ struct AdapterSyncRun {
                     }
                 }
             }
-            // The next batch: what was read meanwhile, minus this batch's records (their outcome is
-            // committed now; a record edited again meanwhile goes in a later round).
-            if quotaError == nil, let upcoming {
-                let next = upcoming.excluding(batch.recordIDs, limit: size)
-                if !next.isEmpty {
-                    let nextBatch = try UploadBatch(next, configuration: configuration, writerStamp: writerStamp, encryption: options.encryption)
-                    update.metadata.merge(nextBatch.intents()) { current, _ in current }
-                    prepared = nextBatch
-                }
+            if quotaError == nil, case .success(let nextBatch) = upcoming {
+                update.metadata.merge(nextBatch.intents()) { current, _ in current }
+                prepared = nextBatch
             }
             update.zoneState = state.encoded()
             observer(.willCommit(adapter: name, records: batch.operations.count))
             try await store { [update] in try await adapter.markUploaded(update) }
+            if quotaError == nil, case .failure(let error) = upcoming { throw error }
             done += settledCount
             observer(
                 .didUpload(
