@@ -253,7 +253,7 @@ struct PostgresCloudServiceTests {
             try db.execute(sql: "CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT)")
         }
         let config = """
-            gateway: { sync_interval: 1h, debounce: 5s, control: { listen: "127.0.0.1:0", token: "${GATEWAY_TOKEN}" } }
+            gateway: { sync_interval: 1h, debounce: 10m, control: { listen: "127.0.0.1:0", token: "${GATEWAY_TOKEN}" } }
             adapters:
               - { name: crm, kind: postgres, url: "\(database)", zone: Notes, tables: [{ table: note }] }
               - { name: app, kind: sqlite, path: app.sqlite, zone: AppNotes, tables: [{ table: note }] }
