@@ -51,12 +51,18 @@ let package = Package(
         ),
         .target(
             name: "EmbeddedCloud",
-            dependencies: ["GatewayCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "GatewayTesting",
             dependencies: ["GatewayCore"],
+            swiftSettings: strictSettings
+        ),
+        // What the SQLite-backed cloud and adapter share: statements bound through SQLite's C API.
+        .target(
+            name: "SQLiteSupport",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         // Connection settings, a small connection pool and error mapping shared by the PostgreSQL
@@ -110,7 +116,7 @@ let package = Package(
         ),
         .target(
             name: "SQLiteAdapter",
-            dependencies: ["GatewayCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "adapters/SQLite",
             swiftSettings: strictSettings
         ),
@@ -208,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "SQLiteAdapterTests",
             dependencies: [
-                "GatewayCore", "SQLiteAdapter", "EmbeddedCloud", "GatewayTesting", "SQLiteWriter",
+                "GatewayCore", "SQLiteAdapter", "SQLiteSupport", "EmbeddedCloud", "GatewayTesting", "SQLiteWriter",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GatewayCore
+import SQLiteSupport
 
 extension EmbeddedCloud {
     public func modify(_ operations: [RecordOperation], in zone: ZoneID, atomic: Bool) async throws
@@ -39,14 +40,15 @@ extension EmbeddedCloud {
         results.reserveCapacity(prepared.count)
         var sequence = zoneRow.lastSequence
         let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
-        let upsert = try db.cachedStatement(
+        let upsert = BoundStatement(
+            try db.cachedStatement(
             sql: """
                 INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
                 VALUES (?, ?, ?, ?, ?, 0, ?, ?)
                 ON CONFLICT (zone_key, record_name) DO UPDATE SET
                     record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
                     deleted = 0, modified_at = excluded.modified_at, fields = excluded.fields
-                """)
+                """))
         let tombstone = try db.cachedStatement(
             sql: """
                 UPDATE records SET change_tag = NULL, seq = ?, deleted = 1, modified_at = ?, fields = NULL
@@ -64,10 +66,9 @@ extension EmbeddedCloud {
                 var record = item.operation.record!
                 record.changeTag = String(sequence, radix: 36) + tagSuffix
                 record.modifiedAt = Timestamp(millisecondsSince1970: now)
-                try upsert.execute(arguments: [
-                    zoneRow.key, id.recordName, record.recordType, record.changeTag, sequence, now,
-                    Data(item.encodedFields!),
-                ])
+                try upsert.execute(
+                    .integer(zoneRow.key), .text(id.recordName), .text(record.recordType), .text(record.changeTag!), .integer(sequence),
+                    .integer(now), .bytes(item.encodedFields!))
                 results.append(.saved(record))
             case .delete:
                 sequence += 1

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GatewayCore
+import SQLiteSupport
 
 /// A configured table checked against the database: its key, its synced columns and the SQL the
 /// adapter uses for it.
@@ -143,13 +144,15 @@ struct ResolvedTable: Sendable {
         return Record(id: id, recordType: recordType, fields: fields)
     }
 
-    /// Arguments for ``upsertSQL``: the key from the record name, the other columns from fields.
-    func upsertArguments(for record: Record) throws -> StatementArguments {
+    /// The values for ``upsertSQL``: the key from the record name, the other columns from fields.
+    func upsertValues(for record: Record) throws -> [BindableValue] {
         let keys = try keyValues(of: record.id.recordName)
-        var values: [DatabaseValue] = keys
+        var values: [BindableValue] = []
+        values.reserveCapacity(keys.count + valueColumns.count)
+        for key in keys { values.append(.value(key)) }
         for column in valueColumns {
-            values.append(ValueMapping.databaseValue(record.fields[column.name], kind: column.kind))
+            values.append(.value(ValueMapping.databaseValue(record.fields[column.name], kind: column.kind)))
         }
-        return StatementArguments(values)
+        return values
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GatewayCore
+import SQLiteSupport
 import Synchronization
 
 /// Keeps tables of a SQLite database, written by any program, in sync with one zone.
@@ -140,9 +141,9 @@ public final class SQLiteAdapter: ModelAdapter {
             guard let sql = table.selectRowsSQL else { continue }
             let keys: String
             if table.keyColumns[0].kind == .integer {
-                keys = try jsonArray(byKey.keys.compactMap { Int64.fromDatabaseValue($0) })
+                keys = JSONArrayText.of(byKey.keys.compactMap { Int64.fromDatabaseValue($0) })
             } else {
-                keys = try jsonArray(byKey.keys.compactMap { String.fromDatabaseValue($0) })
+                keys = JSONArrayText.of(byKey.keys.compactMap { String.fromDatabaseValue($0) })
             }
             let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: [keys])
             while let row = try cursor.next() {
@@ -156,7 +157,7 @@ public final class SQLiteAdapter: ModelAdapter {
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         // One query per table for the whole page (names passed as a JSON array) rather than two
         // point queries per record.
-        let names = try Self.jsonArray(recordIDs.map(\.recordName))
+        let names = JSONArrayText.of(recordIDs.lazy.map(\.recordName))
         return try await write { db, catalog in
             var metadataRows: [String: (table: String, metadata: Data?)] = [:]
             let metadataCursor = try Row.fetchCursor(
@@ -199,7 +200,7 @@ public final class SQLiteAdapter: ModelAdapter {
     public func apply(_ changes: DownloadedChanges) async throws {
         let zone = zoneID
         // Pending versions are compared for the whole page in one query (names as a JSON array).
-        let expectedNames = try Self.jsonArray(changes.expectedPendingVersions.keys.map(\.recordName))
+        let expectedNames = JSONArrayText.of(changes.expectedPendingVersions.keys.lazy.map(\.recordName))
         try await write { db, catalog in
             try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
             try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
@@ -221,7 +222,7 @@ public final class SQLiteAdapter: ModelAdapter {
                     skipped.insert(record.id)  // a record type this store does not hold
                     continue
                 }
-                try db.cachedStatement(sql: table.upsertSQL).execute(arguments: try table.upsertArguments(for: record))
+                try BoundStatement(db.cachedStatement(sql: table.upsertSQL)).execute(try table.upsertValues(for: record))
                 tables[record.id] = table.table
             }
             for id in changes.deletes where !skipped.contains(id) {
@@ -312,13 +313,8 @@ public final class SQLiteAdapter: ModelAdapter {
                     """), arguments: [id.recordName])
     }
 
-    /// Values as a JSON array, the argument of `IN (SELECT value FROM json_each(?))`.
-    private static func jsonArray(_ values: [some Encodable]) throws -> String {
-        String(decoding: try JSONEncoder().encode(values), as: UTF8.self)
-    }
-
     private static func commit(
-        _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
+        _ updateSet: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
         db: Database
     ) throws {
         let upsertMetadata = try db.cachedStatement(
@@ -336,29 +332,32 @@ public final class SQLiteAdapter: ModelAdapter {
                 """)
         let updateMetadata = try db.cachedStatement(
             sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#)
-        for (id, metadata) in update.metadata where !skipped.contains(id) {
+        let upsert = BoundStatement(upsertMetadata)
+        let upsertChanged = BoundStatement(upsertFromChanges)
+        let update = BoundStatement(updateMetadata)
+        for (id, metadata) in updateSet.metadata where !skipped.contains(id) {
             if let table = knownTables[id] {
-                try upsertMetadata.execute(arguments: [id.recordName, table, metadata])
+                try upsert.execute(.text(id.recordName), .text(table), .blob(metadata))
                 continue
             }
-            try upsertFromChanges.execute(arguments: [id.recordName, metadata])
-            if db.changesCount == 0 { try updateMetadata.execute(arguments: [id.recordName, metadata]) }
+            try upsertChanged.execute(.text(id.recordName), .blob(metadata))
+            if db.changesCount == 0 { try update.execute(.text(id.recordName), .blob(metadata)) }
         }
-        let removeMetadata = try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#)
-        for id in update.removedMetadata where !skipped.contains(id) {
-            try removeMetadata.execute(arguments: [id.recordName])
+        let removeMetadata = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#))
+        for id in updateSet.removedMetadata where !skipped.contains(id) {
+            try removeMetadata.execute(.text(id.recordName))
         }
-        let settle = try db.cachedStatement(sql: #"DELETE FROM "_gateway_changes" WHERE record_name = ? AND version <= ?"#)
-        let clearFailure = try db.cachedStatement(sql: #"DELETE FROM "_gateway_failures" WHERE record_name = ? AND version <= ?"#)
+        let settle = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_changes" WHERE record_name = ? AND version <= ?"#))
+        let clearFailure = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_failures" WHERE record_name = ? AND version <= ?"#))
         // Failure marks are rare: skip clearing them, a statement per record, when there are none.
         let hasFailures = try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_failures")"#) ?? true
-        for (id, version) in update.settled where !skipped.contains(id) {
-            try settle.execute(arguments: [id.recordName, version])
-            if hasFailures { try clearFailure.execute(arguments: [id.recordName, version]) }
+        for (id, version) in updateSet.settled where !skipped.contains(id) {
+            try settle.execute(.text(id.recordName), .integer(version))
+            if hasFailures { try clearFailure.execute(.text(id.recordName), .integer(version)) }
         }
         let markFailed = try db.cachedStatement(
             sql: #"INSERT OR REPLACE INTO "_gateway_failures" (record_name, version, code, message) VALUES (?, ?, ?, ?)"#)
-        for (id, failure) in update.failures {
+        for (id, failure) in updateSet.failures {
             try markFailed.execute(arguments: [id.recordName, failure.version, failure.code, failure.message])
         }
         try db.execute(
@@ -366,7 +365,7 @@ public final class SQLiteAdapter: ModelAdapter {
                 INSERT INTO "_gateway_zone" (zone_name, owner_name, state) VALUES (?, ?, ?)
                 ON CONFLICT (zone_name, owner_name) DO UPDATE SET state = excluded.state
                 """,
-            arguments: [zone.zoneName, zone.ownerName, update.zoneState])
+            arguments: [zone.zoneName, zone.ownerName, updateSet.zoneState])
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database, TableCatalog) throws -> T) async throws -> T {

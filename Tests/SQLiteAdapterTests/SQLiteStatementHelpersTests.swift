@@ -1,0 +1,63 @@
+import Foundation
+import GRDB
+import GatewayTesting
+import SQLiteSupport
+import Testing
+
+@testable import SQLiteAdapter
+
+/// The hand-written JSON arrays and C-API bindings the adapter's hot paths use instead of
+/// `JSONEncoder` and `StatementArguments`: SQLite must read back exactly what was meant.
+@Suite("SQLite statement helpers")
+struct SQLiteStatementHelpersTests {
+    // No NUL: the cloud refuses names holding one, and SQLite's text ends there.
+    static let hostile = [
+        "", "plain", "quote\"d", "back\\slash", "new\nline", "tab\tand\rreturn", "bell\u{7}",
+        "unit\u{1F}sep", "slash/ed", "ünïcødé", "emoji 🧪", "'single'", "]\"},{", "\u{2028}line separator",
+    ]
+
+    @Test("json_each reads every string of a hand-written JSON array back unchanged")
+    func jsonStrings() throws {
+        let database = try DatabaseQueue()
+        let text = JSONArrayText.of(Self.hostile)
+        let read = try database.read { db in
+            try String.fetchAll(db, sql: "SELECT value FROM json_each(?) ORDER BY key", arguments: [text])
+        }
+        #expect(read == Self.hostile)
+        #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String] == Self.hostile, "and it is standard JSON")
+    }
+
+    @Test("json_each reads integers back, the extremes included")
+    func jsonIntegers() throws {
+        let values: [Int64] = [0, 1, -1, 42, .max, .min]
+        let read = try DatabaseQueue().read { db in
+            try Int64.fetchAll(db, sql: "SELECT value FROM json_each(?) ORDER BY key", arguments: [JSONArrayText.of(values)])
+        }
+        #expect(read == values)
+        #expect(JSONArrayText.of([Int64]()) == "[]")
+    }
+
+    @Test("a bound statement stores text, blobs (Data and bytes) and integers exactly, and reports SQLite's errors")
+    func boundStatement() throws {
+        let database = try DatabaseQueue()
+        var generator = SeededGenerator(seed: 5)
+        let blobs = (0..<Self.hostile.count).map { index in Data((0..<(index * 37)).map { _ in UInt8.random(in: 0...255, using: &generator) }) }
+        try database.write { db in
+            try db.execute(sql: "CREATE TABLE t (name TEXT PRIMARY KEY, data BLOB NOT NULL, number INTEGER)")
+            let insert = BoundStatement(try db.cachedStatement(sql: "INSERT INTO t (name, data, number) VALUES (?1, ?2, ?3)"))
+            for (index, name) in Self.hostile.enumerated() {
+                let data: BindableValue = index.isMultiple(of: 2) ? .blob(blobs[index]) : .bytes(Array(blobs[index]))
+                try insert.execute(.text(name), data, .integer(Int64(index) - 7))
+            }
+            #expect(throws: DatabaseError.self) { try insert.execute(.text("plain"), .blob(Data()), .integer(0)) }
+            try insert.execute(.text("after the error"), .blob(Data([1])), .integer(1))
+        }
+        let rows = try database.read { db in try Row.fetchAll(db, sql: "SELECT name, data, number FROM t ORDER BY rowid") }
+        #expect(rows.count == Self.hostile.count + 1)
+        for (index, name) in Self.hostile.enumerated() {
+            #expect(rows[index][0] as String == name)
+            #expect(rows[index][1] as Data == blobs[index])
+            #expect(rows[index][2] as Int64 == Int64(index) - 7)
+        }
+    }
+}
