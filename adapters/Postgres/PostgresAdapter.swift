@@ -102,7 +102,8 @@ public final class PostgresAdapter: ModelAdapter {
             let rows = try await connection.query(
                 """
                 SELECT c.record_name, c.table_name, c.version, r.metadata FROM \(unescaped: state.changes) c
-                LEFT JOIN \(unescaped: state.records) r ON r.scope = c.scope AND r.record_name = c.record_name
+                LEFT JOIN LATERAL (SELECT metadata FROM \(unescaped: state.records) r
+                                   WHERE r.scope = c.scope AND r.record_name = c.record_name LIMIT 1) AS r ON true
                 WHERE c.scope = \(state.scope) AND c.version > \(after ?? 0)
                   AND NOT EXISTS (SELECT 1 FROM \(unescaped: state.failures) f
                                   WHERE f.scope = c.scope AND f.record_name = c.record_name AND f.version = c.version)
@@ -134,8 +135,8 @@ public final class PostgresAdapter: ModelAdapter {
             var metadata: [String: Data] = [:]
             let known = try await connection.query(
                 """
-                SELECT record_name, table_name, metadata FROM \(unescaped: state.records)
-                WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                SELECT r.record_name, r.table_name, r.metadata FROM unnest(\(names)::text[]) AS n(name)
+                CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "record_name, table_name, metadata"))) AS r
                 """, logger: connection.logger)
             for try await (name, table, data) in known.decode((String, String, ByteBuffer).self) {
                 tables[name] = table
@@ -144,8 +145,8 @@ public final class PostgresAdapter: ModelAdapter {
             var pending: [String: Int64] = [:]
             let changes = try await connection.query(
                 """
-                SELECT record_name, table_name, version FROM \(unescaped: state.changes)
-                WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                SELECT c.record_name, c.table_name, c.version FROM unnest(\(names)::text[]) AS n(name)
+                CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "record_name, table_name, version"))) AS c
                 """, logger: connection.logger)
             for try await (name, table, version) in changes.decode((String, String, Int64).self) {
                 tables[name] = table
@@ -185,8 +186,8 @@ public final class PostgresAdapter: ModelAdapter {
             if !expectedNames.isEmpty {
                 let rows = try await connection.query(
                     """
-                    SELECT record_name, version FROM \(unescaped: state.changes)
-                    WHERE scope = \(state.scope) AND record_name = ANY(\(expectedNames))
+                    SELECT c.record_name, c.version FROM unnest(\(expectedNames)::text[]) AS n(name)
+                    CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "record_name, version"))) AS c
                     """, logger: connection.logger)
                 for try await (name, version) in rows.decode((String, Int64).self) { current[name] = version }
             }
@@ -216,9 +217,11 @@ public final class PostgresAdapter: ModelAdapter {
                 var known: [String: String] = [:]
                 let rows = try await connection.query(
                     """
-                    SELECT record_name, table_name FROM \(unescaped: state.records) WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                    SELECT r.record_name, r.table_name FROM unnest(\(names)::text[]) AS n(name)
+                    CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "record_name, table_name"))) AS r
                     UNION ALL
-                    SELECT record_name, table_name FROM \(unescaped: state.changes) WHERE scope = \(state.scope) AND record_name = ANY(\(names))
+                    SELECT c.record_name, c.table_name FROM unnest(\(names)::text[]) AS n(name)
+                    CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "record_name, table_name"))) AS c
                     """, logger: connection.logger)
                 for try await (name, table) in rows.decode((String, String).self) { known[name] = table }
                 var keys: [String: [[String]]] = [:]

@@ -28,6 +28,17 @@ struct PostgresGatewaySchema: Sendable {
     var tables: String { "\(quotedSchema).tables" }
     var versions: String { "\(quotedSchema).change_version" }
 
+    /// The row of `table` (one of the state tables) for the record named `n.name`, as a
+    /// subquery to join `LATERAL` to `unnest(names) AS n(name)`.
+    ///
+    /// `LIMIT 1` keeps the planner from flattening it into a join: a page's lookup is then one
+    /// primary-key probe per name. Flattened, with the statistics of a table that is filling
+    /// up (never analyzed yet), it chose to read every row of the scope and filter them, which
+    /// made an initial download quadratic.
+    func lookup(in table: String, columns: String) -> String {
+        "SELECT \(columns) FROM \(table) WHERE scope = \(PostgresSQL.literal(scope)) AND record_name = n.name LIMIT 1"
+    }
+
     func createTables(_ connection: PostgresConnection) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(\(Self.installLock))", logger: connection.logger)
         let statements = [

@@ -112,9 +112,11 @@ struct PostgresResolvedTable: Sendable {
         let arrays = keyColumns.indices.map { "$\($0 + 1)::text[]" }.joined(separator: ", ")
         let match = zip(keyColumns, keyNames).map { column, name in "t.\(column.quoted) = \(column.keyFromTextSQL("k.\(name)"))" }
         let selected = ([nameSQL("t")] + valueColumns.map { $0.readSQL("t") }).joined(separator: ", ")
+        // One primary-key probe per key: `LIMIT 1` keeps the planner from turning the lateral
+        // subquery into a join that scans the table (see PostgresGatewaySchema.lookup).
         return """
-            SELECT \(selected) FROM \(qualifiedName) AS t
-            JOIN unnest(\(arrays)) AS k(\(keyNames.joined(separator: ", "))) ON \(match.joined(separator: " AND "))
+            SELECT \(selected) FROM unnest(\(arrays)) AS k(\(keyNames.joined(separator: ", ")))
+            CROSS JOIN LATERAL (SELECT * FROM \(qualifiedName) AS t WHERE \(match.joined(separator: " AND ")) LIMIT 1) AS t
             """
     }
 
