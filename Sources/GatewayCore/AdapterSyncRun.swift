@@ -103,16 +103,20 @@ struct AdapterSyncRun {
         // While refetching, pages are fetched from `cursor` but committed with no token, so an
         // interruption restarts the refetch (see ZoneSyncState.refetching).
         var cursor = state.refetching ? nil : state.token
+        // The next page, fetched while the previous one was being applied.
+        var prefetched: Result<FetchedPage, any Error>?
         while true {
             try stopIfCancelled()
-            observer(.willFetch(adapter: name))
-            let page: ZoneChanges
+            let fetched: FetchedPage
             do {
-                let token = cursor
-                page = try await retrying {
-                    try await cloud.fetchChanges(in: zone, since: token, limit: configuration.fetchLimit)
+                if let prefetched {
+                    fetched = try prefetched.get()
+                } else {
+                    fetched = try await fetchPage(since: cursor, applying: nil)
                 }
+                prefetched = nil
             } catch let error as CloudError where error.code == .changeTokenExpired {
+                prefetched = nil
                 expiries += 1
                 guard expiries <= 3 else {
                     throw SyncError(.cloudFailed, "the cloud keeps expiring change tokens of zone \(zone)", adapter: name, underlying: error)
@@ -124,19 +128,36 @@ struct AdapterSyncRun {
                 seen.removeAll()
                 continue
             }
-            try checkCompatibility(page.modified)
-            var modified: [Record] = []
-            modified.reserveCapacity(page.modified.count)
-            for record in page.modified { modified.append(try await localForm(record)) }
-            if state.refetching { seen.formUnion(modified.map(\.id)) }
-            cursor = page.token
+            if state.refetching { seen.formUnion(fetched.modified.map(\.id)) }
+            cursor = fetched.token
             var next = state
-            next.token = state.refetching ? nil : page.token
-            let incoming = modified.map { ($0.id, Optional($0)) } + page.deleted.map { ($0, Record?.none) }
-            let (written, deleted) = try await integrate(incoming, zoneState: next)
+            next.token = state.refetching ? nil : fetched.token
+            let local: [RecordID: LocalRecordState]
+            if let read = fetched.local {
+                local = read
+            } else {
+                local = try await localState(of: fetched.ids)
+            }
+            let changes = try merged(fetched.incoming, local: local, zoneState: next)
+            observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
+            // The store writes this page while the next one is fetched, opened and looked up.
+            let (adapter, adapterName) = (adapter, name)
+            async let applying: Void = Self.store(adapter: adapterName) { try await adapter.apply(changes) }
+            if fetched.moreComing {
+                let (token, applyingIDs) = (cursor, Set(fetched.ids))
+                do {
+                    prefetched = .success(try await fetchPage(since: token, applying: applyingIDs))
+                } catch {
+                    // Surfaces after this page is committed, as a fetch of the next one would.
+                    prefetched = .failure(error)
+                }
+            }
+            try await applying
+            report.downloaded += changes.writes.count
+            report.deletedLocally += changes.deletes.count
             state = next
-            observer(.didFetch(adapter: name, written: written, deleted: deleted))
-            if !page.moreComing { break }
+            observer(.didFetch(adapter: name, written: changes.writes.count, deleted: changes.deletes.count))
+            if !fetched.moreComing { break }
         }
         if state.refetching {
             try await reconcile(seen: seen)
@@ -145,6 +166,40 @@ struct AdapterSyncRun {
             let zoneState = state.encoded()
             try await store { try await adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
         }
+    }
+
+    /// A page of changes in the form the store holds them, with the store's state of its records
+    /// when that could be read ahead.
+    struct FetchedPage: Sendable {
+        var modified: [Record]
+        var incoming: [(RecordID, Record?)]
+        var token: ChangeToken?
+        var moreComing: Bool
+        var local: [RecordID: LocalRecordState]?
+        var ids: [RecordID] { incoming.map(\.0) }
+    }
+
+    /// Fetches the page after `token`, checks and opens its records (decryption, assets), and
+    /// reads their local state, unless one of them is in the page being applied meanwhile
+    /// (`applying`): then its state is read once that page is committed.
+    private func fetchPage(since token: ChangeToken?, applying: Set<RecordID>?) async throws -> FetchedPage {
+        observer(.willFetch(adapter: name))
+        let page = try await retrying {
+            try await cloud.fetchChanges(in: zone, since: token, limit: configuration.fetchLimit)
+        }
+        try checkCompatibility(page.modified)
+        var modified: [Record] = []
+        modified.reserveCapacity(page.modified.count)
+        for record in page.modified { modified.append(try await localForm(record)) }
+        var fetched = FetchedPage(
+            modified: modified, incoming: modified.map { ($0.id, Optional($0)) } + page.deleted.map { ($0, Record?.none) },
+            token: page.token, moreComing: page.moreComing)
+        if let applying, !fetched.incoming.contains(where: { applying.contains($0.0) }) {
+            // Disjoint from the page being applied, so that write cannot change what is read here;
+            // edits made meanwhile are caught by the expected pending versions.
+            fetched.local = try await localState(of: fetched.ids)
+        }
+        return fetched
     }
 
     /// After a full refetch, local records that were synced but not returned were deleted remotely.
@@ -275,8 +330,23 @@ struct AdapterSyncRun {
     private mutating func integrate(
         _ incoming: [(RecordID, Record?)], zoneState: ZoneSyncState
     ) async throws -> (written: Int, deleted: Int) {
-        let ids = incoming.map(\.0)
-        let local = ids.isEmpty ? [:] : try await store { try await adapter.localState(for: ids) }
+        let local = try await localState(of: incoming.map(\.0))
+        let changes = try merged(incoming, local: local, zoneState: zoneState)
+        observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
+        try await store { [changes] in try await adapter.apply(changes) }
+        report.downloaded += changes.writes.count
+        report.deletedLocally += changes.deletes.count
+        return (changes.writes.count, changes.deletes.count)
+    }
+
+    private func localState(of ids: [RecordID]) async throws -> [RecordID: LocalRecordState] {
+        ids.isEmpty ? [:] : try await store { try await adapter.localState(for: ids) }
+    }
+
+    /// Merges incoming records with the store's state of them: what to write, delete and commit.
+    private mutating func merged(
+        _ incoming: [(RecordID, Record?)], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState
+    ) throws -> DownloadedChanges {
         var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
         changes.writes.reserveCapacity(incoming.count)
         changes.state.metadata.reserveCapacity(incoming.count)
@@ -351,11 +421,7 @@ struct AdapterSyncRun {
             report.conflicts[outcome, default: 0] += 1
             observer(.conflict(adapter: name, recordID: id, policy: settings.policy, resolution: outcome))
         }
-        observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
-        try await store { [changes] in try await adapter.apply(changes) }
-        report.downloaded += changes.writes.count
-        report.deletedLocally += changes.deletes.count
-        return (changes.writes.count, changes.deletes.count)
+        return changes
     }
 
     // MARK: Upload
@@ -539,6 +605,10 @@ struct AdapterSyncRun {
 
     /// Runs an adapter call, naming the adapter in its failure.
     private func store<T>(_ body: () async throws -> T) async throws -> T {
+        try await Self.store(adapter: name, body)
+    }
+
+    private static func store<T>(adapter name: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as SyncError {

@@ -82,6 +82,9 @@ public final class FaultInjectingCloud: CloudDatabase {
         /// Another writer applies these operations to the call's zone just before the call runs,
         /// so the call meets real concurrent changes (stale change tags, vanished records).
         case concurrentWrite([RecordOperation])
+        /// A fetch of changes also returns, again, the records the previous fetch of the zone
+        /// returned, as a feed that delivers a record twice (CloudKit's may).
+        case redeliverPrevious
     }
 
     /// One fault that was injected, for assertions and replay checks.
@@ -99,6 +102,8 @@ public final class FaultInjectingCloud: CloudDatabase {
         var enabled = true
         var scripted: [Operation: [ScriptedFault]] = [:]
         var log: [InjectedFault] = []
+        /// The records each zone's last fetch of changes returned.
+        var lastFetched: [ZoneID: [Record]] = [:]
     }
 
     /// The cloud being wrapped.
@@ -149,17 +154,27 @@ public final class FaultInjectingCloud: CloudDatabase {
     }
 
     public func fetchChanges(in zone: ZoneID, since token: ChangeToken?, limit: Int) async throws -> ZoneChanges {
-        try await before(.fetchChanges, zone: zone)
+        let scripted = try await before(.fetchChanges, zone: zone)
         if token != nil, draw(plan.tokenExpired) {
             throw record(.fetchChanges, CloudError(.changeTokenExpired, "injected: the change token expired"))
         }
-        return try await base.fetchChanges(in: zone, since: token, limit: limit)
+        var page = try await base.fetchChanges(in: zone, since: token, limit: limit)
+        let previous = state.withLock { state in
+            defer { state.lastFetched[zone] = page.modified }
+            return state.lastFetched[zone] ?? []
+        }
+        if case .redeliverPrevious? = scripted {
+            page.modified = previous + page.modified
+        }
+        return page
     }
 
     public func modify(_ operations: [RecordOperation], in zone: ZoneID, atomic: Bool) async throws
         -> [RecordOperationResult]
     {
-        let lost = try await before(.modify, zone: zone)
+        let scripted = try await before(.modify, zone: zone)
+        var lost = false
+        if case .lostResponse? = scripted { lost = true }
         if let limit = plan.operationLimit, isEnabled, operations.count > limit {
             throw record(
                 .modify,
@@ -226,10 +241,10 @@ public final class FaultInjectingCloud: CloudDatabase {
 
     // MARK: Fault plumbing
 
-    /// Applies the scripted fault or the whole-request random faults for one call. Returns
-    /// whether a scripted lost response is due after the call.
+    /// Applies the scripted fault or the whole-request random faults for one call. Returns the
+    /// scripted fault whose effect comes after the call (a lost response, a redelivery).
     @discardableResult
-    private func before(_ operation: Operation, zone: ZoneID?) async throws -> Bool {
+    private func before(_ operation: Operation, zone: ZoneID?) async throws -> ScriptedFault? {
         let scripted = state.withLock { state -> ScriptedFault? in
             guard var queue = state.scripted[operation], !queue.isEmpty else { return nil }
             let fault = queue.removeFirst()
@@ -239,13 +254,13 @@ public final class FaultInjectingCloud: CloudDatabase {
         switch scripted {
         case .error(let error):
             throw record(operation, error)
-        case .lostResponse:
-            return true
+        case .lostResponse, .redeliverPrevious:
+            return scripted
         case .userDeletedZone:
             if let zone { try? await base.deleteZone(zone) }
             throw record(operation, CloudError(.userDeletedZone, "injected: the user deleted zone \(zone?.zoneName ?? "?")"))
         case .passThrough:
-            return false
+            return nil
         case .concurrentWrite(let operations):
             if let zone { _ = try await base.modify(operations, in: zone, atomic: false) }
         case nil:
@@ -253,7 +268,7 @@ public final class FaultInjectingCloud: CloudDatabase {
         }
         // Random faults leave the account check alone, so seeded runs draw the same faults as
         // before the check existed; script a fault to aim one at it.
-        guard operation != .checkAccount else { return false }
+        guard operation != .checkAccount else { return nil }
         let retryAfter = plan.retryAfter
         if draw(plan.rateLimited) {
             throw record(operation, CloudError(.requestRateLimited, "injected: too many requests", retryAfter: retryAfter))
@@ -272,7 +287,7 @@ public final class FaultInjectingCloud: CloudDatabase {
                 throw record(operation, CloudError(.zoneNotFound, "injected: zone \(zone?.zoneName ?? "?") was not found"))
             }
         }
-        return false
+        return nil
     }
 
     /// Saves the server's own record again, as a concurrent writer would, and returns the conflict

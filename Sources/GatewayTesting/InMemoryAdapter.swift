@@ -30,6 +30,7 @@ public actor InMemoryAdapter: ModelAdapter {
     /// Moves with every local change (and a reset that keeps data), which the signals poll.
     private var localChanges = 0
     private var injectedFailure: (any Error)?
+    private var applyDelay: Duration?
 
     public init(name: String = "memory", zoneID: ZoneID, signalInterval: Duration = .milliseconds(10)) {
         self.name = name
@@ -108,7 +109,14 @@ public actor InMemoryAdapter: ModelAdapter {
 
     public func syncedRecordIDs() -> [RecordID] { Array(storage.metadata.keys) }
 
-    public func apply(_ changes: DownloadedChanges) throws {
+    /// Makes every ``apply(_:)`` wait `delay` before its transaction, as a store at the other end
+    /// of a network does; the adapter's other calls run meanwhile.
+    public func delayApplies(by delay: Duration?) {
+        applyDelay = delay
+    }
+
+    public func apply(_ changes: DownloadedChanges) async throws {
+        if let applyDelay { try await Task.sleep(for: applyDelay) }
         try transaction { storage in
             let skipped = Set(
                 changes.expectedPendingVersions.compactMap { id, expected in

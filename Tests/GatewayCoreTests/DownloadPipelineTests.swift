@@ -1,0 +1,78 @@
+import Foundation
+import GatewayCore
+import GatewayTesting
+import Testing
+
+/// The download fetches, opens and looks up the next page while the store applies the current
+/// one. These cases check that reading ahead changes nothing a sequential download would do.
+@Suite("Download pipeline")
+struct DownloadPipelineTests {
+    typealias F = SyncFixture
+
+    static let pagesOfThree = SyncConfiguration(deviceID: "test", fetchLimit: 3, retry: RetryPolicy(maxAttempts: 1))
+
+    @Test("a record the feed delivers again in the next page is seen as synced, not written twice")
+    func redeliveredRecords() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        try await fixture.sync(b)
+
+        // The second page carries the first page's records again, while that page is being
+        // applied (slowly): their local state must be read after it commits.
+        await a.delayApplies(by: .milliseconds(100))
+        fixture.cloud.script(.passThrough, on: .fetchChanges)
+        fixture.cloud.script(.redeliverPrevious, on: .fetchChanges)
+        let report = try await fixture.sync(a, configuration: Self.pagesOfThree)
+        #expect(report.outcome == .synced)
+        #expect(report.downloaded == 6, "the redelivered records were already applied with the same change tag")
+        #expect(report.conflictCount == 0)
+        #expect(await a.values == b.values)
+    }
+
+    @Test("a redelivered record with a local edit is merged against what the previous page applied")
+    func redeliveredRecordWithLocalEdit() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        try await fixture.sync(b)
+        // a holds its own, unsynced version of n1: the first page meets it as a conflict.
+        await a.save(F.note("n1", ["rank": .int64(100)]))
+        await a.delayApplies(by: .milliseconds(100))
+
+        fixture.cloud.script(.passThrough, on: .fetchChanges)
+        fixture.cloud.script(.redeliverPrevious, on: .fetchChanges)
+        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client))
+        let report = try await fixture.sync(a, options: localWins, configuration: Self.pagesOfThree)
+        #expect(report.outcome == .synced)
+        #expect(report.conflictCount == 1, "the second delivery of n1 finds it already merged")
+        try await fixture.sync(b)
+        #expect(await a.values == b.values)
+        #expect(await a.values["n1"] == ["rank": .int64(100)], "the local edit won and was uploaded")
+    }
+
+    @Test("a next page that fails to fetch while one is applied leaves that page committed")
+    func prefetchFailure() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        try await fixture.sync(b)
+
+        fixture.cloud.script(.passThrough, on: .fetchChanges)
+        fixture.cloud.script(.error(CloudError(.serviceUnavailable, "down")), on: .fetchChanges)
+        let interrupted = try await fixture.sync(a, configuration: Self.pagesOfThree)
+        #expect(interrupted.error?.code == .retriesExhausted)
+        #expect(interrupted.downloaded == 3)
+        #expect(await a.values.count == 3, "the first page is committed")
+        let state = try ZoneSyncState(decoding: await a.loadZoneState())
+        #expect(state.token != nil, "with its token")
+
+        let resumed = try await fixture.sync(a, configuration: Self.pagesOfThree)
+        #expect(resumed.outcome == .synced)
+        #expect(resumed.downloaded == 3, "the rest, from where the first page left off")
+        #expect(await a.values == b.values)
+    }
+}
