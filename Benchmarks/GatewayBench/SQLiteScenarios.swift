@@ -154,6 +154,7 @@ struct SQLiteEncryptionScenario: Scenario {
         let (_, microOpen) = try timedSync { for _ in 0..<100_000 { _ = try ring.open(sample, context: context) } }
         var seconds: [Bool: [Double]] = [false: [], true: []]
         var cpuSeconds: [Bool: [Double]] = [false: [], true: []]
+        var hopSeconds: [Bool: (up: [Double], down: [Double])] = [false: ([], []), true: ([], [])]
         for round in 0..<5 {
             for encrypt in [false, true] {
                 let folder = workDirectory.appendingPathComponent("round-\(round)-\(encrypt)")
@@ -167,11 +168,12 @@ struct SQLiteEncryptionScenario: Scenario {
                 let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source", options: options)
                 let down = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(target, name: "target"), device: "target", options: options)
                 let cpuBefore = processorSeconds()
-                let (_, elapsed) = try await timed {
-                    _ = try await BenchNotes.sync(up)
-                    return try await BenchNotes.sync(down)
-                }
+                let (_, upSeconds) = try await timed { try await BenchNotes.sync(up) }
+                let (_, downSeconds) = try await timed { try await BenchNotes.sync(down) }
+                let elapsed = upSeconds + downSeconds
                 cpuSeconds[encrypt]!.append(processorSeconds() - cpuBefore)
+                hopSeconds[encrypt]!.up.append(upSeconds)
+                hopSeconds[encrypt]!.down.append(downSeconds)
                 let check = try await DatabaseQueue(path: target).read { db in
                     try String.fetchOne(db, sql: "SELECT body FROM note WHERE id = 7")
                 }
@@ -190,6 +192,9 @@ struct SQLiteEncryptionScenario: Scenario {
             Measurement(name: "time with encryption / without", value: sealed / clear, unit: "×", goal: .atMost(1.15)),
             Measurement(
                 name: "CPU time with encryption / without", value: median(cpuSeconds[true]!) / median(cpuSeconds[false]!), unit: "×"),
+            Measurement(name: "upload with encryption / without", value: median(hopSeconds[true]!.up) / median(hopSeconds[false]!.up), unit: "×"),
+            Measurement(
+                name: "download with encryption / without", value: median(hopSeconds[true]!.down) / median(hopSeconds[false]!.down), unit: "×"),
             Measurement(name: "seal one short text field", value: microSeal * 10, unit: "µs"),
             Measurement(name: "open one short text field", value: microOpen * 10, unit: "µs"),
         ]

@@ -721,14 +721,16 @@ struct UploadBatch {
             sent[id] = record
             fingerprints[id] = FieldFingerprint.of(record.fields)
             versions[id] = save.version
+            // Room for the two stamps first: the one copy of the fields (the original is kept in
+            // `sent`) is then made here, and encryption writes into it.
+            record.fields.reserveCapacity(record.fields.count + 2)
             if let encryption {
                 do {
-                    record = try encryption.encrypt(record)
+                    try encryption.encrypt(&record)
                 } catch {
                     throw SyncError(.encryptionFailed, "record \(id.recordName) cannot be encrypted: \(error.message)")
                 }
             }
-            record.fields.reserveCapacity(record.fields.count + 2)
             record.fields[configuration.compatibilityVersionField] = .int64(configuration.compatibilityVersion)
             record.fields[configuration.deviceIDField] = .string(writerStamp)
             operations.append(record.changeTag == nil ? .create(record) : .replace(record))

@@ -13,6 +13,9 @@ public struct BinaryWriter: Sendable {
 
     public mutating func writeByte(_ byte: UInt8) { bytes.append(byte) }
 
+    /// Appends bytes as they are, with no length in front.
+    public mutating func writeBytes(_ raw: some Sequence<UInt8>) { bytes.append(contentsOf: raw) }
+
     /// Empties the buffer, keeping its storage for the next use.
     public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
 

@@ -50,17 +50,34 @@ public struct KeyRing: Sendable {
     ///
     /// Layout: version (1 byte), key id length (1 byte), key id, nonce (12), ciphertext, tag (16).
     public func seal(_ value: FieldValue, context: FieldContext) throws(FieldEncryptionError) -> Data {
+        var scratch = BinaryWriter(capacity: 128)
+        return try seal(value, context: context, scratch: &scratch)
+    }
+
+    /// ``seal(_:context:)`` with the authenticated data and the value's encoding written into
+    /// `scratch`, a buffer reused for every field of a record.
+    func seal(_ value: FieldValue, context: FieldContext, scratch: inout BinaryWriter) throws(FieldEncryptionError) -> Data {
         let key = primary
-        let plaintext = FieldCoding.encode(value)
+        scratch.reset()
+        context.writeAuthenticatedData(into: &scratch)
+        let additionalCount = scratch.bytes.count
+        FieldCoding.encode(value, into: &scratch)
         let nonceSize = PreparedAESGCMKey.nonceSize
-        var data = Data(capacity: 2 + key.idBytes.count + nonceSize + plaintext.count + PreparedAESGCMKey.tagSize)
+        let plaintextCount = scratch.bytes.count - additionalCount
+        var data = Data(capacity: 2 + key.idBytes.count + nonceSize + plaintextCount + PreparedAESGCMKey.tagSize)
         data.append(Self.formatVersion)
         data.append(UInt8(key.idBytes.count))
         data.append(contentsOf: key.idBytes)
         try withUnsafeTemporaryAllocation(byteCount: nonceSize, alignment: 1) { nonce throws(FieldEncryptionError) in
             NoncePool.shared.fill(nonce)
             data.append(contentsOf: UnsafeRawBufferPointer(nonce))
-            try key.key.seal(plaintext, nonce: UnsafeRawBufferPointer(nonce), authenticating: context.authenticatedData, appendingTo: &data)
+            try scratch.bytes.withUnsafeBytes { bytes in
+                Result { () throws(FieldEncryptionError) in
+                    try key.key.seal(
+                        UnsafeRawBufferPointer(rebasing: bytes[additionalCount...]), nonce: UnsafeRawBufferPointer(nonce),
+                        authenticating: UnsafeRawBufferPointer(rebasing: bytes[..<additionalCount]), appendingTo: &data)
+                }
+            }.get()
         }
         return data
     }
@@ -69,6 +86,12 @@ public struct KeyRing: Sendable {
     /// - Throws: ``FieldEncryptionError`` when no key of the ring has the id, the ciphertext was
     ///   changed or belongs to another field or record, or the bytes are not a sealed value.
     public func open(_ data: Data, context: FieldContext) throws(FieldEncryptionError) -> FieldValue {
+        var scratch = BinaryWriter(capacity: 64)
+        return try open(data, context: context, scratch: &scratch)
+    }
+
+    /// ``open(_:context:)`` with the authenticated data written into `scratch`.
+    func open(_ data: Data, context: FieldContext, scratch: inout BinaryWriter) throws(FieldEncryptionError) -> FieldValue {
         let start = data.startIndex
         guard data.count >= 2, data[start] == Self.formatVersion, data.count >= 2 + Int(data[start + 1]) + 28 else {
             throw FieldEncryptionError("the value is not a ciphertext this gateway wrote")
@@ -81,14 +104,18 @@ public struct KeyRing: Sendable {
         }
         let nonceOffset = idEnd - start
         let sealedOffset = nonceOffset + PreparedAESGCMKey.nonceSize
+        scratch.reset()
+        context.writeAuthenticatedData(into: &scratch)
         let value: FieldValue?
         do {
             value = try data.withUnsafeBytes { raw in
-                try key.key.open(
-                    UnsafeRawBufferPointer(rebasing: raw[sealedOffset...]),
-                    nonce: UnsafeRawBufferPointer(rebasing: raw[nonceOffset..<sealedOffset]),
-                    authenticating: context.authenticatedData
-                ) { plaintext throws(BinaryDecodingError) in try FieldCoding.decodeValue(plaintext) }
+                try scratch.bytes.withUnsafeBytes { additional in
+                    try key.key.open(
+                        UnsafeRawBufferPointer(rebasing: raw[sealedOffset...]),
+                        nonce: UnsafeRawBufferPointer(rebasing: raw[nonceOffset..<sealedOffset]),
+                        authenticating: additional
+                    ) { plaintext throws(BinaryDecodingError) in try FieldCoding.decodeValue(plaintext) }
+                }
             }
         } catch {
             throw FieldEncryptionError("the decrypted bytes are not a field value")
@@ -165,15 +192,19 @@ public struct FieldContext: Sendable, Hashable {
     }
 
     var authenticatedData: [UInt8] {
-        var data = [UInt8]()
-        data.reserveCapacity(19 + recordType.utf8.count + recordName.utf8.count + field.utf8.count)
-        data.append(contentsOf: Self.prefix)
-        data.append(contentsOf: recordType.utf8)
-        data.append(0)
-        data.append(contentsOf: recordName.utf8)
-        data.append(0)
-        data.append(contentsOf: field.utf8)
-        return data
+        var writer = BinaryWriter(capacity: 19 + recordType.utf8.count + recordName.utf8.count + field.utf8.count)
+        writeAuthenticatedData(into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends the authenticated data: a format prefix, then type, name and field, NUL-separated.
+    func writeAuthenticatedData(into writer: inout BinaryWriter) {
+        writer.writeBytes(Self.prefix)
+        writer.writeBytes(recordType.utf8)
+        writer.writeByte(0)
+        writer.writeBytes(recordName.utf8)
+        writer.writeByte(0)
+        writer.writeBytes(field.utf8)
     }
 
     private static let prefix = Array("gateway-field-v1\u{0}".utf8)
@@ -206,15 +237,23 @@ public struct FieldEncryption: Sendable {
 
     /// The record with its configured fields sealed (values already sealed stay as they are).
     public func encrypt(_ record: Record) throws(FieldEncryptionError) -> Record {
-        guard let names = fields[record.recordType], !names.isEmpty else { return record }
         var record = record
+        try encrypt(&record)
+        return record
+    }
+
+    /// Seals the configured fields of `record` in place: a record whose fields are not shared
+    /// is not copied.
+    func encrypt(_ record: inout Record) throws(FieldEncryptionError) {
+        guard let names = fields[record.recordType], !names.isEmpty else { return }
+        var scratch = BinaryWriter(capacity: 256)
         for name in names {
-            guard let value = record.fields[name] else { continue }
+            guard let index = record.fields.index(forKey: name) else { continue }
+            let value = record.fields.values[index]
             if case .encrypted = value { continue }
             let context = FieldContext(recordType: record.recordType, recordName: record.id.recordName, field: name)
-            record.fields[name] = .encrypted(try keyRing.seal(value, context: context))
+            record.fields.values[index] = .encrypted(try keyRing.seal(value, context: context, scratch: &scratch))
         }
-        return record
     }
 
     /// The record with every sealed field opened, configured or not.
@@ -222,16 +261,22 @@ public struct FieldEncryption: Sendable {
     ///   and the field.
     public func decrypt(_ record: Record) throws(SyncError) -> Record {
         var record = record
-        for (name, value) in record.fields {
-            guard case .encrypted(let data) = value else { continue }
-            let context = FieldContext(recordType: record.recordType, recordName: record.id.recordName, field: name)
-            do {
-                record.fields[name] = try keyRing.open(data, context: context)
-            } catch {
-                throw SyncError(
-                    .undecryptableField,
-                    "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). Add the key to encryption.keys; nothing was applied and the change token did not move")
+        var scratch = BinaryWriter(capacity: 128)
+        // Values are replaced through their index: no key is hashed again.
+        var index = record.fields.startIndex
+        while index != record.fields.endIndex {
+            if case .encrypted(let data) = record.fields.values[index] {
+                let name = record.fields.keys[index]
+                let context = FieldContext(recordType: record.recordType, recordName: record.id.recordName, field: name)
+                do {
+                    record.fields.values[index] = try keyRing.open(data, context: context, scratch: &scratch)
+                } catch {
+                    throw SyncError(
+                        .undecryptableField,
+                        "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). Add the key to encryption.keys; nothing was applied and the change token did not move")
+                }
             }
+            index = record.fields.index(after: index)
         }
         return record
     }

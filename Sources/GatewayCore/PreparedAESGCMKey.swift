@@ -57,6 +57,19 @@ final class PreparedAESGCMKey: @unchecked Sendable {
     func seal(
         _ plaintext: [UInt8], nonce: UnsafeRawBufferPointer, authenticating additional: [UInt8], appendingTo output: inout Data
     ) throws(FieldEncryptionError) {
+        let sealed = plaintext.withUnsafeBytes { input in
+            additional.withUnsafeBytes { ad in
+                Result { () throws(FieldEncryptionError) in try seal(input, nonce: nonce, authenticating: ad, appendingTo: &output) }
+            }
+        }
+        try sealed.get()
+    }
+
+    /// Appends `ciphertext ‖ tag` for `plaintext` to `output`, from raw bytes (no copies).
+    func seal(
+        _ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, authenticating additional: UnsafeRawBufferPointer,
+        appendingTo output: inout Data
+    ) throws(FieldEncryptionError) {
         precondition(nonce.count == Self.nonceSize)
         #if canImport(CCryptoBoringSSL)
         let start = output.count
@@ -64,19 +77,16 @@ final class PreparedAESGCMKey: @unchecked Sendable {
         output.count += capacity
         var written = 0
         let status = output.withUnsafeMutableBytes { raw in
-            plaintext.withUnsafeBufferPointer { input in
-                additional.withUnsafeBufferPointer { ad in
-                    CCryptoBoringSSL_EVP_AEAD_CTX_seal(
-                        context, raw.baseAddress!.advanced(by: start).assumingMemoryBound(to: UInt8.self), &written, capacity,
-                        nonce.bindMemory(to: UInt8.self).baseAddress, nonce.count, input.baseAddress, input.count,
-                        ad.baseAddress, ad.count)
-                }
-            }
+            CCryptoBoringSSL_EVP_AEAD_CTX_seal(
+                context, raw.baseAddress!.advanced(by: start).assumingMemoryBound(to: UInt8.self), &written, capacity,
+                nonce.bindMemory(to: UInt8.self).baseAddress, nonce.count, plaintext.bindMemory(to: UInt8.self).baseAddress,
+                plaintext.count, additional.bindMemory(to: UInt8.self).baseAddress, additional.count)
         }
         guard status == 1, written == capacity else { throw FieldEncryptionError("AES-256-GCM sealing failed") }
         #else
         do {
-            let box = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: nonce), authenticating: additional)
+            let box = try AES.GCM.seal(
+                Array(plaintext), using: key, nonce: try AES.GCM.Nonce(data: Array(nonce)), authenticating: Array(additional))
             output.append(box.ciphertext)
             output.append(box.tag)
         } catch {
@@ -91,6 +101,16 @@ final class PreparedAESGCMKey: @unchecked Sendable {
         _ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, authenticating additional: [UInt8],
         _ body: (UnsafeRawBufferPointer) throws(BinaryDecodingError) -> T
     ) throws(BinaryDecodingError) -> T? {
+        try additional.withUnsafeBytes { ad in
+            Result { () throws(BinaryDecodingError) in try open(sealed, nonce: nonce, authenticating: ad, body) }
+        }.get()
+    }
+
+    /// Opens `sealed` (`ciphertext ‖ tag`) with raw authenticated data; see the other `open`.
+    func open<T>(
+        _ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, authenticating additional: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws(BinaryDecodingError) -> T
+    ) throws(BinaryDecodingError) -> T? {
         precondition(nonce.count == Self.nonceSize)
         guard sealed.count >= Self.tagSize else { return nil }
         #if canImport(CCryptoBoringSSL)
@@ -98,12 +118,10 @@ final class PreparedAESGCMKey: @unchecked Sendable {
         return try withUnsafeTemporaryAllocation(byteCount: max(capacity, 1), alignment: 1) {
             buffer throws(BinaryDecodingError) -> T? in
             var written = 0
-            let status = additional.withUnsafeBufferPointer { ad in
-                CCryptoBoringSSL_EVP_AEAD_CTX_open(
-                    context, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), &written, capacity,
-                    nonce.bindMemory(to: UInt8.self).baseAddress, nonce.count, sealed.bindMemory(to: UInt8.self).baseAddress,
-                    sealed.count, ad.baseAddress, ad.count)
-            }
+            let status = CCryptoBoringSSL_EVP_AEAD_CTX_open(
+                context, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), &written, capacity,
+                nonce.bindMemory(to: UInt8.self).baseAddress, nonce.count, sealed.bindMemory(to: UInt8.self).baseAddress,
+                sealed.count, additional.bindMemory(to: UInt8.self).baseAddress, additional.count)
             guard status == 1 else {
                 CCryptoBoringSSL_ERR_clear_error()
                 return nil
@@ -114,9 +132,9 @@ final class PreparedAESGCMKey: @unchecked Sendable {
         let plaintext: Data
         do {
             let box = try AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: nonce), ciphertext: sealed[0..<(sealed.count - Self.tagSize)],
-                tag: sealed[(sealed.count - Self.tagSize)...])
-            plaintext = try AES.GCM.open(box, using: key, authenticating: additional)
+                nonce: AES.GCM.Nonce(data: Array(nonce)), ciphertext: Array(sealed[0..<(sealed.count - Self.tagSize)]),
+                tag: Array(sealed[(sealed.count - Self.tagSize)...]))
+            plaintext = try AES.GCM.open(box, using: key, authenticating: Array(additional))
         } catch {
             return nil
         }
