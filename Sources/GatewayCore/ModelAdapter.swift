@@ -8,8 +8,10 @@ import Foundation
 /// belong to the synchronizer; the adapter stores them and hands them back unchanged.
 ///
 /// An adapter does not merge, encrypt, batch or retry: the ``Synchronizer`` does. Every method
-/// that writes is one transaction. Prove an adapter with the adapter conformance suite in
-/// `GatewayTesting`.
+/// that writes is one transaction. Calls may overlap: ``localState(for:)`` of the next page runs
+/// while ``apply(_:)`` writes the current one (never for the same records), so an adapter either
+/// serializes them or lets its store run them side by side. Prove an adapter with the adapter
+/// conformance suite in `GatewayTesting`.
 public protocol ModelAdapter: Sendable {
     /// The adapter's name from the configuration, used in logs, errors and status.
     var name: String { get }
