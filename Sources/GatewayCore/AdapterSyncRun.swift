@@ -112,7 +112,7 @@ struct AdapterSyncRun {
                 if let prefetched {
                     fetched = try prefetched.get()
                 } else {
-                    fetched = try await fetchPage(since: cursor, applying: nil)
+                    fetched = try await fetchPage(since: cursor, applying: nil, after: state)
                 }
                 prefetched = nil
             } catch let error as CloudError where error.code == .changeTokenExpired {
@@ -132,21 +132,22 @@ struct AdapterSyncRun {
             cursor = fetched.token
             var next = state
             next.token = state.refetching ? nil : fetched.token
-            let local: [RecordID: LocalRecordState]
-            if let read = fetched.local {
-                local = read
+            let mergedPage: MergedPage
+            if let ahead = fetched.merged {
+                mergedPage = ahead
             } else {
-                local = try await localState(of: fetched.ids)
+                let local = try await localState(of: fetched.ids)
+                mergedPage = try merged(fetched.incoming, local: local, zoneState: next)
             }
-            let changes = try merged(fetched.incoming, local: local, zoneState: next)
+            let changes = record(mergedPage)
             observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
-            // The store writes this page while the next one is fetched, opened and looked up.
+            // The store writes this page while the next one is fetched, opened, looked up and merged.
             let (adapter, adapterName) = (adapter, name)
             async let applying: Void = Self.store(adapter: adapterName) { try await adapter.apply(changes) }
             if fetched.moreComing {
                 let (token, applyingIDs) = (cursor, Set(fetched.ids))
                 do {
-                    prefetched = .success(try await fetchPage(since: token, applying: applyingIDs))
+                    prefetched = .success(try await fetchPage(since: token, applying: applyingIDs, after: next))
                 } catch {
                     // Surfaces after this page is committed, as a fetch of the next one would.
                     prefetched = .failure(error)
@@ -168,21 +169,24 @@ struct AdapterSyncRun {
         }
     }
 
-    /// A page of changes in the form the store holds them, with the store's state of its records
-    /// when that could be read ahead.
+    /// A page of changes in the form the store holds them, already merged when that could be
+    /// done ahead.
     struct FetchedPage: Sendable {
         var modified: [Record]
         var incoming: [(RecordID, Record?)]
         var token: ChangeToken?
         var moreComing: Bool
-        var local: [RecordID: LocalRecordState]?
+        var merged: MergedPage?
         var ids: [RecordID] { incoming.map(\.0) }
     }
 
-    /// Fetches the page after `token`, checks and opens its records (decryption, assets), and
-    /// reads their local state, unless one of them is in the page being applied meanwhile
-    /// (`applying`): then its state is read once that page is committed.
-    private func fetchPage(since token: ChangeToken?, applying: Set<RecordID>?) async throws -> FetchedPage {
+    /// Fetches the page after `token` and checks and opens its records (decryption, assets).
+    /// While another page is being applied (`applying`, its records), it also reads the local
+    /// state of these records and merges them, with `previous` as the zone state that page
+    /// commits, unless a record is in both pages: then that waits until the page is committed.
+    private func fetchPage(
+        since token: ChangeToken?, applying: Set<RecordID>?, after previous: ZoneSyncState
+    ) async throws -> FetchedPage {
         observer(.willFetch(adapter: name))
         let page = try await retrying {
             try await cloud.fetchChanges(in: zone, since: token, limit: configuration.fetchLimit)
@@ -197,7 +201,10 @@ struct AdapterSyncRun {
         if let applying, !fetched.incoming.contains(where: { applying.contains($0.0) }) {
             // Disjoint from the page being applied, so that write cannot change what is read here;
             // edits made meanwhile are caught by the expected pending versions.
-            fetched.local = try await localState(of: fetched.ids)
+            let local = try await localState(of: fetched.ids)
+            var next = previous
+            next.token = previous.refetching ? nil : page.token
+            fetched.merged = try merged(fetched.incoming, local: local, zoneState: next)
         }
         return fetched
     }
@@ -331,7 +338,7 @@ struct AdapterSyncRun {
         _ incoming: [(RecordID, Record?)], zoneState: ZoneSyncState
     ) async throws -> (written: Int, deleted: Int) {
         let local = try await localState(of: incoming.map(\.0))
-        let changes = try merged(incoming, local: local, zoneState: zoneState)
+        let changes = record(try merged(incoming, local: local, zoneState: zoneState))
         observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
         try await store { [changes] in try await adapter.apply(changes) }
         report.downloaded += changes.writes.count
@@ -343,10 +350,28 @@ struct AdapterSyncRun {
         ids.isEmpty ? [:] : try await store { try await adapter.localState(for: ids) }
     }
 
+    /// What a page's merge decided: the store's writes and commit, and the conflicts it resolved,
+    /// which ``record(_:)`` adds to the report once the page is the current one.
+    struct MergedPage: Sendable {
+        var changes: DownloadedChanges
+        var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
+    }
+
+    /// Counts and reports the conflicts of a merged page, and returns its changes.
+    private mutating func record(_ page: MergedPage) -> DownloadedChanges {
+        for conflict in page.conflicts {
+            report.conflicts[conflict.outcome, default: 0] += 1
+            observer(.conflict(adapter: name, recordID: conflict.id, policy: conflict.policy, resolution: conflict.outcome))
+        }
+        return page.changes
+    }
+
     /// Merges incoming records with the store's state of them: what to write, delete and commit.
-    private mutating func merged(
+    /// Pure work, so the download can do it for the next page while the store applies this one.
+    private func merged(
         _ incoming: [(RecordID, Record?)], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState
-    ) throws -> DownloadedChanges {
+    ) throws -> MergedPage {
+        var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
         var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
         changes.writes.reserveCapacity(incoming.count)
         changes.state.metadata.reserveCapacity(incoming.count)
@@ -418,10 +443,9 @@ struct AdapterSyncRun {
                 changes.state.metadata[id] = rebased.encoded()
                 outcome = .merged
             }
-            report.conflicts[outcome, default: 0] += 1
-            observer(.conflict(adapter: name, recordID: id, policy: settings.policy, resolution: outcome))
+            conflicts.append((id, settings.policy, outcome))
         }
-        return changes
+        return MergedPage(changes: changes, conflicts: conflicts)
     }
 
     // MARK: Upload

@@ -53,6 +53,41 @@ struct DownloadPipelineTests {
         #expect(await a.values["n1"] == ["rank": .int64(100)], "the local edit won and was uploaded")
     }
 
+    @Test("a conflict in a page merged ahead is resolved, counted and reported once, when its page is applied")
+    func conflictMergedAhead() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        try await fixture.sync(b)
+        // n4 is in the second page, merged while the first one is (slowly) applied.
+        await a.save(F.note("n4", ["rank": .int64(400)]))
+        await a.delayApplies(by: .milliseconds(100))
+
+        let events = LockedValue<[SyncEvent]>([])
+        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client))
+        let synchronizer = fixture.synchronizer(
+            [a], options: localWins, configuration: Self.pagesOfThree, observer: { event in events.withLock { $0.append(event) } })
+        let report = try await synchronizer.sync().adapters[0]
+        #expect(report.outcome == .synced)
+        #expect(report.conflicts == [.localWon: 1])
+        let trail = events.get().compactMap { event -> String? in
+            switch event {
+            case .conflict(_, let id, _, let outcome): "conflict \(id.recordName) \(outcome)"
+            case .didFetch(_, let written, _): "applied \(written)"
+            default: nil
+            }
+        }
+        #expect(trail.prefix(3) == ["applied 3", "conflict n4 localWon", "applied 2"], "the conflict is reported with its own page")
+        #expect(await a.values["n4"] == ["rank": .int64(400)])
+
+        try await fixture.sync(b)
+        #expect(await b.values["n4"] == ["rank": .int64(400)], "the local edit was uploaded")
+        let again = try await fixture.sync(a, configuration: Self.pagesOfThree)
+        #expect(again.downloaded == 0 && again.conflictCount == 0, "the token moved past both pages")
+        #expect(await a.values == b.values)
+    }
+
     @Test("a next page that fails to fetch while one is applied leaves that page committed")
     func prefetchFailure() async throws {
         let fixture = try SyncFixture()
