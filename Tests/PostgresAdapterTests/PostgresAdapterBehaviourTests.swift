@@ -161,4 +161,33 @@ struct PostgresAdapterBehaviourTests {
         #expect(stored == [id.recordName, text])
         await adapter.close()
     }
+
+    @Test("one page mixes absent fields (NULL), empty texts and the text NULL, row by row")
+    func nullsAndEmptyTexts() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("nulls")
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE public.note (id bigint PRIMARY KEY, title text, rank bigint)"], on: endpoint, doing: "setting up")
+        let adapter = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        let fields: [[String: FieldValue]] = [
+            [:], ["title": .string("")], ["title": .string("NULL"), "rank": .int64(0)], ["rank": .int64(-5)], ["title": .string("{a,\"b\"}")],
+        ]
+        var update = SyncStateUpdate(zoneState: Data("z".utf8))
+        var records: [Record] = []
+        for (index, values) in fields.enumerated() {
+            let id = RecordID(recordName: String(index + 1), zoneID: Self.zone)
+            records.append(Record(id: id, recordType: "note", fields: values))
+            update.metadata[id] = Data("m".utf8)
+        }
+        try await adapter.apply(DownloadedChanges(writes: records, state: update))
+        let stored = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+            let rows = try await connection.query(
+                "SELECT coalesce(title, '<null>') || '|' || coalesce(rank::text, '<null>') FROM public.note ORDER BY id", logger: connection.logger)
+            var found: [String] = []
+            for try await (text) in rows.decode(String.self) { found.append(text) }
+            return found
+        }
+        #expect(stored == ["<null>|<null>", "|<null>", "NULL|0", "<null>|-5", "{a,\"b\"}|<null>"])
+        await adapter.close()
+    }
 }

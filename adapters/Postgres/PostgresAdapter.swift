@@ -209,7 +209,7 @@ public final class PostgresAdapter: ModelAdapter {
             for (tableName, records) in writes {
                 let table = catalog.byTable[tableName]!
                 var bindings = PostgresBindings()
-                bindings.append(try table.upsertManyArgument(for: records))
+                for column in try table.upsertManyArguments(for: records) { bindings.append(column) }
                 try await connection.query(PostgresQuery(unsafeSQL: table.upsertManySQL, binds: bindings), logger: connection.logger)
             }
             if !changes.deletes.isEmpty {

@@ -120,12 +120,12 @@ struct PostgresResolvedTable: Sendable {
             """
     }
 
-    /// Inserts or updates many rows at once from `$1`, a JSON array of objects holding the key
-    /// texts (`k0`, `k1`, …) and value texts (`v0`, `v1`, …), JSON null for SQL NULL.
+    /// Inserts or updates many rows at once from one `text[]` per column: the key texts (`$1`,
+    /// `$2`, …) then the value texts, NULL for SQL NULL (see ``upsertManyArguments(for:)``).
     var upsertManySQL: String {
         let keyNames = keyColumns.indices.map { "k\($0)" }
         let valueNames = valueColumns.indices.map { "v\($0)" }
-        let record = (keyNames + valueNames).map { "\($0) text" }.joined(separator: ", ")
+        let arrays = (keyNames + valueNames).indices.map { "$\($0 + 1)::text[]" }.joined(separator: ", ")
         let values = zip(keyColumns, keyNames).map { $0.keyFromTextSQL("u.\($1)") }
             + zip(valueColumns, valueNames).map { $0.writeSQL("u.\($1)") }
         let conflict = keyColumns.map(\.quoted).joined(separator: ", ")
@@ -134,61 +134,21 @@ struct PostgresResolvedTable: Sendable {
             ? "NOTHING" : "UPDATE SET " + valueColumns.map { "\($0.quoted) = excluded.\($0.quoted)" }.joined(separator: ", ")
         return """
             INSERT INTO \(qualifiedName) (\((keyColumns + valueColumns).map(\.quoted).joined(separator: ", ")))
-            SELECT \(values.joined(separator: ", ")) FROM jsonb_to_recordset($1::jsonb) AS u(\(record))
+            SELECT \(values.joined(separator: ", ")) FROM unnest(\(arrays)) AS u(\((keyNames + valueNames).joined(separator: ", ")))
             ON CONFLICT (\(conflict)) DO \(update)
             """
     }
 
-    /// The `$1` of ``upsertManySQL`` for records of this table.
-    func upsertManyArgument(for records: [Record]) throws -> String {
-        // Built by hand: it runs for every downloaded row, and JSONEncoder's dictionaries cost
-        // more than the rest of the row's work.
-        var json = [UInt8]()
-        json.reserveCapacity(records.count * 64 * (keyColumns.count + valueColumns.count))
-        json.append(UInt8(ascii: "["))
-        for (number, record) in records.enumerated() {
-            if number > 0 { json.append(UInt8(ascii: ",")) }
-            json.append(UInt8(ascii: "{"))
-            for (index, text) in try keyTexts(of: record.id.recordName).enumerated() {
-                if index > 0 { json.append(UInt8(ascii: ",")) }
-                Self.appendMember("k\(index)", text, to: &json)
-            }
-            for (index, column) in valueColumns.enumerated() {
-                json.append(UInt8(ascii: ","))
-                Self.appendMember("v\(index)", column.text(for: record.fields[column.name]), to: &json)
-            }
-            json.append(UInt8(ascii: "}"))
+    /// The parameters of ``upsertManySQL`` for records of this table: one array per key column,
+    /// then one per value column, in binary (no JSON to build here or to parse on the server).
+    func upsertManyArguments(for records: [Record]) throws -> [PostgresTextArray] {
+        var keys = keyColumns.map { _ in PostgresTextArray(reservingBytes: records.count * 16) }
+        var values = valueColumns.map { _ in PostgresTextArray(reservingBytes: records.count * 32) }
+        for record in records {
+            for (index, text) in try keyTexts(of: record.id.recordName).enumerated() { keys[index].append(text) }
+            for (index, column) in valueColumns.enumerated() { values[index].append(column.text(for: record.fields[column.name])) }
         }
-        json.append(UInt8(ascii: "]"))
-        return String(decoding: json, as: UTF8.self)
-    }
-
-    /// Appends `"name":"value"` (or `"name":null`) with JSON string escaping.
-    static func appendMember(_ name: String, _ value: String?, to json: inout [UInt8]) {
-        appendString(name, to: &json)
-        json.append(UInt8(ascii: ":"))
-        if let value {
-            appendString(value, to: &json)
-        } else {
-            json.append(contentsOf: "null".utf8)
-        }
-    }
-
-    static func appendString(_ text: String, to json: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        json.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                json.append(UInt8(ascii: "\\"))
-                json.append(byte)
-            case 0..<0x20:
-                json.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default:
-                json.append(byte)
-            }
-        }
-        json.append(UInt8(ascii: "\""))
+        return keys + values
     }
 
     /// Deletes many rows at once by their key texts, one text array per key column.
