@@ -130,8 +130,7 @@ struct AdapterSyncRun {
             }
             if state.refetching { seen.formUnion(fetched.modified.map(\.id)) }
             cursor = fetched.token
-            var next = state
-            next.token = state.refetching ? nil : fetched.token
+            let next = Self.committing(fetched.token, after: state)
             let mergedPage: MergedPage
             if let ahead = fetched.merged {
                 mergedPage = ahead
@@ -202,11 +201,17 @@ struct AdapterSyncRun {
             // Disjoint from the page being applied, so that write cannot change what is read here;
             // edits made meanwhile are caught by the expected pending versions.
             let local = try await localState(of: fetched.ids)
-            var next = previous
-            next.token = previous.refetching ? nil : page.token
-            fetched.merged = try merged(fetched.incoming, local: local, zoneState: next)
+            fetched.merged = try merged(fetched.incoming, local: local, zoneState: Self.committing(page.token, after: previous))
         }
         return fetched
+    }
+
+    /// The zone state a page commits: the previous one with the page's token, or with none while
+    /// refetching (see ZoneSyncState.refetching).
+    private static func committing(_ token: ChangeToken?, after previous: ZoneSyncState) -> ZoneSyncState {
+        var next = previous
+        next.token = previous.refetching ? nil : token
+        return next
     }
 
     /// After a full refetch, local records that were synced but not returned were deleted remotely.

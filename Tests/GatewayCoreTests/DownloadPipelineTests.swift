@@ -11,13 +11,19 @@ struct DownloadPipelineTests {
 
     static let pagesOfThree = SyncConfiguration(deviceID: "test", fetchLimit: 3, retry: RetryPolicy(maxAttempts: 1))
 
-    @Test("a record the feed delivers again in the next page is seen as synced, not written twice")
-    func redeliveredRecords() async throws {
+    /// Six notes uploaded from `b`, two pages of three for `a`, which has not synced yet.
+    static func sixNotesInTheCloud() async throws -> (SyncFixture, InMemoryAdapter, InMemoryAdapter) {
         let fixture = try SyncFixture()
         let a = fixture.adapter("a")
         let b = fixture.adapter("b")
         for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
         try await fixture.sync(b)
+        return (fixture, a, b)
+    }
+
+    @Test("a record the feed delivers again in the next page is seen as synced, not written twice")
+    func redeliveredRecords() async throws {
+        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
 
         // The second page carries the first page's records again, while that page is being
         // applied (slowly): their local state must be read after it commits.
@@ -33,11 +39,7 @@ struct DownloadPipelineTests {
 
     @Test("a redelivered record with a local edit is merged against what the previous page applied")
     func redeliveredRecordWithLocalEdit() async throws {
-        let fixture = try SyncFixture()
-        let a = fixture.adapter("a")
-        let b = fixture.adapter("b")
-        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
-        try await fixture.sync(b)
+        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
         // a holds its own, unsynced version of n1: the first page meets it as a conflict.
         await a.save(F.note("n1", ["rank": .int64(100)]))
         await a.delayApplies(by: .milliseconds(100))
@@ -55,11 +57,7 @@ struct DownloadPipelineTests {
 
     @Test("a conflict in a page merged ahead is resolved, counted and reported once, when its page is applied")
     func conflictMergedAhead() async throws {
-        let fixture = try SyncFixture()
-        let a = fixture.adapter("a")
-        let b = fixture.adapter("b")
-        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
-        try await fixture.sync(b)
+        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
         // n4 is in the second page, merged while the first one is (slowly) applied.
         await a.save(F.note("n4", ["rank": .int64(400)]))
         await a.delayApplies(by: .milliseconds(100))
@@ -90,11 +88,7 @@ struct DownloadPipelineTests {
 
     @Test("a next page that fails to fetch while one is applied leaves that page committed")
     func prefetchFailure() async throws {
-        let fixture = try SyncFixture()
-        let a = fixture.adapter("a")
-        let b = fixture.adapter("b")
-        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
-        try await fixture.sync(b)
+        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
 
         fixture.cloud.script(.passThrough, on: .fetchChanges)
         fixture.cloud.script(.error(CloudError(.serviceUnavailable, "down")), on: .fetchChanges)
