@@ -191,12 +191,6 @@ public struct FieldContext: Sendable, Hashable {
         self.field = field
     }
 
-    var authenticatedData: [UInt8] {
-        var writer = BinaryWriter(capacity: 19 + recordType.utf8.count + recordName.utf8.count + field.utf8.count)
-        writeAuthenticatedData(into: &writer)
-        return writer.bytes
-    }
-
     /// Appends the authenticated data: a format prefix, then type, name and field, NUL-separated.
     func writeAuthenticatedData(into writer: inout BinaryWriter) {
         writer.writeBytes(Self.prefix)

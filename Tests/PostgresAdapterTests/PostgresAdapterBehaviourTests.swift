@@ -34,6 +34,16 @@ struct PostgresAdapterBehaviourTests {
             'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"k": [1, 2]}', ARRAY['x', 'y z'], ARRAY[1, 2, 3], 'odd "one"', 'label', 'ab')
         """#
 
+    /// A fresh database with `public.note` created by `table` (a CREATE TABLE statement), and an
+    /// adapter syncing it.
+    static func noteAdapter(_ label: String, table: String) async throws -> (PostgresEndpoint, PostgresAdapter) {
+        let endpoint = try await PostgresTestServer.freshDatabase(label)
+        try await PostgresConnectionPool.execute([table], on: endpoint, doing: "setting up")
+        let adapter = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        return (endpoint, adapter)
+    }
+
     @Test("types from the catalog become fields and come back exactly, with a composite key and odd identifiers")
     func typesRoundTrip() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("types")
@@ -99,11 +109,7 @@ struct PostgresAdapterBehaviourTests {
 
     @Test("a column added to a synced table is picked up without a restart")
     func addedColumn() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("added_column")
-        try await PostgresConnectionPool.execute(
-            ["CREATE TABLE public.note (id integer PRIMARY KEY, title text)"], on: endpoint, doing: "setting up")
-        let adapter = try await PostgresAdapter.open(
-            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        let (endpoint, adapter) = try await Self.noteAdapter("added_column", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
         try await PostgresConnectionPool.execute(
             ["ALTER TABLE public.note ADD COLUMN rank integer", "INSERT INTO public.note VALUES (1, 'one', 5)"], on: endpoint,
             doing: "changing the table")
@@ -144,10 +150,7 @@ struct PostgresAdapterBehaviourTests {
         "plain", "quote \" inside", "back\\slash", "line\nbreak\ttab\r", "bell \u{7} and \u{1f}", "snow ☃ and 𝄞", "", "{\"json\": [1]}",
     ])
     func textRoundTrip(_ text: String) async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("text")
-        try await PostgresConnectionPool.execute(["CREATE TABLE public.note (id text PRIMARY KEY, title text)"], on: endpoint, doing: "setting up")
-        let adapter = try await PostgresAdapter.open(
-            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        let (endpoint, adapter) = try await Self.noteAdapter("text", table: "CREATE TABLE public.note (id text PRIMARY KEY, title text)")
         let id = RecordID(recordName: "id \"\(text)\"", zoneID: Self.zone)
         let record = Record(id: id, recordType: "note", fields: ["title": .string(text)])
         try await adapter.apply(
@@ -164,11 +167,7 @@ struct PostgresAdapterBehaviourTests {
 
     @Test("one page mixes absent fields (NULL), empty texts and the text NULL, row by row")
     func nullsAndEmptyTexts() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("nulls")
-        try await PostgresConnectionPool.execute(
-            ["CREATE TABLE public.note (id bigint PRIMARY KEY, title text, rank bigint)"], on: endpoint, doing: "setting up")
-        let adapter = try await PostgresAdapter.open(
-            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        let (endpoint, adapter) = try await Self.noteAdapter("nulls", table: "CREATE TABLE public.note (id bigint PRIMARY KEY, title text, rank bigint)")
         let fields: [[String: FieldValue]] = [
             [:], ["title": .string("")], ["title": .string("NULL"), "rank": .int64(0)], ["rank": .int64(-5)], ["title": .string("{a,\"b\"}")],
         ]

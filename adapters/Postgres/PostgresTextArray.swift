@@ -38,7 +38,6 @@ struct PostgresTextArray: PostgresNonThrowingEncodable, Sendable {
         guard count > 0 else { return }
         buffer.writeInteger(Int32(count))  // length of the one dimension
         buffer.writeInteger(1, as: Int32.self)  // its lower bound
-        var elements = elements
-        buffer.writeBuffer(&elements)
+        buffer.writeImmutableBuffer(elements)
     }
 }
