@@ -26,9 +26,43 @@ struct PostgresInitialSyncScenario: Scenario {
     func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
         let database = try await PostgresTestServer.freshDatabase("bench")
         try await PostgresConnectionPool.execute(
-            ["CREATE SCHEMA app", Self.table.replacingOccurrences(of: "%@", with: "app")], on: database, doing: "setting up")
+            ["CREATE SCHEMA app", "CREATE SCHEMA app_parallel"] + ["app", "app_parallel"].map { Self.table.replacingOccurrences(of: "%@", with: $0) },
+            on: database, doing: "setting up")
         let source = workDirectory.appendingPathComponent("source.sqlite").path
         try BenchNotes.makeDatabase(source, rows: records)
+        let parallelSeconds = try await syncInParallel(records: records, database: database, workDirectory: workDirectory)
+        let (sequential, upSeconds, downSeconds) = try await syncInOrder(records: records, source: source, database: database, workDirectory: workDirectory)
+        var measurements = [
+            Measurement(name: "upload \(records) rows (SQLite → cloud)", value: upSeconds, unit: "s"),
+            Measurement(name: "download \(records) rows (cloud → PostgreSQL)", value: downSeconds, unit: "s"),
+            Measurement(name: "hops one after the other", value: sequential, unit: "s"),
+            Measurement(name: "one gateway, both adapters at once", value: parallelSeconds, unit: "s"),
+            Measurement(name: "gateway end to end", value: Double(records) / parallelSeconds, unit: "rows/s"),
+        ]
+        guard let pgloader = Self.pgloaderPath() else {
+            print("  pgloader is not installed (Debian: apt-get install pgloader); its figures are left out")
+            return measurements
+        }
+        let pgloaderSeconds = try await runPgloader(pgloader, source: source, database: database, workDirectory: workDirectory)
+        let pgloaderLog = (try? String(contentsOfFile: workDirectory.appendingPathComponent("pgloader.log").path, encoding: .utf8)) ?? ""
+        // pgloader picks the schema itself (for SQLite, after the file); find where it put the table.
+        let schemas = try await count(
+            on: database, "information_schema.tables WHERE table_name = 'note' AND table_schema NOT IN ('app', 'app_parallel')", column: "string_agg(table_schema, ',')")
+        let loaded = (try? await count(on: database, "\"\(schemas)\".note")) ?? -1
+        guard loaded == records else { throw BenchmarkError("pgloader loaded \(loaded) rows, expected \(records):\n\(pgloaderLog)") }
+        measurements += [
+            Measurement(name: "pgloader, one hop", value: pgloaderSeconds, unit: "s"),
+            Measurement(name: "hops one after the other ÷ pgloader", value: sequential / pgloaderSeconds, unit: "×"),
+            Measurement(name: "gateway time ÷ pgloader time", value: parallelSeconds / pgloaderSeconds, unit: "×", goal: .atMost(2)),
+        ]
+        return measurements
+    }
+
+    /// Two gateways, one per hop, synced one after the other: the file up into the embedded
+    /// cloud, then the cloud down into `app.note`.
+    private func syncInOrder(records: Int, source: String, database: PostgresEndpoint, workDirectory: URL) async throws
+        -> (total: Double, up: Double, down: Double)
+    {
         let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
         let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source")
         let target = try await PostgresAdapter.open(
@@ -43,29 +77,32 @@ struct PostgresInitialSyncScenario: Scenario {
         }
         let copied = try await count(on: database, "app.note")
         guard copied == records else { throw BenchmarkError("PostgreSQL has \(copied) rows, expected \(records)") }
-        let gatewaySeconds = upSeconds + downSeconds
-        var measurements = [
-            Measurement(name: "upload \(records) rows (SQLite → cloud)", value: upSeconds, unit: "s"),
-            Measurement(name: "download \(records) rows (cloud → PostgreSQL)", value: downSeconds, unit: "s"),
-            Measurement(name: "gateway, both hops", value: gatewaySeconds, unit: "s"),
-            Measurement(name: "gateway end to end", value: Double(records) / gatewaySeconds, unit: "rows/s"),
-        ]
-        guard let pgloader = Self.pgloaderPath() else {
-            print("  pgloader is not installed (Debian: apt-get install pgloader); its figures are left out")
-            return measurements
+        return (upSeconds + downSeconds, upSeconds, downSeconds)
+    }
+
+    /// One gateway with both adapters on the zone and `parallelism: 2`, as `gateway sync` runs it:
+    /// the PostgreSQL adapter downloads each batch the SQLite adapter uploads, in one sync, into
+    /// `app_parallel.note` (a fresh source file and cloud, so nothing is shared with the first run).
+    private func syncInParallel(records: Int, database: PostgresEndpoint, workDirectory: URL) async throws -> Double {
+        let source = workDirectory.appendingPathComponent("source-parallel.sqlite").path
+        try BenchNotes.makeDatabase(source, rows: records)
+        let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud-parallel.sqlite").path)
+        let target = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(
+                name: "target", endpoint: database, schema: "app_parallel", zoneID: BenchNotes.zone,
+                tables: [PostgresTableMapping(table: "note")]))
+        let gateway = Synchronizer(
+            cloud: cloud, adapters: [SyncedAdapter(try BenchNotes.adapter(source, name: "source")), SyncedAdapter(target)],
+            configuration: SyncConfiguration(deviceID: "gateway", parallelism: 2))
+        let (report, seconds) = try await timed { try await gateway.sync() }
+        await target.close()
+        guard report.succeeded, report.adapters[0].uploaded == records, report.adapters[1].downloaded == records else {
+            throw BenchmarkError(
+                "one parallel sync moved \(report.adapters[0].uploaded) up and \(report.adapters[1].downloaded) down, expected \(records): \(report.adapters.map(\.outcome))")
         }
-        let pgloaderSeconds = try await runPgloader(pgloader, source: source, database: database, workDirectory: workDirectory)
-        let pgloaderLog = (try? String(contentsOfFile: workDirectory.appendingPathComponent("pgloader.log").path, encoding: .utf8)) ?? ""
-        // pgloader picks the schema itself (for SQLite, after the file); find where it put the table.
-        let schemas = try await count(
-            on: database, "information_schema.tables WHERE table_name = 'note' AND table_schema <> 'app'", column: "string_agg(table_schema, ',')")
-        let loaded = (try? await count(on: database, "\"\(schemas)\".note")) ?? -1
-        guard loaded == records else { throw BenchmarkError("pgloader loaded \(loaded) rows, expected \(records):\n\(pgloaderLog)") }
-        measurements += [
-            Measurement(name: "pgloader, one hop", value: pgloaderSeconds, unit: "s"),
-            Measurement(name: "gateway time ÷ pgloader time", value: gatewaySeconds / pgloaderSeconds, unit: "×", goal: .atMost(2)),
-        ]
-        return measurements
+        let copied = try await count(on: database, "app_parallel.note")
+        guard copied == records else { throw BenchmarkError("PostgreSQL has \(copied) rows, expected \(records)") }
+        return seconds
     }
 
     static func pgloaderPath() -> String? {

@@ -34,7 +34,6 @@ struct AdapterSyncRun {
     var zone: ZoneID { adapter.zoneID }
 
     mutating func run() async -> AdapterSyncReport {
-        observer(.adapterStarted(adapter: name))
         do {
             try await syncZone(mayRecoverZone: true)
         } catch {

@@ -18,12 +18,16 @@ public struct SyncConfiguration: Sendable {
     public var retry: RetryPolicy
     /// Resolvers for ``MergePolicy/custom``, by name.
     public var resolvers: [String: any ConflictResolver]
+    /// How many adapters sync at once (at least 1). With 1 they run in order; with more, an
+    /// adapter whose zone another adapter of the sync is uploading to keeps downloading until that
+    /// adapter is done, so a parallel sync sees every change an ordered one would.
+    public var parallelism: Int
 
     public init(
         compatibilityVersion: Int64 = 1, deviceID: String = UUID().uuidString,
         compatibilityVersionField: String = "QSCloudKitModelCompatibilityVersionKey",
         deviceIDField: String = "QSCloudKitDeviceUUIDKey", fetchLimit: Int = 500, retry: RetryPolicy = RetryPolicy(),
-        resolvers: [String: any ConflictResolver] = [:]
+        resolvers: [String: any ConflictResolver] = [:], parallelism: Int = 1
     ) {
         self.compatibilityVersion = compatibilityVersion
         self.deviceID = deviceID
@@ -32,6 +36,7 @@ public struct SyncConfiguration: Sendable {
         self.fetchLimit = fetchLimit
         self.retry = retry
         self.resolvers = resolvers
+        self.parallelism = max(1, parallelism)
     }
 }
 

@@ -24,6 +24,17 @@ public enum SyncEvent: Sendable {
     case retrying(adapter: String, error: CloudError, attempt: Int, delay: Duration)
     /// The adapter's sync ended.
     case adapterFinished(AdapterSyncReport)
+
+    /// The adapter the event is about: adapters of a parallel sync interleave their events.
+    public var adapterName: String {
+        switch self {
+        case .adapterStarted(let adapter), .willFetch(let adapter), .willApply(let adapter, _), .didFetch(let adapter, _, _),
+            .willUpload(let adapter, _), .willCommit(let adapter, _), .didUpload(let adapter, _, _, _), .progress(let adapter, _, _),
+            .conflict(let adapter, _, _, _), .batchSizeChanged(let adapter, _), .retrying(let adapter, _, _, _):
+            adapter
+        case .adapterFinished(let report): report.adapter
+        }
+    }
 }
 
 /// How a conflict ended, for reports and metrics.

@@ -46,6 +46,19 @@ public struct AdapterSyncReport: Sendable {
         self.outcome = outcome
     }
 
+    /// This report followed by a later pass of the same adapter in the same sync: the counts add
+    /// up, and the outcome, error and batch size are the later pass's.
+    func adding(_ later: AdapterSyncReport) -> AdapterSyncReport {
+        var total = later
+        total.downloaded += downloaded
+        total.deletedLocally += deletedLocally
+        total.uploaded += uploaded
+        total.deletedRemotely += deletedRemotely
+        total.failedRecords += failedRecords
+        total.conflicts.merge(conflicts, uniquingKeysWith: +)
+        return total
+    }
+
     /// How many conflicts were resolved.
     public var conflictCount: Int { conflicts.values.reduce(0, +) }
 }

@@ -4,8 +4,8 @@
 ///
 /// One sync runs at a time: a second call while one runs fails with
 /// ``SyncError/Code/alreadySyncing`` (the service scheduler coalesces instead). Adapters run in
-/// order; one adapter's failure does not stop the others, except a rejected login, which stops
-/// the sync.
+/// order, or several at once with ``SyncConfiguration/parallelism``; one adapter's failure does
+/// not stop the others, except a rejected login, which stops the adapters not started yet.
 public actor Synchronizer {
     public let cloud: any CloudDatabase
     public let adapters: [SyncedAdapter]
@@ -45,18 +45,21 @@ public actor Synchronizer {
         }
         isSyncing = true
         defer { isSyncing = false }
-        var reports: [AdapterSyncReport] = []
-        var stop = await Self.checkAccount(
+        let selected = adapters.filter { names?.contains($0.adapter.name) ?? true }
+        let accountFailure = await Self.checkAccount(
             cloud, retrier: CloudRetrier(policy: configuration.retry, environment: environment, observer: observer, adapter: "account check"))
-        for synced in adapters where names?.contains(synced.adapter.name) ?? true {
-            var report: AdapterSyncReport
-            if stop == nil, Task.isCancelled {
-                stop = SyncError(.interrupted, "the sync was stopped before this adapter's turn; its changes stay pending")
-            }
+        if configuration.parallelism > 1, selected.count > 1 {
+            return SyncReport(adapters: await syncInParallel(selected, stoppedBy: accountFailure))
+        }
+        var reports: [AdapterSyncReport] = []
+        var stop = accountFailure
+        for synced in selected {
+            if stop == nil, Task.isCancelled { stop = Self.cancelledBeforeTurn }
+            let report: AdapterSyncReport
             if let stop {
-                report = AdapterSyncReport(adapter: synced.adapter.name, outcome: .failed(code: stop.code, message: stop.message))
-                report.error = stop
+                report = Self.stoppedReport(synced, by: stop)
             } else {
+                observer(.adapterStarted(adapter: synced.adapter.name))
                 var run = AdapterSyncRun(
                     cloud: cloud, synced: synced, configuration: configuration, environment: environment, observer: observer)
                 report = await run.run()
@@ -66,6 +69,84 @@ public actor Synchronizer {
             reports.append(report)
         }
         return SyncReport(adapters: reports)
+    }
+
+    /// Runs up to `configuration.parallelism` adapters at once; reports keep the adapters' order.
+    private func syncInParallel(_ selected: [SyncedAdapter], stoppedBy accountFailure: SyncError?) async -> [AdapterSyncReport] {
+        let activity = ZoneActivity(adapters: selected.map { ($0.adapter.name, $0.adapter.zoneID) })
+        let (cloud, configuration, environment, observer) = (cloud, configuration, environment, observer)
+        return await withTaskGroup(of: (Int, AdapterSyncReport).self) { group in
+            var reports = selected.map { AdapterSyncReport(adapter: $0.adapter.name) }
+            var stop = accountFailure
+            var next = 0
+            var running = 0
+            while next < selected.count || running > 0 {
+                while running < configuration.parallelism, next < selected.count {
+                    let index = next
+                    next += 1
+                    if stop == nil, Task.isCancelled { stop = Self.cancelledBeforeTurn }
+                    if let stop {
+                        reports[index] = Self.stoppedReport(selected[index], by: stop)
+                        observer(.adapterFinished(reports[index]))
+                        continue
+                    }
+                    running += 1
+                    group.addTask {
+                        let report = await Self.syncFollowingSiblings(
+                            selected[index], activity: activity, cloud: cloud, configuration: configuration, environment: environment,
+                            observer: observer)
+                        return (index, report)
+                    }
+                }
+                guard let (index, report) = await group.next() else { break }
+                running -= 1
+                // A rejected login stops the adapters not started yet; those running fail on their own.
+                if stop == nil, report.error?.code == .notAuthenticated { stop = report.error }
+                observer(.adapterFinished(report))
+                reports[index] = report
+            }
+            return reports
+        }
+    }
+
+    /// Syncs one adapter of a parallel sync, then again each time a sibling on its zone has
+    /// uploaded a page's worth, and once more after the sibling is done (see ``ZoneActivity``).
+    /// The report adds up the passes.
+    private nonisolated static func syncFollowingSiblings(
+        _ synced: SyncedAdapter, activity: ZoneActivity, cloud: any CloudDatabase, configuration: SyncConfiguration,
+        environment: SyncEnvironment, observer: @escaping @Sendable (SyncEvent) -> Void
+    ) async -> AdapterSyncReport {
+        let name = synced.adapter.name
+        observer(.adapterStarted(adapter: name))
+        let passObserver: @Sendable (SyncEvent) -> Void = { event in
+            if case .didUpload(_, let saved, let deleted, _) = event, saved + deleted > 0 { activity.uploaded(saved + deleted, by: name) }
+            observer(event)
+        }
+        var total = AdapterSyncReport(adapter: name)
+        var pass = 0
+        while true {
+            let seen = activity.siblingUploads(of: name)
+            activity.startedPass(name)
+            var run = AdapterSyncRun(cloud: cloud, synced: synced, configuration: configuration, environment: environment, observer: passObserver)
+            let report = await run.run()
+            activity.finishedPass(name)
+            total = pass == 0 ? report : total.adding(report)
+            pass += 1
+            // A page's worth at a time: a pass per upload batch would cost the store a transaction
+            // or more per batch.
+            guard report.outcome == .synced, await activity.waitForSiblings(of: name, after: seen, enough: configuration.fetchLimit)
+            else { return total }
+        }
+    }
+
+    private static var cancelledBeforeTurn: SyncError {
+        SyncError(.interrupted, "the sync was stopped before this adapter's turn; its changes stay pending")
+    }
+
+    private static func stoppedReport(_ synced: SyncedAdapter, by stop: SyncError) -> AdapterSyncReport {
+        var report = AdapterSyncReport(adapter: synced.adapter.name, outcome: .failed(code: stop.code, message: stop.message))
+        report.error = stop
+        return report
     }
 
     /// The cloud's account check, which CloudKit requires before every sync; its failure fails

@@ -31,6 +31,7 @@ public actor InMemoryAdapter: ModelAdapter {
     private var localChanges = 0
     private var injectedFailure: (any Error)?
     private var applyDelay: Duration?
+    private var pendingReadDelay: Duration?
 
     public init(name: String = "memory", zoneID: ZoneID, signalInterval: Duration = .milliseconds(10)) {
         self.name = name
@@ -78,7 +79,8 @@ public actor InMemoryAdapter: ModelAdapter {
 
     public func pendingChangeCount() -> Int { storage.changeLog.count }
 
-    public func pendingChanges(limit: Int, after: Int64?) -> PendingChanges {
+    public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
+        if let pendingReadDelay { try await Task.sleep(for: pendingReadDelay) }
         let entries = storage.changeLog
             .filter { id, version in storage.failures[id]?.version != version && version > (after ?? 0) }
             .sorted { $0.value < $1.value }
@@ -113,6 +115,12 @@ public actor InMemoryAdapter: ModelAdapter {
     /// of a network does; the adapter's other calls run meanwhile.
     public func delayApplies(by delay: Duration?) {
         applyDelay = delay
+    }
+
+    /// Makes every ``pendingChanges(limit:after:)`` wait `delay` first, so that an upload of many
+    /// batches takes a while and another adapter can work meanwhile.
+    public func delayPendingReads(by delay: Duration?) {
+        pendingReadDelay = delay
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {

@@ -55,6 +55,9 @@ let brokenConfigs: [BrokenConfig] = [
         name: "unknown table key", yaml: "\(app)\n    tables: [{ table: notes, exclud: [body] }]",
         message: "config.yaml:6:30: unknown key 'exclud' in 'adapters[0].tables[0]'; did you mean 'exclude'?"),
     BrokenConfig(
+        name: "no adapter may sync", yaml: "gateway: { parallelism: 0 }",
+        message: "config.yaml:1:25: 'gateway.parallelism': must be from 1 to 64"),
+    BrokenConfig(
         name: "text where a number belongs", yaml: "gateway: { batch_size: ten }",
         message: "config.yaml:1:24: 'gateway.batch_size': expected a whole number, found 'ten'"),
     BrokenConfig(

@@ -35,6 +35,7 @@ struct ConfigDecodingTests {
         #expect(settings.onZoneDeleted == .recreate)
         #expect(settings.control.host == "127.0.0.1" && settings.control.port == 8787 && settings.control.token.isEmpty)
         #expect(settings.deviceID == nil)
+        #expect(configuration.syncConfiguration(deviceID: "d").parallelism == 1, "adapters sync in order by default")
         #expect(configuration.context.stateDirectory == directory.url.appendingPathComponent(".gateway").standardizedFileURL.path)
         #expect(configuration.cloud.kind == "embedded")
         #expect(configuration.cloud.plan.limits == CloudLimits())
@@ -59,6 +60,7 @@ struct ConfigDecodingTests {
               control: { listen: "0.0.0.0:9000", token: "${TOKEN}" }
               device_id: edge-7
               force_data: true
+              parallelism: 3
             cloud:
               kind: embedded
               path: cloud/main.sqlite
@@ -128,6 +130,7 @@ struct ConfigDecodingTests {
         #expect(options.mergeSettings(for: "tags") == MergeSettings(policy: .server, prefers: .client))
         #expect(options.mergeSettings(for: "Other") == options.merge)
         #expect(configuration.syncConfiguration(deviceID: "edge-7").compatibilityVersion == 3)
+        #expect(configuration.syncConfiguration(deviceID: "edge-7").parallelism == 3)
     }
 
     @Test("a registered resolver can be named by merge_resolver")

@@ -33,6 +33,23 @@ struct ConsoleTests {
         #expect(output.withLock { $0 } == ["notes: syncing\n", "notes: uploading 10 change(s)\n", "notes: done\n"])
     }
 
+    @Test("adapters of a parallel sync keep their own counts when their events interleave")
+    func interleavedAdapters() {
+        let output = LockedValue<[String]>([])
+        let view = SyncProgressView(interactive: true) { text in output.withLock { $0.append(text) } }
+        let events: [SyncEvent] = [
+            .adapterStarted(adapter: "source"), .adapterStarted(adapter: "target"), .willUpload(adapter: "source", pending: 8),
+            .didFetch(adapter: "target", written: 5, deleted: 0), .progress(adapter: "source", done: 4, total: 8),
+            .didFetch(adapter: "target", written: 2, deleted: 0), .adapterFinished(AdapterSyncReport(adapter: "source")),
+            .didFetch(adapter: "target", written: 1, deleted: 0),
+        ]
+        for event in events { view.handle(event) }
+        let lines = output.withLock { $0 }
+        #expect(lines.contains { $0.contains("source [############------------] up 4/8  down 0") })
+        #expect(lines.contains { $0.contains("target [------------------------] up 0/0  down 7") })
+        #expect(lines.last?.contains("target [------------------------] up 0/0  down 8") == true, "a finished adapter leaves the other's bar")
+    }
+
     @Test("the summary lists counts, conflicts by resolution and failures")
     func summary() {
         var synced = AdapterSyncReport(adapter: "notes")

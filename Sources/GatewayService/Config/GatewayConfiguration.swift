@@ -112,7 +112,7 @@ public struct GatewayConfiguration: Sendable {
     public func syncConfiguration(deviceID: String) -> SyncConfiguration {
         SyncConfiguration(
             compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, retry: settings.retry.policy,
-            resolvers: resolvers)
+            resolvers: resolvers, parallelism: settings.parallelism.value)
     }
 
     /// The sync options of one adapter: its overrides on top of the gateway's settings.

@@ -26,6 +26,9 @@ public struct GatewaySettings: Sendable, Decodable {
     public var control: ControlSettings
     /// `force_data` (default false): send binary fields inline instead of as assets.
     public var forceData: Bool
+    /// `parallelism` (default 1): how many adapters sync at once. With more than 1, an adapter
+    /// whose zone another adapter is uploading to keeps downloading while that one uploads.
+    public var parallelism: Located<Int>
     /// `device_id` (default: generated once and kept in `state_dir`): how this gateway stamps its
     /// writes. Set it when `state_dir` does not survive restarts (containers).
     public var deviceID: Located<String>?
@@ -33,7 +36,7 @@ public struct GatewaySettings: Sendable, Decodable {
     enum CodingKeys: String, CodingKey {
         case stateDirectory = "state_dir", compatibilityVersion = "compatibility_version", batchSize = "batch_size"
         case syncInterval = "sync_interval", debounce, retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
-        case forceData = "force_data"
+        case forceData = "force_data", parallelism
     }
 
     public init() {
@@ -48,6 +51,7 @@ public struct GatewaySettings: Sendable, Decodable {
         control = ControlSettings()
         deviceID = nil
         forceData = false
+        parallelism = Located(1)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -60,6 +64,8 @@ public struct GatewaySettings: Sendable, Decodable {
         compatibilityVersion = version?.value ?? compatibilityVersion
         batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize) ?? batchSize
         guard batchSize.value >= 1 else { throw batchSize.problem(.invalidValue, "must be at least 1") }
+        parallelism = try container.decodeIfPresent(Located<Int>.self, forKey: .parallelism) ?? parallelism
+        guard (1...64).contains(parallelism.value) else { throw parallelism.problem(.invalidValue, "must be from 1 to 64") }
         merge = try MergeOverride(from: decoder)
         syncInterval = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .syncInterval).map {
             guard $0.value.duration > .zero else { throw $0.problem(.invalidValue, "must be longer than 0s") }

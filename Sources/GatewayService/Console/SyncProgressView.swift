@@ -17,7 +17,7 @@ public final class SyncProgressView: Sendable {
 
     private let interactive: Bool
     private let write: @Sendable (String) -> Void
-    private let state = Mutex<AdapterProgress?>(nil)
+    private let state = Mutex<[String: AdapterProgress]>([:])
 
     /// - Parameters:
     ///   - interactive: draw a bar that redraws in place (a terminal) rather than lines.
@@ -32,39 +32,41 @@ public final class SyncProgressView: Sendable {
         isatty(STDERR_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 
-    /// Takes one event from the synchronizer.
+    /// Takes one event from the synchronizer. Adapters of a parallel sync keep their own counts;
+    /// the bar shows the adapter of the latest event.
     public func handle(_ event: SyncEvent) {
-        let output: String? = state.withLock { current in
+        let output: String? = state.withLock { adapters in
             let now = ContinuousClock.now
+            let name = event.adapterName
             switch event {
             case .adapterStarted(let adapter):
-                current = AdapterProgress(name: adapter, started: now, lastLine: now)
+                adapters[adapter] = AdapterProgress(name: adapter, started: now, lastLine: now)
                 return interactive ? nil : "\(adapter): syncing\n"
             case .didFetch(_, let written, let deleted):
-                current?.downloaded += written + deleted
+                adapters[name]?.downloaded += written + deleted
             case .willUpload(_, let pending):
-                current?.uploadTotal = pending
-                current?.uploadDone = 0
-                if !interactive, pending > 0, let name = current?.name { return "\(name): uploading \(pending) change(s)\n" }
+                adapters[name]?.uploadTotal = pending
+                adapters[name]?.uploadDone = 0
+                if !interactive, pending > 0 { return "\(name): uploading \(pending) change(s)\n" }
             case .progress(_, let done, let total):
-                current?.uploadDone = done
-                current?.uploadTotal = total
+                adapters[name]?.uploadDone = done
+                adapters[name]?.uploadTotal = total
             case .conflict:
-                current?.conflicts += 1
+                adapters[name]?.conflicts += 1
             case .retrying(let adapter, let error, let attempt, let delay):
                 return (interactive ? "\r\u{1B}[2K" : "") + "\(adapter): \(error.code) from the cloud; retry \(attempt) in \(delay)\n"
             case .adapterFinished(let report):
-                current = nil
+                adapters[report.adapter] = nil
                 if interactive { return "\r\u{1B}[2K" }
                 return "\(report.adapter): done\n"
             case .willFetch, .willApply, .willCommit, .didUpload, .batchSizeChanged:
                 break
             }
-            guard var progress = current else { return nil }
+            guard var progress = adapters[name] else { return nil }
             if interactive { return "\r\u{1B}[2K" + Self.bar(progress, now: now) }
             guard now - progress.lastLine >= .seconds(1) else { return nil }
             progress.lastLine = now
-            current = progress
+            adapters[name] = progress
             return Self.line(progress, now: now) + "\n"
         }
         if let output { write(output) }
