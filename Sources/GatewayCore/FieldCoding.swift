@@ -17,7 +17,9 @@ public enum FieldCoding {
         var writer = BinaryWriter(capacity: 64 + fields.count * 24)
         writer.writeByte(formatVersion)
         writer.writeVarint(UInt64(fields.count))
-        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+        // Sorting positions rather than (name, value) pairs moves no values around.
+        for index in fields.indices.sorted(by: { fields[$0].key < fields[$1].key }) {
+            let (name, value) = fields[index]
             writer.writeString(name)
             encode(value, into: &writer)
         }

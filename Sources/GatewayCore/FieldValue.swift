@@ -28,10 +28,18 @@ public enum FieldValue: Hashable, Sendable, Codable {
 
     /// Every asset reference in this value, including those inside lists.
     public var assetReferences: [AssetReference] {
+        var references: [AssetReference] = []
+        appendAssetReferences(to: &references)
+        return references
+    }
+
+    /// Adds this value's asset references to `references`; most values have none, and checking
+    /// them allocates nothing.
+    func appendAssetReferences(to references: inout [AssetReference]) {
         switch self {
-        case .asset(let reference): [reference]
-        case .list(let values): values.flatMap(\.assetReferences)
-        default: []
+        case .asset(let reference): references.append(reference)
+        case .list(let values): for value in values { value.appendAssetReferences(to: &references) }
+        default: break
         }
     }
 }

@@ -197,12 +197,14 @@ package enum ModifyRules {
     }
 
     /// Why a record name, record type or field name is unacceptable, or `nil` when it is fine.
-    package static func nameProblem(_ name: String, what: String) -> String? {
-        if name.isEmpty { return "the \(what) is empty" }
+    /// `what` is only built for a problem: it names the record, and every field of every saved
+    /// record passes through here.
+    package static func nameProblem(_ name: String, what: @autoclosure () -> String) -> String? {
+        if name.isEmpty { return "the \(what()) is empty" }
         if name.utf8.count > maximumNameLength {
-            return "the \(what) is \(name.utf8.count) bytes long, more than \(maximumNameLength)"
+            return "the \(what()) is \(name.utf8.count) bytes long, more than \(maximumNameLength)"
         }
-        if name.utf8.contains(0) { return "the \(what) contains a NUL character" }
+        if name.utf8.contains(0) { return "the \(what()) contains a NUL character" }
         return nil
     }
 

@@ -33,6 +33,8 @@ public struct Record: Hashable, Sendable, Codable {
 
     /// Every asset this record references (in no particular order).
     public var assetReferences: [AssetReference] {
-        fields.values.flatMap(\.assetReferences)
+        var references: [AssetReference] = []
+        for value in fields.values { value.appendAssetReferences(to: &references) }
+        return references
     }
 }

@@ -84,7 +84,8 @@ public struct RecordMetadata: Sendable, Equatable {
         }
         writer.writeString(recordType)
         writer.writeVarint(UInt64(fingerprints.count))
-        for (name, fingerprint) in fingerprints.sorted(by: { $0.key < $1.key }) {
+        for index in fingerprints.indices.sorted(by: { fingerprints[$0].key < fingerprints[$1].key }) {
+            let (name, fingerprint) = fingerprints[index]
             writer.writeString(name)
             writer.writeInt64(Int64(bitPattern: fingerprint.value))
         }

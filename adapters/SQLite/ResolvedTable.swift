@@ -138,6 +138,8 @@ struct ResolvedTable: Sendable {
     /// for ``selectRowsSQL``, whose first column is the key).
     func record(from row: Row, id: RecordID, offset: Int = 0) -> Record {
         var fields: [String: FieldValue] = [:]
+        // Room for the two stamps an upload adds, so the dictionary never grows on the way.
+        fields.reserveCapacity(valueColumns.count + 2)
         for (index, column) in valueColumns.enumerated() {
             if let value = ValueMapping.field(row[offset + index], kind: column.kind) { fields[column.name] = value }
         }
