@@ -155,6 +155,23 @@ struct CLITests {
             ])
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.hasPrefix("examples/\(name) is valid"))
+        if let database, name == "sqlite-to-postgres.yaml" {
+            // Both adapters at once (`parallelism: 2`): one sync brings every note into PostgreSQL.
+            let sync = try await clone.gateway("sync", "--config", "examples/\(name)", environment: ["CRM_URL": cloudURL])
+            #expect(sync.status == 0, "\(sync)")
+            let copied = try await PostgresConnectionPool.withOneConnection(to: database, doing: "counting") { connection in
+                var count: Int64 = -1
+                for try await value in try await connection.query("SELECT count(*)::int8 FROM crm.notes", logger: connection.logger)
+                    .decode(Int64.self)
+                {
+                    count = value
+                }
+                return count
+            }
+            #expect(copied == 50, "the example's 50 notes are in crm.notes after one sync")
+            let again = try await clone.gateway("sync", "--config", "examples/\(name)", environment: ["CRM_URL": cloudURL])
+            #expect(again.status == 0 && again.stdout.contains("Nothing to do"), "\(again)")
+        }
     }
 
     @Test("the example configs in the repository are the ones tested")
