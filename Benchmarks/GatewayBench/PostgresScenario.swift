@@ -65,9 +65,7 @@ struct PostgresInitialSyncScenario: Scenario {
     {
         let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
         let up = BenchNotes.synchronizer(cloud, try BenchNotes.adapter(source, name: "source"), device: "source")
-        let target = try await PostgresAdapter.open(
-            PostgresAdapterConfiguration(
-                name: "target", endpoint: database, schema: "app", zoneID: BenchNotes.zone, tables: [PostgresTableMapping(table: "note")]))
+        let target = try await Self.target(in: "app", of: database)
         let down = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(target)], configuration: SyncConfiguration(deviceID: "target"))
         let (uploaded, upSeconds) = try await timed { try await BenchNotes.sync(up) }
         let (downloaded, downSeconds) = try await timed { try await BenchNotes.sync(down) }
@@ -87,10 +85,7 @@ struct PostgresInitialSyncScenario: Scenario {
         let source = workDirectory.appendingPathComponent("source-parallel.sqlite").path
         try BenchNotes.makeDatabase(source, rows: records)
         let cloud = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud-parallel.sqlite").path)
-        let target = try await PostgresAdapter.open(
-            PostgresAdapterConfiguration(
-                name: "target", endpoint: database, schema: "app_parallel", zoneID: BenchNotes.zone,
-                tables: [PostgresTableMapping(table: "note")]))
+        let target = try await Self.target(in: "app_parallel", of: database)
         let gateway = Synchronizer(
             cloud: cloud, adapters: [SyncedAdapter(try BenchNotes.adapter(source, name: "source")), SyncedAdapter(target)],
             configuration: SyncConfiguration(deviceID: "gateway", parallelism: 2))
@@ -103,6 +98,13 @@ struct PostgresInitialSyncScenario: Scenario {
         let copied = try await count(on: database, "app_parallel.note")
         guard copied == records else { throw BenchmarkError("PostgreSQL has \(copied) rows, expected \(records)") }
         return seconds
+    }
+
+    /// The PostgreSQL adapter on `schema.note`, on the bench zone.
+    private static func target(in schema: String, of database: PostgresEndpoint) async throws -> PostgresAdapter {
+        try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(
+                name: "target", endpoint: database, schema: schema, zoneID: BenchNotes.zone, tables: [PostgresTableMapping(table: "note")]))
     }
 
     static func pgloaderPath() -> String? {

@@ -16,13 +16,6 @@ struct ParallelSyncTests {
         }
     }
 
-    /// Events tagged with the adapter they concern, in the order they happened.
-    final class EventLog: Sendable {
-        let events = LockedValue<[SyncEvent]>([])
-        var observer: @Sendable (SyncEvent) -> Void { { [events] event in events.withLock { $0.append(event) } } }
-        var all: [SyncEvent] { events.get() }
-    }
-
     @Test("one sync streams a store's upload into a sibling on the same zone while it is still uploading")
     func streamsToSibling() async throws {
         let fixture = try SyncFixture()
@@ -31,9 +24,10 @@ struct ParallelSyncTests {
         await Self.fill(source, 400, prefix: "n")
         // Twenty batches, each read after 10 ms: the upload takes a while, as a real store's does.
         await source.delayPendingReads(by: .milliseconds(10))
-        let log = EventLog()
+        let log = LockedValue<[SyncEvent]>([])
         let report = try await fixture.synchronizer(
-            [source, target], options: AdapterSyncOptions(batchSize: 20), configuration: Self.parallel, observer: log.observer
+            [source, target], options: AdapterSyncOptions(batchSize: 20), configuration: Self.parallel,
+            observer: { event in log.withLock { $0.append(event) } }
         ).sync()
         #expect(report.adapters.map(\.adapter) == ["source", "target"], "reports keep the adapters' order")
         #expect(report.adapters.map(\.outcome) == [.synced, .synced])
@@ -43,7 +37,7 @@ struct ParallelSyncTests {
         #expect(await !target.hasChanges())
         #expect(await !source.hasChanges())
 
-        let events = log.all
+        let events = log.get()
         let lastUpload = events.lastIndex { if case .didUpload("source", _, _, _) = $0 { true } else { false } }
         let firstDownload = events.firstIndex { if case .didFetch("target", let written, _) = $0 { written > 0 } else { false } }
         #expect(firstDownload != nil && lastUpload != nil && firstDownload! < lastUpload!, "rows arrived before the upload ended")
@@ -82,15 +76,17 @@ struct ParallelSyncTests {
         await Self.fill(b, 40, prefix: "b")
         await c.save(F.note("bad", ["title": .string("x")]))
         await c.failNextTransaction(with: InMemoryAdapterError(message: "disk full"))
-        let log = EventLog()
-        let report = try await fixture.synchronizer([a, b, c], configuration: Self.parallel, observer: log.observer).sync()
+        let log = LockedValue<[SyncEvent]>([])
+        let report = try await fixture.synchronizer(
+            [a, b, c], configuration: Self.parallel, observer: { event in log.withLock { $0.append(event) } }
+        ).sync()
         #expect(report.adapters.map(\.adapter) == ["a", "b", "c"])
         #expect(report.adapters[0].outcome == .synced && report.adapters[1].outcome == .synced)
         #expect(report.adapters[2].error?.code == .adapterFailed)
         #expect(report.adapters[0].uploaded == 40 && report.adapters[1].uploaded == 40)
         #expect(try await fixture.cloudRecords(zone: b.zoneID).count == 40)
         // b's zone has no sibling: it made exactly one pass (one zone-state load → one fetch).
-        let bFetches = log.all.filter { if case .willFetch("b") = $0 { true } else { false } }.count
+        let bFetches = log.get().filter { if case .willFetch("b") = $0 { true } else { false } }.count
         #expect(bFetches == 1)
         let again = try await fixture.synchronizer([a, b, c], configuration: Self.parallel).sync()
         #expect(again.adapters.map(\.outcome) == [.synced, .synced, .synced])
