@@ -380,6 +380,7 @@ struct AdapterSyncRun {
         changes.writes.reserveCapacity(incoming.count)
         changes.state.metadata.reserveCapacity(incoming.count)
         changes.expectedPendingVersions.reserveCapacity(incoming.count)
+        changes.absentLocally.reserveCapacity(incoming.count)
         for (id, stamped) in incoming {
             let ownWrite = stamped?.fields[configuration.deviceIDField] == .string(writerStamp)
             let server = stamped.map(stripped)
@@ -391,6 +392,7 @@ struct AdapterSyncRun {
             }
             guard let current, let pendingVersion = current.pendingVersion else {
                 if let server {
+                    if current?.isEmpty ?? true { changes.absentLocally.insert(id) }
                     changes.writes.append(server)
                     changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
                 } else if metadata != nil {

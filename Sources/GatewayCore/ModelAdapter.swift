@@ -153,6 +153,9 @@ public struct LocalRecordState: Sendable, Equatable {
 
     /// Whether the record has local changes not yet uploaded.
     public var hasPendingChanges: Bool { pendingVersion != nil }
+
+    /// Whether the store knows nothing of the record: no values, no metadata, no pending change.
+    public var isEmpty: Bool { record == nil && metadata == nil && pendingVersion == nil }
 }
 
 /// A sync-state change an adapter commits in one transaction (with downloaded data, or after an upload).
@@ -194,15 +197,21 @@ public struct DownloadedChanges: Sendable, Equatable {
     /// meantime: the adapter leaves it alone (no write, no delete, no metadata, no settling), so
     /// the edit is kept and merged on a later sync. The zone state is committed regardless.
     public var expectedPendingVersions: [RecordID: Int64]
+    /// Records of ``writes`` the store reported nothing for when the page was merged (no sync
+    /// metadata, no pending change): new to this store as far as the gateway knows. A hint that
+    /// lets an adapter insert them without the conflict handling an update needs; another program
+    /// may still have created such a row since, so the adapter must cope with one existing.
+    public var absentLocally: Set<RecordID>
 
     public init(
         writes: [Record] = [], deletes: [RecordID] = [], state: SyncStateUpdate,
-        expectedPendingVersions: [RecordID: Int64] = [:]
+        expectedPendingVersions: [RecordID: Int64] = [:], absentLocally: Set<RecordID> = []
     ) {
         self.writes = writes
         self.deletes = deletes
         self.state = state
         self.expectedPendingVersions = expectedPendingVersions
+        self.absentLocally = absentLocally
     }
 }
 

@@ -111,6 +111,24 @@ public enum AdapterConformanceSuite {
             try expectEqual(try await adapter.pendingChangeCount(), 0, "nothing pending after applying twice")
             try expectEqual(try await adapter.loadZoneState(), zoneState("t1"), "zone state after applying twice")
         },
+        AdapterConformanceCase("records marked absent locally are written even when they exist after all") { harness in
+            // The hint is what the merge saw; a stale one must neither fail the page nor double a record.
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await adapter.apply(download([note("a", title: "A"), note("b", title: "B")], marker: "t1"))
+            let records = [note("a", title: "A2", rank: 2), note("b", title: "B2", rank: 3), note("c", title: "C", rank: 4)]
+            var changes = download(records, marker: "t2")
+            changes.absentLocally = Set(records.map(\.id))
+            try await adapter.apply(changes)
+            try expectEqual(
+                values(try await harness.storedRecords(in: adapter)), values(Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })),
+                "stored records")
+            let state = try await adapter.localState(for: records.map(\.id))
+            for record in records {
+                try expectEqual(state[record.id]?.metadata, metadata("tag-t2", for: record), "metadata of \(record.id.recordName)")
+            }
+            try expectEqual(try await adapter.loadZoneState(), zoneState("t2"), "zone state")
+            try expectEqual(try await adapter.pendingChangeCount(), 0, "nothing pending")
+        },
         AdapterConformanceCase("a failure in the middle of apply leaves data, metadata and token as they were") { harness in
             let adapter = try await harness.makeAdapter(zone: zone)
             try await adapter.apply(download([note("a", title: "A")], marker: "t1"))

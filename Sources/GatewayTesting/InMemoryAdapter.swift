@@ -32,6 +32,8 @@ public actor InMemoryAdapter: ModelAdapter {
     private var injectedFailure: (any Error)?
     private var applyDelay: Duration?
     private var pendingReadDelay: Duration?
+    /// The records applied with the ``DownloadedChanges/absentLocally`` hint, in order.
+    public private(set) var appliedAsAbsent: [RecordID] = []
 
     public init(name: String = "memory", zoneID: ZoneID, signalInterval: Duration = .milliseconds(10)) {
         self.name = name
@@ -144,6 +146,7 @@ public actor InMemoryAdapter: ModelAdapter {
             }
             Self.commit(changes.state, skipping: skipped, into: &storage)
         }
+        appliedAsAbsent += changes.writes.map(\.id).filter { changes.absentLocally.contains($0) }
     }
 
     public func markUploaded(_ update: SyncStateUpdate) throws {

@@ -189,4 +189,49 @@ struct PostgresAdapterBehaviourTests {
         #expect(stored == ["<null>|<null>", "|<null>", "NULL|0", "<null>|-5", "{a,\"b\"}|<null>"])
         await adapter.close()
     }
+
+    @Test("records the merge saw as new are inserted; a row that exists after all is updated, in the same apply")
+    func insertsNewRecordsAndFallsBackToUpdates() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("inserts", table: "CREATE TABLE public.note (id bigint PRIMARY KEY, title text)")
+        func page(_ titles: [Int: String], absent: Set<Int>) -> DownloadedChanges {
+            var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: Data("z".utf8)))
+            for (key, title) in titles.sorted(by: { $0.key < $1.key }) {
+                let id = RecordID(recordName: String(key), zoneID: Self.zone)
+                changes.writes.append(Record(id: id, recordType: "note", fields: ["title": .string(title)]))
+                changes.state.metadata[id] = Data("tag \(title)".utf8)
+                changes.expectedPendingVersions[id] = 0
+                if absent.contains(key) { changes.absentLocally.insert(id) }
+            }
+            return changes
+        }
+        func titles() async throws -> [String] {
+            try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+                let rows = try await connection.query("SELECT id::text || '=' || title FROM public.note ORDER BY id", logger: connection.logger)
+                var found: [String] = []
+                for try await (text) in rows.decode(String.self) { found.append(text) }
+                return found
+            }
+        }
+        func metadata(_ keys: [Int]) async throws -> [String] {
+            let states = try await adapter.localState(for: keys.map { RecordID(recordName: String($0), zoneID: Self.zone) })
+            return keys.map { key in states[RecordID(recordName: String(key), zoneID: Self.zone)]?.metadata.map { String(decoding: $0, as: UTF8.self) } ?? "-" }
+        }
+
+        try await adapter.apply(page([1: "one", 2: "two"], absent: [1, 2]))
+        #expect(try await titles() == ["1=one", "2=two"])
+        #expect(try await metadata([1, 2]) == ["tag one", "tag two"])
+
+        // A new record beside a known one: one insert and one upsert in the page.
+        try await adapter.apply(page([2: "two again", 3: "three"], absent: [3]))
+        #expect(try await titles() == ["1=one", "2=two again", "3=three"])
+        #expect(try await metadata([2, 3]) == ["tag two again", "tag three"])
+
+        // The hint is stale: rows 1 and 2 and the metadata of 2 exist. Nothing is lost or doubled.
+        try await adapter.apply(page([1: "one later", 2: "two later", 4: "four"], absent: [1, 2, 4]))
+        #expect(try await titles() == ["1=one later", "2=two later", "3=three", "4=four"])
+        #expect(try await metadata([1, 2, 4]) == ["tag one later", "tag two later", "tag four"])
+
+        #expect(try await adapter.pendingChangeCount() == 0, "the gateway's own writes are not captured as changes")
+        await adapter.close()
+    }
 }

@@ -129,7 +129,6 @@ public final class PostgresAdapter: ModelAdapter {
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         let names = recordIDs.map(\.recordName)
-        let zone = zoneID
         return try await transaction("reading local state") { [state] connection, catalog in
             var tables: [String: String] = [:]
             var metadata: [String: Data] = [:]
@@ -155,10 +154,9 @@ public final class PostgresAdapter: ModelAdapter {
             let located = recordIDs.compactMap { id in tables[id.recordName].flatMap { catalog.byTable[$0] }.map { (id, $0) } }
             let current = try await Self.rows(of: located, connection: connection)
             var result: [RecordID: LocalRecordState] = [:]
-            for id in recordIDs {
+            for id in recordIDs where tables[id.recordName] != nil {
                 result[id] = LocalRecordState(record: current[id], metadata: metadata[id.recordName], pendingVersion: pending[id.recordName])
             }
-            _ = zone
             return result
         }
     }
@@ -176,6 +174,21 @@ public final class PostgresAdapter: ModelAdapter {
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {
+        guard !changes.absentLocally.isEmpty else { return try await apply(changes, insertingAbsent: false) }
+        do {
+            try await apply(changes, insertingAbsent: true)
+        } catch let error as PostgresAdapterError where error.isUniqueViolation {
+            // Another program created one of those rows after the merge read the store. Nothing
+            // of that attempt was committed: apply the page again, updating existing rows.
+            try await apply(changes, insertingAbsent: false)
+        }
+    }
+
+    /// Applies a page in one transaction. With `insertingAbsent`, the rows and metadata of records
+    /// the store reported nothing for are plain inserts (an upsert's conflict check costs about as
+    /// much again as the insert); a row that exists after all fails the transaction with a unique
+    /// violation.
+    private func apply(_ changes: DownloadedChanges, insertingAbsent: Bool) async throws {
         let zone = zoneID
         try await transaction("applying downloaded changes") { [state] connection, catalog in
             try await connection.query("SET LOCAL gateway.applying = 'on'", logger: connection.logger)
@@ -205,12 +218,17 @@ public final class PostgresAdapter: ModelAdapter {
                 writes[table.table, default: []].append(record)
                 tables[record.id] = table.table
             }
-            // One statement per table for the whole page.
+            // One statement per table for the whole page (two when it has new and known records).
+            let inserted = insertingAbsent ? changes.absentLocally : []
             for (tableName, records) in writes {
                 let table = catalog.byTable[tableName]!
-                var bindings = PostgresBindings()
-                for column in try table.upsertManyArguments(for: records) { bindings.append(column) }
-                try await connection.query(PostgresQuery(unsafeSQL: table.upsertManySQL, binds: bindings), logger: connection.logger)
+                let new = records.filter { inserted.contains($0.id) }
+                let known = new.count == records.count ? [] : records.filter { !inserted.contains($0.id) }
+                for (records, sql) in [(new, table.insertManySQL), (known, table.upsertManySQL)] where !records.isEmpty {
+                    var bindings = PostgresBindings()
+                    for column in try table.upsertManyArguments(for: records) { bindings.append(column) }
+                    try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger)
+                }
             }
             if !changes.deletes.isEmpty {
                 let names = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
@@ -238,14 +256,15 @@ public final class PostgresAdapter: ModelAdapter {
                         PostgresQuery(unsafeSQL: catalog.byTable[tableName]!.deleteManySQL, binds: bindings), logger: connection.logger)
                 }
             }
-            try await Self.commit(changes.state, zone: zone, skipping: skipped, knownTables: tables, state: state, connection: connection)
+            try await Self.commit(
+                changes.state, zone: zone, skipping: skipped, knownTables: tables, inserting: inserted, state: state, connection: connection)
         }
     }
 
     public func markUploaded(_ update: SyncStateUpdate) async throws {
         let zone = zoneID
         try await transaction("recording an upload") { [state] connection, _ in
-            try await Self.commit(update, zone: zone, skipping: [], knownTables: [:], state: state, connection: connection)
+            try await Self.commit(update, zone: zone, skipping: [], knownTables: [:], inserting: [], state: state, connection: connection)
         }
     }
 
@@ -336,11 +355,25 @@ public final class PostgresAdapter: ModelAdapter {
         return found
     }
 
+    /// Commits a sync state update. The metadata of `inserting` records (written in this
+    /// transaction, with their table in `knownTables`) is inserted without a conflict check.
     private static func commit(
         _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
-        state: PostgresGatewaySchema, connection: PostgresConnection
+        inserting: Set<RecordID>, state: PostgresGatewaySchema, connection: PostgresConnection
     ) async throws {
-        let saved = update.metadata.filter { !skipped.contains($0.key) }
+        var saved = update.metadata.filter { !skipped.contains($0.key) }
+        let new = inserting.isEmpty ? [:] : saved.filter { inserting.contains($0.key) && knownTables[$0.key] != nil }
+        if !new.isEmpty {
+            saved = saved.filter { new[$0.key] == nil }
+            let names = new.keys.map(\.recordName)
+            let data = new.values.map { ByteBuffer(bytes: $0) }
+            let tables = new.keys.map { knownTables[$0]! }
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: state.records) (scope, record_name, table_name, metadata)
+                SELECT \(state.scope), u.n, u.t, u.m FROM unnest(\(names)::text[], \(tables)::text[], \(data)::bytea[]) AS u(n, t, m)
+                """, logger: connection.logger)
+        }
         if !saved.isEmpty {
             let names = saved.keys.map(\.recordName)
             let data = saved.values.map { ByteBuffer(bytes: $0) }

@@ -36,4 +36,7 @@ public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
 
     /// Whether the store does not match the configuration (rather than being unreachable).
     public var isMappingMismatch: Bool { code != .databaseFailed }
+
+    /// Whether a unique constraint refused a row (SQLSTATE 23505).
+    var isUniqueViolation: Bool { (underlying as? PostgresFailure)?.sqlState == "23505" }
 }

@@ -123,19 +123,25 @@ struct PostgresResolvedTable: Sendable {
     /// Inserts or updates many rows at once from one `text[]` per column: the key texts (`$1`,
     /// `$2`, …) then the value texts, NULL for SQL NULL (see ``upsertManyArguments(for:)``).
     var upsertManySQL: String {
+        let conflict = keyColumns.map(\.quoted).joined(separator: ", ")
+        let update =
+            valueColumns.isEmpty
+            ? "NOTHING" : "UPDATE SET " + valueColumns.map { "\($0.quoted) = excluded.\($0.quoted)" }.joined(separator: ", ")
+        return insertManySQL + "\nON CONFLICT (\(conflict)) DO \(update)"
+    }
+
+    /// Inserts many rows at once, like ``upsertManySQL`` (same parameters) but failing on an
+    /// existing key (SQLSTATE 23505) instead of updating it: for rows known to be new, it skips
+    /// the conflict check.
+    var insertManySQL: String {
         let keyNames = keyColumns.indices.map { "k\($0)" }
         let valueNames = valueColumns.indices.map { "v\($0)" }
         let arrays = (keyNames + valueNames).indices.map { "$\($0 + 1)::text[]" }.joined(separator: ", ")
         let values = zip(keyColumns, keyNames).map { $0.keyFromTextSQL("u.\($1)") }
             + zip(valueColumns, valueNames).map { $0.writeSQL("u.\($1)") }
-        let conflict = keyColumns.map(\.quoted).joined(separator: ", ")
-        let update =
-            valueColumns.isEmpty
-            ? "NOTHING" : "UPDATE SET " + valueColumns.map { "\($0.quoted) = excluded.\($0.quoted)" }.joined(separator: ", ")
         return """
             INSERT INTO \(qualifiedName) (\((keyColumns + valueColumns).map(\.quoted).joined(separator: ", ")))
             SELECT \(values.joined(separator: ", ")) FROM unnest(\(arrays)) AS u(\((keyNames + valueNames).joined(separator: ", ")))
-            ON CONFLICT (\(conflict)) DO \(update)
             """
     }
 
