@@ -22,13 +22,21 @@ extension EmbeddedCloud {
         _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, db: Database
     ) throws -> [RecordOperationResult] {
         let zoneRow = try zoneRow(db, zone)
-        let current = try db.cachedStatement(
-            sql: """
-                SELECT change_tag, deleted, record_type, fields, modified_at
-                FROM records WHERE zone_key = ? AND record_name = ?
-                """)
+        // What the cloud holds of the request's records, in one query rather than one per record.
+        var current: [String: Row] = [:]
+        let names = prepared.lazy.filter { $0.failure == nil }.map(\.recordID.recordName)
+        if !names.isEmpty {
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT change_tag, deleted, record_type, fields, modified_at, record_name FROM records
+                        WHERE zone_key = ? AND record_name IN (SELECT value FROM json_each(?))
+                        """),
+                arguments: [zoneRow.key, JSONArrayText.of(names)])
+            while let row = try rows.next() { current[row[5]] = row.copy() }
+        }
         let (decisions, failures) = try ModifyRules.decideAll(prepared) { id in
-            guard let row = try Row.fetchOne(current, arguments: [zoneRow.key, id.recordName]) else { return nil }
+            guard let row = current[id.recordName] else { return nil }
             return ModifyRules.Stored(state: .init(changeTag: row[0], isDeleted: row[1])) { try record(fromCurrentRow: row, id: id) }
         } missingAsset: { record in
             try missingAsset(in: record, db: db)

@@ -1,7 +1,8 @@
 /// A JSON array of strings or integers, the argument of `IN (SELECT value FROM json_each(?))`.
 /// Written by hand: `JSONEncoder` cost about 2% of a bulk sync for these flat arrays.
-enum JSONArrayText {
-    static func of(_ values: some Sequence<String>) -> String {
+public enum JSONArrayText {
+    /// The strings as a JSON array.
+    public static func of(_ values: some Sequence<String>) -> String {
         var text = "["
         var first = true
         for value in values {
@@ -13,12 +14,13 @@ enum JSONArrayText {
         return text
     }
 
-    static func of(_ values: some Sequence<Int64>) -> String {
+    /// The integers as a JSON array.
+    public static func of(_ values: some Sequence<Int64>) -> String {
         "[" + values.map(String.init).joined(separator: ",") + "]"
     }
 
     /// `value` as a JSON string: quotes, backslashes and control characters escaped.
-    static func appendQuoted(_ value: String, to text: inout String) {
+    public static func appendQuoted(_ value: String, to text: inout String) {
         text.append("\"")
         guard value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else {
             text.append(value)
