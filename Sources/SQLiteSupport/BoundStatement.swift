@@ -5,7 +5,9 @@ import GRDBSQLite
 /// Runs one of GRDB's cached statements with values bound through SQLite's C API. A sync runs the
 /// gateway's bookkeeping statements and the row upserts several times per record, and building
 /// GRDB's `StatementArguments` for each run cost about as much as SQLite's own work on the row.
-/// Only for statements that return no rows; GRDB still prepares and caches them.
+/// Reading rows through GRDB's `Row` went through a generic decoding path per value (with a
+/// runtime metadata lookup each time), so ``forEachRow(_:_:)`` reads the columns directly. GRDB
+/// still prepares and caches the statements.
 public struct BoundStatement {
     private let statement: Statement
     private let handle: SQLiteStatement
@@ -25,10 +27,28 @@ public struct BoundStatement {
     /// - Throws: GRDB's `DatabaseError` with SQLite's code and message (a constraint, a busy
     ///   database); the statement is reset either way.
     public func execute(_ values: [BindableValue]) throws {
+        try forEachRow(values) { _ in }
+    }
+
+    /// Binds `values` to ?1, ?2, … and calls `body` with each row the statement returns. The row
+    /// is only valid during the call.
+    /// - Throws: what `body` throws, or GRDB's `DatabaseError` with SQLite's code and message; the
+    ///   statement is reset either way.
+    public func forEachRow(_ values: [BindableValue], _ body: (StatementRow) throws -> Void) throws {
         defer {
             sqlite3_reset(handle)
             sqlite3_clear_bindings(handle)
         }
+        try bind(values)
+        var status = sqlite3_step(handle)
+        while status == SQLITE_ROW {
+            try body(StatementRow(handle: handle))
+            status = sqlite3_step(handle)
+        }
+        guard status == SQLITE_DONE else { throw error(status) }
+    }
+
+    private func bind(_ values: [BindableValue]) throws {
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let status: Int32
@@ -52,9 +72,6 @@ public struct BoundStatement {
             }
             guard status == SQLITE_OK else { throw error(status) }
         }
-        var status = sqlite3_step(handle)
-        while status == SQLITE_ROW { status = sqlite3_step(handle) }
-        guard status == SQLITE_DONE else { throw error(status) }
     }
 
     private static func bind(_ text: String, at index: Int32, to handle: SQLiteStatement) -> Int32 {
@@ -83,6 +100,36 @@ public struct BoundStatement {
 
     // SQLite copies the bound bytes, so the buffers need not outlive the call.
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+}
+
+/// The current row of a ``BoundStatement`` being stepped through.
+public struct StatementRow {
+    fileprivate let handle: SQLiteStatement
+
+    /// The value of column `index` (from 0).
+    public subscript(index: Int) -> DatabaseValue {
+        DatabaseValue(sqliteStatement: handle, index: Int32(index))
+    }
+
+    /// The value of column `index` as text; `nil` for NULL (other values are converted by SQLite).
+    public func text(at index: Int) -> String? {
+        guard let characters = sqlite3_column_text(handle, Int32(index)) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, Int32(index)))
+        return String(decoding: UnsafeBufferPointer(start: characters, count: count), as: UTF8.self)
+    }
+
+    /// The value of column `index` as an integer (0 for NULL, as SQLite converts it).
+    public func int64(at index: Int) -> Int64 {
+        sqlite3_column_int64(handle, Int32(index))
+    }
+
+    /// The value of column `index` as bytes; `nil` for NULL.
+    public func data(at index: Int) -> Data? {
+        guard sqlite3_column_type(handle, Int32(index)) != SQLITE_NULL else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, Int32(index)))
+        guard count > 0, let bytes = sqlite3_column_blob(handle, Int32(index)) else { return Data() }
+        return Data(bytes: bytes, count: count)
+    }
 }
 
 /// A value bound to a ``BoundStatement``.

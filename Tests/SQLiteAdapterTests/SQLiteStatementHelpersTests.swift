@@ -60,4 +60,46 @@ struct SQLiteStatementHelpersTests {
             #expect(rows[index][2] as Int64 == Int64(index) - 7)
         }
     }
+
+    @Test("a bound statement reads rows back exactly: texts, blobs (empty and NULL), integers, reals; and stays usable after an error")
+    func boundStatementRows() throws {
+        let database = try DatabaseQueue()
+        try database.write { db in
+            try db.execute(sql: "CREATE TABLE t (name TEXT, data BLOB, number INTEGER, real REAL)")
+            let insert = BoundStatement(try db.cachedStatement(sql: "INSERT INTO t VALUES (?1, ?2, ?3, ?4)"))
+            for (index, name) in Self.hostile.enumerated() {
+                try insert.execute(.text(name), .blob(Data(name.utf8.reversed())), .integer(Int64(index) * -1_000_000_007), .value((Double(index) / 3).databaseValue))
+            }
+            try insert.execute(.value(.null), .blob(Data()), .value(.null), .value(.null))
+            try insert.execute(.value(.null), .value(.null), .integer(.max), .value(.null))
+
+            let select = BoundStatement(try db.cachedStatement(sql: "SELECT name, data, number, real FROM t WHERE number IS NULL OR number <= ?1 ORDER BY rowid"))
+            var rows: [(String?, Data?, Int64, DatabaseValue, DatabaseValue)] = []
+            try select.forEachRow([.integer(.max)]) { row in rows.append((row.text(at: 0), row.data(at: 1), row.int64(at: 2), row[3], row[0])) }
+            #expect(rows.count == Self.hostile.count + 2)
+            for (index, name) in Self.hostile.enumerated() {
+                #expect(rows[index].0 == name)
+                #expect(rows[index].1 == Data(name.utf8.reversed()))
+                #expect(rows[index].2 == Int64(index) * -1_000_000_007)
+                #expect(rows[index].3 == (Double(index) / 3).databaseValue)
+                #expect(rows[index].4 == name.databaseValue)
+            }
+            #expect(rows[Self.hostile.count].0 == nil && rows[Self.hostile.count].1 == Data() && rows[Self.hostile.count].3 == .null)
+            #expect(rows[Self.hostile.count + 1].1 == nil && rows[Self.hostile.count + 1].2 == .max)
+
+            // An error thrown while reading stops the rows and leaves the statement reusable.
+            struct Stop: Error {}
+            var seen = 0
+            #expect(throws: Stop.self) {
+                try select.forEachRow([.integer(.max)]) { _ in
+                    seen += 1
+                    if seen == 2 { throw Stop() }
+                }
+            }
+            #expect(seen == 2)
+            var again = 0
+            try select.forEachRow([.integer(0)]) { _ in again += 1 }
+            #expect(again == Self.hostile.count + 1, "rebound and read from the start")
+        }
+    }
 }

@@ -4,8 +4,9 @@ import GatewayCore
 import SQLiteSupport
 
 /// A configured table checked against the database: its key, its synced columns and the SQL the
-/// adapter uses for it.
-struct ResolvedTable: Sendable {
+/// adapter uses for it. A class: every pending row refers to its table, and copying the struct
+/// retained each of its strings and arrays.
+final class ResolvedTable: Sendable {
     struct Column: Sendable, Equatable {
         var name: String
         var kind: ColumnKind
@@ -137,11 +138,19 @@ struct ResolvedTable: Sendable {
     /// The record for a row selected with ``selectRowSQL`` (values from column `offset` on; 1
     /// for ``selectRowsSQL``, whose first column is the key).
     func record(from row: Row, id: RecordID, offset: Int = 0) -> Record {
-        var fields: [String: FieldValue] = [:]
+        record(id: id) { row[offset + $0] }
+    }
+
+    /// The record for a row of ``selectRowsSQL`` read through a ``BoundStatement``.
+    func record(from row: StatementRow, id: RecordID, offset: Int) -> Record {
+        record(id: id) { row[offset + $0] }
+    }
+
+    private func record(id: RecordID, value: (Int) -> DatabaseValue) -> Record {
         // Room for the two stamps an upload adds, so the dictionary never grows on the way.
-        fields.reserveCapacity(valueColumns.count + 2)
+        var fields = [String: FieldValue](minimumCapacity: valueColumns.count + 2)
         for (index, column) in valueColumns.enumerated() {
-            if let value = ValueMapping.field(row[offset + index], kind: column.kind) { fields[column.name] = value }
+            if let field = ValueMapping.field(value(index), kind: column.kind) { fields[column.name] = field }
         }
         return Record(id: id, recordType: recordType, fields: fields)
     }

@@ -89,66 +89,77 @@ public final class SQLiteAdapter: ModelAdapter {
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         let zone = zoneID
         return try await write { db, catalog in
-            let entries = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT c.record_name, c.table_name, c.version, r.metadata
-                    FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
-                    WHERE c.version > ?
-                      AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
-                    ORDER BY c.version LIMIT ?
-                    """,
-                arguments: [after ?? 0, max(0, limit)])
-            struct Entry {
-                var id: RecordID
-                var table: ResolvedTable
-                var version: Int64
-                var metadata: Data?
+            let changes = BoundStatement(
+                try db.cachedStatement(
+                    sql: """
+                        SELECT c.record_name, c.table_name, c.version, r.metadata
+                        FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
+                        WHERE c.version > ?
+                          AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
+                        ORDER BY c.version LIMIT ?
+                        """))
+            var entries: [PendingEntry] = []
+            entries.reserveCapacity(max(0, min(limit, 10_000)))
+            try changes.forEachRow([.integer(after ?? 0), .integer(Int64(max(0, limit)))]) { row in
+                guard let name = row.text(at: 0), let table = row.text(at: 1) else { return }
+                entries.append(PendingEntry(name: name, table: table, version: row.int64(at: 2), metadata: row.data(at: 3)))
             }
-            var ordered: [Entry] = []
-            while let entry = try entries.next() {
-                guard let table = catalog.byTable[entry[1]] else { continue }
-                ordered.append(Entry(id: RecordID(recordName: entry[0], zoneID: zone), table: table, version: entry[2], metadata: entry[3]))
-            }
-            let rows = try Self.rows(of: ordered.map { ($0.id, $0.table) }, db: db)
+            let rows = try Self.rows(of: entries, catalog: catalog, zone: zone, db: db)
             var pending = PendingChanges()
-            pending.saves.reserveCapacity(ordered.count)
-            for entry in ordered {
-                if let record = rows[entry.id] {
+            pending.saves.reserveCapacity(entries.count)
+            for (entry, record) in zip(entries, rows) where catalog.byTable[entry.table] != nil {
+                if let record {
                     pending.saves.append(PendingSave(record: record, metadata: entry.metadata, version: entry.version))
                 } else {
-                    pending.deletes.append(PendingDelete(recordID: entry.id, metadata: entry.metadata, version: entry.version))
+                    pending.deletes.append(
+                        PendingDelete(recordID: RecordID(recordName: entry.name, zoneID: zone), metadata: entry.metadata, version: entry.version))
                 }
             }
             return pending
         }
     }
 
-    /// The current rows of many records: one query per table where the key allows it
-    /// (``ResolvedTable/selectRowsSQL``), one per record otherwise. Records without a row are absent.
-    private static func rows(of records: [(RecordID, ResolvedTable)], db: Database) throws -> [RecordID: Record] {
-        var found: [RecordID: Record] = [:]
-        found.reserveCapacity(records.count)
-        var batched: [String: (table: ResolvedTable, byKey: [DatabaseValue: RecordID])] = [:]
-        for (id, table) in records {
-            guard table.selectRowsSQL != nil, let key = try? table.keyValues(of: id.recordName).first else {
-                if let record = try row(of: id, in: table, db: db) { found[id] = record }
+    /// A pending change as the change table lists it.
+    private struct PendingEntry {
+        var name: String
+        var table: String
+        var version: Int64
+        var metadata: Data?
+    }
+
+    /// The current rows of the entries' records, in the entries' order (`nil`: no row, or a table
+    /// no longer synced): one query per table where the key allows it
+    /// (``ResolvedTable/selectRowsSQL``), one per record otherwise.
+    private static func rows(of entries: [PendingEntry], catalog: TableCatalog, zone: ZoneID, db: Database) throws -> [Record?] {
+        var found = [Record?](repeating: nil, count: entries.count)
+        // Positions of the entries by table, then by key.
+        var batched: [String: (integers: [Int64: Int], texts: [String: Int])] = [:]
+        for (position, entry) in entries.enumerated() {
+            guard let table = catalog.byTable[entry.table] else { continue }
+            guard table.selectRowsSQL != nil, let key = try? table.keyValues(of: entry.name).first else {
+                found[position] = try row(of: RecordID(recordName: entry.name, zoneID: zone), in: table, db: db)
                 continue
             }
-            batched[table.table, default: (table, [:])].byKey[key] = id
-        }
-        for (table, byKey) in batched.values {
-            guard let sql = table.selectRowsSQL else { continue }
-            let keys: String
-            if table.keyColumns[0].kind == .integer {
-                keys = JSONArrayText.of(byKey.keys.compactMap { Int64.fromDatabaseValue($0) })
-            } else {
-                keys = JSONArrayText.of(byKey.keys.compactMap { String.fromDatabaseValue($0) })
+            switch key.storage {
+            case .int64(let integer): batched[entry.table, default: ([:], [:])].integers[integer] = position
+            case .string(let text): batched[entry.table, default: ([:], [:])].texts[text] = position
+            default: continue
             }
-            let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: [keys])
-            while let row = try cursor.next() {
-                guard let id = byKey[row[0] as DatabaseValue] else { continue }
-                found[id] = table.record(from: row, id: id, offset: 1)
+        }
+        for (tableName, keys) in batched {
+            guard let table = catalog.byTable[tableName], let sql = table.selectRowsSQL else { continue }
+            let integerKey = table.keyColumns[0].kind == .integer
+            let statement = BoundStatement(try db.cachedStatement(sql: sql))
+            let list = integerKey ? JSONArrayText.of(keys.integers.keys) : JSONArrayText.of(keys.texts.keys)
+            try statement.forEachRow([.text(list)]) { row in
+                let position: Int?
+                switch row[0].storage {
+                case .int64(let integer): position = integerKey ? keys.integers[integer] : nil
+                case .string(let text): position = integerKey ? nil : keys.texts[text]
+                default: position = nil
+                }
+                guard let position else { return }
+                found[position] = table.record(from: row, id: RecordID(recordName: entries[position].name, zoneID: zone), offset: 1)
             }
         }
         return found
