@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GatewayCore
+import SQLiteSupport
 
 extension EmbeddedCloud {
     public func fetchChanges(in zone: ZoneID, since token: ChangeToken?, limit: Int) async throws -> ZoneChanges {
@@ -16,33 +17,34 @@ extension EmbeddedCloud {
                 horizon = since.horizon
             }
             // One row more than asked tells whether more are coming.
-            let statement = try db.cachedStatement(
-                sql: """
-                    SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields
-                    FROM records WHERE zone_key = ? AND seq > ? ORDER BY seq LIMIT ?
-                    """)
+            let statement = BoundStatement(
+                try db.cachedStatement(
+                    sql: """
+                        SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields
+                        FROM records WHERE zone_key = ? AND seq > ? ORDER BY seq LIMIT ?
+                        """))
             var modified: [Record] = []
+            modified.reserveCapacity(limit)
             var deleted: [RecordID] = []
             var lastSequence = after
             var count = 0
             var moreComing = false
-            let rows = try Row.fetchCursor(statement, arguments: [zoneRow.key, after, limit + 1])
-            while let row = try rows.next() {
-                if count == limit {
+            try statement.forEachRow([.integer(zoneRow.key), .integer(after), .integer(Int64(limit) + 1)]) { row in
+                guard count < limit else {
                     moreComing = true
-                    break
+                    return
                 }
                 count += 1
-                let id = RecordID(recordName: row[0], zoneID: zone)
-                lastSequence = row[3]
-                if row[4] as Bool {
+                let id = RecordID(recordName: row.text(at: 0) ?? "", zoneID: zone)
+                lastSequence = row.int64(at: 3)
+                if row.int64(at: 4) != 0 {
                     deleted.append(id)
                 } else {
                     modified.append(
                         Record(
-                            id: id, recordType: row[1], changeTag: row[2],
-                            fields: try Self.decodeFields(row, index: 6, id: id),
-                            modifiedAt: Timestamp(millisecondsSince1970: row[5])))
+                            id: id, recordType: row.text(at: 1) ?? "", changeTag: row.text(at: 2),
+                            fields: try row.withUnsafeBytes(at: 6) { try Self.decodeFields($0, id: id) },
+                            modifiedAt: Timestamp(millisecondsSince1970: row.int64(at: 5))))
                 }
             }
             // At the end of the feed the token moves to the zone's sequence, so a caller that is

@@ -118,15 +118,19 @@ extension EmbeddedCloud {
     static func decodeFields(_ row: Row, index: Int, id: RecordID) throws -> [String: FieldValue] {
         try row.withUnsafeData(atIndex: index) { data in
             guard let data else { return [:] }
-            do {
-                return try data.withUnsafeBytes { buffer in
-                    try Result { () throws(BinaryDecodingError) in try FieldCoding.decode(buffer) }.get()
-                }
-            } catch {
-                throw CloudError(
-                    .internalError, "the stored fields of record \(id) are corrupt: \(error)", recordID: id,
-                    underlying: error)
-            }
+            return try data.withUnsafeBytes { try decodeFields($0, id: id) }
+        }
+    }
+
+    /// Decodes a record's stored fields (`nil`: none stored).
+    static func decodeFields(_ buffer: UnsafeRawBufferPointer?, id: RecordID) throws -> [String: FieldValue] {
+        guard let buffer else { return [:] }
+        do {
+            return try Result { () throws(BinaryDecodingError) in try FieldCoding.decode(buffer) }.get()
+        } catch {
+            throw CloudError(
+                .internalError, "the stored fields of record \(id) are corrupt: \(error)", recordID: id,
+                underlying: error)
         }
     }
 }

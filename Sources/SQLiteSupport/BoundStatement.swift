@@ -123,6 +123,15 @@ public struct StatementRow {
         sqlite3_column_int64(handle, Int32(index))
     }
 
+    /// Calls `body` with the bytes of column `index` as SQLite holds them (`nil` for NULL),
+    /// without copying them; the buffer is only valid during the call.
+    public func withUnsafeBytes<T>(at index: Int, _ body: (UnsafeRawBufferPointer?) throws -> T) rethrows -> T {
+        guard sqlite3_column_type(handle, Int32(index)) != SQLITE_NULL else { return try body(nil) }
+        let count = Int(sqlite3_column_bytes(handle, Int32(index)))
+        guard count > 0, let bytes = sqlite3_column_blob(handle, Int32(index)) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: bytes, count: count))
+    }
+
     /// The value of column `index` as bytes; `nil` for NULL.
     public func data(at index: Int) -> Data? {
         guard sqlite3_column_type(handle, Int32(index)) != SQLITE_NULL else { return nil }
