@@ -381,8 +381,9 @@ struct AdapterSyncRun {
         changes.state.metadata.reserveCapacity(incoming.count)
         changes.expectedPendingVersions.reserveCapacity(incoming.count)
         changes.absentLocally.reserveCapacity(incoming.count)
+        let ownStamp = FieldValue.string(writerStamp)
         for (id, stamped) in incoming {
-            let ownWrite = stamped?.fields[configuration.deviceIDField] == .string(writerStamp)
+            let ownWrite = stamped?.fields[configuration.deviceIDField] == ownStamp
             let server = stamped.map(stripped)
             let current = local[id]
             changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
@@ -394,7 +395,7 @@ struct AdapterSyncRun {
                 if let server {
                     if current?.isEmpty ?? true { changes.absentLocally.insert(id) }
                     changes.writes.append(server)
-                    changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
+                    changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
                 } else if metadata != nil {
                     changes.deletes.append(id)
                     changes.state.removedMetadata.insert(id)
@@ -405,7 +406,7 @@ struct AdapterSyncRun {
                 // This replica wrote that version, but never learned it was saved (the answer was
                 // lost): it is an earlier state of the local record, not a concurrent change.
                 // Rebase onto it and upload the newer local state.
-                changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
                 continue
             }
             if server == nil && current.record == nil {
@@ -417,7 +418,7 @@ struct AdapterSyncRun {
             if let server, let record = current.record, record.recordType == server.recordType, record.fields == server.fields {
                 // Both sides hold the same values (two stores seeded alike, or a full resync after
                 // a reset): nothing to resolve and nothing to upload.
-                changes.state.metadata[id] = RecordMetadata(syncedRecord: server).encoded()
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
                 changes.state.settled[id] = pendingVersion
                 continue
             }
@@ -541,9 +542,8 @@ struct AdapterSyncRun {
                     switch result {
                     case .saved(let saved):
                         let sent = batch.sent[id]!
-                        update.metadata[id] = RecordMetadata(
-                            changeTag: saved.changeTag, recordType: sent.recordType, fingerprints: batch.fingerprints[id]!
-                        ).encoded()
+                        update.metadata[id] = RecordMetadata.encoded(
+                            changeTag: saved.changeTag, recordType: sent.recordType, sortedFingerprints: batch.fingerprints[id]!, sent: [])
                         update.settled[id] = version
                         report.uploaded += 1
                         settledCount += 1
@@ -716,14 +716,14 @@ struct UploadBatch {
         var intents: [RecordID: Data] = [:]
         for (id, record) in sent {
             var metadata = self.metadata[id] ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])
-            metadata.recordSending(fingerprints[id]!)
+            metadata.recordSending(fingerprints[id]!.lazy.map { ($0.key, $0.value) })
             intents[id] = metadata.encoded()
         }
         return intents
     }
 
-    /// Fingerprints of the user fields sent for each saved record.
-    var fingerprints: [RecordID: [String: FieldFingerprint]] = [:]
+    /// Fingerprints of the user fields sent for each saved record, sorted by field name.
+    var fingerprints: [RecordID: [(key: String, value: FieldFingerprint)]] = [:]
 
     var operations: [RecordOperation] = []
     /// The change-log version read for each record.
@@ -749,7 +749,7 @@ struct UploadBatch {
             var record = save.record
             record.changeTag = metadata?.changeTag
             sent[id] = record
-            fingerprints[id] = FieldFingerprint.of(record.fields)
+            fingerprints[id] = FieldFingerprint.sorted(of: record.fields)
             versions[id] = save.version
             // Room for the two stamps first: the one copy of the fields (the original is kept in
             // `sent`) is then made here, and encryption writes into it.

@@ -36,6 +36,11 @@ public struct RecordMetadata: Sendable, Equatable {
 
     /// Remembers that values with these fingerprints are about to be sent.
     public mutating func recordSending(_ fingerprints: [String: FieldFingerprint]) {
+        recordSending(fingerprints.lazy.map { ($0.key, $0.value) })
+    }
+
+    /// Remembers that values with these (field name, fingerprint) pairs are about to be sent.
+    mutating func recordSending(_ fingerprints: some Sequence<(String, FieldFingerprint)>) {
         for (name, fingerprint) in fingerprints {
             let pair = Self.pair(name, fingerprint)
             if !sent.contains(pair) { sent.append(pair) }
@@ -74,7 +79,21 @@ public struct RecordMetadata: Sendable, Equatable {
 
     /// The blob adapters store.
     public func encoded() -> Data {
-        var writer = BinaryWriter(capacity: 32 + fingerprints.count * 24)
+        let sorted = fingerprints.indices.sorted(by: { fingerprints[$0].key < fingerprints[$1].key }).lazy.map { self.fingerprints[$0] }
+        return Self.encoded(changeTag: changeTag, recordType: recordType, sortedFingerprints: sorted, sent: sent)
+    }
+
+    /// The blob of the metadata of `record` as the cloud holds it, like
+    /// `RecordMetadata(syncedRecord: record).encoded()` without building the fingerprint dictionary.
+    public static func encoded(syncedRecord record: Record) -> Data {
+        encoded(changeTag: record.changeTag, recordType: record.recordType, sortedFingerprints: FieldFingerprint.sorted(of: record.fields), sent: [])
+    }
+
+    /// The blob of a metadata whose fingerprints are given sorted by field name.
+    static func encoded(
+        changeTag: String?, recordType: String, sortedFingerprints: some Collection<(key: String, value: FieldFingerprint)>, sent: [UInt64]
+    ) -> Data {
+        var writer = BinaryWriter(capacity: 32 + sortedFingerprints.count * 24 + sent.count * 8)
         writer.writeByte(Self.formatVersion)
         if let changeTag {
             writer.writeByte(1)
@@ -83,9 +102,8 @@ public struct RecordMetadata: Sendable, Equatable {
             writer.writeByte(0)
         }
         writer.writeString(recordType)
-        writer.writeVarint(UInt64(fingerprints.count))
-        for index in fingerprints.indices.sorted(by: { fingerprints[$0].key < fingerprints[$1].key }) {
-            let (name, fingerprint) = fingerprints[index]
+        writer.writeVarint(UInt64(sortedFingerprints.count))
+        for (name, fingerprint) in sortedFingerprints {
             writer.writeString(name)
             writer.writeInt64(Int64(bitPattern: fingerprint.value))
         }
@@ -166,6 +184,17 @@ public struct FieldFingerprint: Hashable, Sendable {
         var writer = BinaryWriter(capacity: 64)
         var result = [String: FieldFingerprint](minimumCapacity: fields.count)
         for (name, value) in fields { result[name] = FieldFingerprint(value, using: &writer) }
+        return result
+    }
+
+    /// The fingerprints of a record's fields, sorted by field name: the order metadata blobs
+    /// hold them in, without a dictionary to build.
+    public static func sorted(of fields: [String: FieldValue]) -> [(key: String, value: FieldFingerprint)] {
+        var writer = BinaryWriter(capacity: 64)
+        var result: [(key: String, value: FieldFingerprint)] = []
+        result.reserveCapacity(fields.count)
+        for (name, value) in fields { result.append((name, FieldFingerprint(value, using: &writer))) }
+        result.sort { $0.key < $1.key }
         return result
     }
 }

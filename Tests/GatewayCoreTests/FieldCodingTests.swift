@@ -45,6 +45,21 @@ struct FieldCodingTests {
         return fields
     }
 
+    @Test("synced metadata encoded from a record directly is the blob the metadata value encodes, and decodes to it", arguments: 0..<200)
+    func syncedMetadataBlob(seed: UInt64) throws {
+        let fields = Self.randomFields(seed: seed)
+        let record = Record(
+            id: RecordID(recordName: "r\(seed)", zoneID: ZoneID(zoneName: "Z")), recordType: "T\(seed % 3)",
+            changeTag: seed.isMultiple(of: 4) ? nil : "tag\(seed)", fields: fields)
+        let metadata = RecordMetadata(syncedRecord: record)
+        let direct = RecordMetadata.encoded(syncedRecord: record)
+        #expect(direct == metadata.encoded())
+        #expect(try RecordMetadata(decoding: direct) == metadata)
+        let sorted = FieldFingerprint.sorted(of: fields)
+        #expect(sorted.map(\.key) == fields.keys.sorted())
+        #expect(Dictionary(uniqueKeysWithValues: sorted.map { ($0.key, $0.value) }) == FieldFingerprint.of(fields))
+    }
+
     @Test("every field set round-trips exactly", arguments: 0..<300)
     func roundTrip(seed: UInt64) throws {
         let fields = Self.randomFields(seed: seed)
