@@ -483,7 +483,7 @@ struct AdapterSyncRun {
                 if !batch.operations.isEmpty {
                     // Commit what is about to be sent first: if the answer is lost or the process
                     // dies after the cloud saved it, the next sync still knows these values are its own.
-                    let intents = SyncStateUpdate(metadata: batch.intents(), zoneState: state.encoded())
+                    let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded())
                     try await store { try await adapter.markUploaded(intents) }
                 }
             }
@@ -580,7 +580,7 @@ struct AdapterSyncRun {
                 }
             }
             if quotaError == nil, case .success(let nextBatch) = upcoming {
-                update.metadata.merge(nextBatch.intents()) { current, _ in current }
+                update.metadata.merge(nextBatch.intents) { current, _ in current }
                 prepared = nextBatch
             }
             update.zoneState = state.encoded()
@@ -711,16 +711,9 @@ struct UploadBatch {
     /// The highest change-log version in the batch.
     var latestVersion: Int64? { (Array(versions.values) + Array(settledLocally.values)).max() }
 
-    /// Each saved record's metadata with the values about to be sent remembered.
-    func intents() -> [RecordID: Data] {
-        var intents: [RecordID: Data] = [:]
-        for (id, record) in sent {
-            var metadata = self.metadata[id] ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])
-            metadata.recordSending(fingerprints[id]!.lazy.map { ($0.key, $0.value) })
-            intents[id] = metadata.encoded()
-        }
-        return intents
-    }
+    /// Each saved record's metadata with the values about to be sent remembered. Encoded with the
+    /// batch, so that for the next batch this happens while the cloud saves the current one.
+    private(set) var intents: [RecordID: Data] = [:]
 
     /// Fingerprints of the user fields sent for each saved record, sorted by field name.
     var fingerprints: [RecordID: [(key: String, value: FieldFingerprint)]] = [:]
@@ -742,6 +735,7 @@ struct UploadBatch {
         sent.reserveCapacity(count)
         fingerprints.reserveCapacity(count)
         metadata.reserveCapacity(count)
+        intents.reserveCapacity(count)
         for save in pending.saves {
             let id = save.record.id
             let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
@@ -764,6 +758,9 @@ struct UploadBatch {
             record.fields[configuration.compatibilityVersionField] = .int64(configuration.compatibilityVersion)
             record.fields[configuration.deviceIDField] = .string(writerStamp)
             operations.append(record.changeTag == nil ? .create(record) : .replace(record))
+            var intent = metadata ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])
+            intent.recordSending(fingerprints[id]!.lazy.map { ($0.key, $0.value) })
+            intents[id] = intent.encoded()
         }
         for delete in pending.deletes {
             let id = delete.recordID
