@@ -128,16 +128,13 @@ public struct StatementRow {
     public func withUnsafeBytes<T>(at index: Int, _ body: (UnsafeRawBufferPointer?) throws -> T) rethrows -> T {
         guard sqlite3_column_type(handle, Int32(index)) != SQLITE_NULL else { return try body(nil) }
         let count = Int(sqlite3_column_bytes(handle, Int32(index)))
-        guard count > 0, let bytes = sqlite3_column_blob(handle, Int32(index)) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        return try body(UnsafeRawBufferPointer(start: bytes, count: count))
+        let bytes = count > 0 ? sqlite3_column_blob(handle, Int32(index)) : nil
+        return try body(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : count))
     }
 
     /// The value of column `index` as bytes; `nil` for NULL.
     public func data(at index: Int) -> Data? {
-        guard sqlite3_column_type(handle, Int32(index)) != SQLITE_NULL else { return nil }
-        let count = Int(sqlite3_column_bytes(handle, Int32(index)))
-        guard count > 0, let bytes = sqlite3_column_blob(handle, Int32(index)) else { return Data() }
-        return Data(bytes: bytes, count: count)
+        withUnsafeBytes(at: index) { $0.map { Data($0) } }
     }
 }
 
