@@ -18,6 +18,8 @@ public final class PostgresAdapter: ModelAdapter {
     /// The catalog as last resolved and installed, with the fingerprint of the tables' shape it
     /// was resolved from; a transaction that finds the same fingerprint reuses it.
     private let installed = Mutex<(fingerprint: String, catalog: TableCatalog)?>(nil)
+    /// The configured tables as ``PostgresShapeFingerprint`` takes them.
+    private let fingerprintedTables: [String]
 
     public var name: String { configuration.name }
     public var zoneID: ZoneID { configuration.zoneID }
@@ -32,6 +34,7 @@ public final class PostgresAdapter: ModelAdapter {
         self.configuration = configuration
         pool = PostgresConnectionPool(endpoint: configuration.endpoint, maximumConnections: configuration.maximumConnections)
         state = PostgresGatewaySchema(schema: configuration.stateSchema, scope: configuration.schema)
+        fingerprintedTables = configuration.tables.map { PostgresSQL.identifier(configuration.schema) + "." + PostgresSQL.identifier($0.table) }
     }
 
     /// Connects, checks every configured table, and installs the change capture.
@@ -129,36 +132,38 @@ public final class PostgresAdapter: ModelAdapter {
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         let names = recordIDs.map(\.recordName)
-        return try await transaction("reading local state") { [state] connection, catalog in
-            var tables: [String: String] = [:]
-            var metadata: [String: Data] = [:]
-            let known = try await connection.query(
+        // Metadata and pending versions in one statement, outside a transaction: a page of records
+        // new to the store (an initial download) costs one round trip. Values are read only for
+        // records with local changes, the only ones the merge needs them for; that needs the table
+        // catalog, so a transaction.
+        let found = try await read("reading local state") { [state] connection in
+            let rows = try await connection.query(
                 """
-                SELECT r.record_name, r.table_name, r.metadata FROM unnest(\(names)::text[]) AS n(name)
-                CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "record_name, table_name, metadata"))) AS r
+                SELECT n.name, r.table_name, r.metadata, c.table_name, c.version FROM unnest(\(names)::text[]) AS n(name)
+                LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "table_name, metadata"))) AS r ON true
+                LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "table_name, version"))) AS c ON true
+                WHERE r.table_name IS NOT NULL OR c.table_name IS NOT NULL
                 """, logger: connection.logger)
-            for try await (name, table, data) in known.decode((String, String, ByteBuffer).self) {
-                tables[name] = table
-                metadata[name] = Data(buffer: data)
+            var found: [String: (metadata: Data?, pending: (table: String, version: Int64)?)] = [:]
+            for try await (name, _, metadata, pendingTable, version) in rows.decode((String, String?, ByteBuffer?, String?, Int64?).self) {
+                found[name] = (metadata.map { Data(buffer: $0) }, pendingTable.flatMap { table in version.map { (table, $0) } })
             }
-            var pending: [String: Int64] = [:]
-            let changes = try await connection.query(
-                """
-                SELECT c.record_name, c.table_name, c.version FROM unnest(\(names)::text[]) AS n(name)
-                CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "record_name, table_name, version"))) AS c
-                """, logger: connection.logger)
-            for try await (name, table, version) in changes.decode((String, String, Int64).self) {
-                tables[name] = table
-                pending[name] = version
-            }
-            let located = recordIDs.compactMap { id in tables[id.recordName].flatMap { catalog.byTable[$0] }.map { (id, $0) } }
-            let current = try await Self.rows(of: located, connection: connection)
-            var result: [RecordID: LocalRecordState] = [:]
-            for id in recordIDs where tables[id.recordName] != nil {
-                result[id] = LocalRecordState(record: current[id], metadata: metadata[id.recordName], pendingVersion: pending[id.recordName])
-            }
-            return result
+            return found
         }
+        let pendingNames = found.compactMapValues { $0.pending?.table }
+        var current: [RecordID: Record] = [:]
+        if !pendingNames.isEmpty {
+            current = try await transaction("reading locally changed records") { connection, catalog in
+                let located = recordIDs.compactMap { id in pendingNames[id.recordName].flatMap { catalog.byTable[$0] }.map { (id, $0) } }
+                return try await Self.rows(of: located, connection: connection)
+            }
+        }
+        var result: [RecordID: LocalRecordState] = [:]
+        for id in recordIDs {
+            guard let entry = found[id.recordName] else { continue }
+            result[id] = LocalRecordState(record: current[id], metadata: entry.metadata, pendingVersion: entry.pending?.version)
+        }
+        return result
     }
 
     public func syncedRecordIDs() async throws -> [RecordID] {
@@ -481,21 +486,10 @@ public final class PostgresAdapter: ModelAdapter {
         }
     }
 
-    /// One text that changes whenever a configured table's columns, types or primary key
-    /// change, or the gateway's trigger or state tables go missing.
+    /// The tables' shape as ``PostgresShapeFingerprint`` reads it.
     private func shapeFingerprint(_ connection: PostgresConnection) async throws -> String {
-        let tables = configuration.tables.map(\.table)
-        let rows = try await connection.query(
-            """
-            SELECT coalesce(string_agg(c.relname || '/' || a.attnum || '/' || a.attname || '/' || a.atttypid || '/' || a.atttypmod
-                                       || '/' || coalesce((SELECT i.indkey::text FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), '')
-                                       || '/' || (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = '_gateway_capture'),
-                                       ',' ORDER BY c.relname, a.attnum), '')
-                   || '|' || coalesce(to_regclass(\(state.changes))::oid::text, 'none')
-            FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = \(configuration.schema) AND c.relname = ANY(\(tables)) AND a.attnum > 0 AND NOT a.attisdropped
-            """, logger: connection.logger)
-        for try await (value) in rows.decode(String.self) { return value }
+        let statement = PostgresShapeFingerprint(qualifiedTables: fingerprintedTables, changeTable: state.changes)
+        for try await value in try await connection.execute(statement, logger: connection.logger) { return value }
         return ""
     }
 
