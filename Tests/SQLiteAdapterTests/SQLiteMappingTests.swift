@@ -181,6 +181,40 @@ struct SQLiteMappingTests {
         #expect(try file.rows("SELECT color FROM note WHERE id = 'm'").first?[0] as String? == "blue")
     }
 
+    @Test("a synced table dropped and created again is captured again, its rows compared with what was synced")
+    func recreatedTable() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE note (id TEXT PRIMARY KEY, title TEXT);")
+        let adapter = try Self.adapter(file, [TableMapping(table: "note")])
+        try file.execute("INSERT INTO note VALUES ('a', 'A'), ('b', 'B')")
+        var update = SyncStateUpdate(zoneState: Data())
+        for save in try await adapter.pendingChanges(limit: 5).saves {
+            update.settled[save.record.id] = save.version
+            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
+        }
+        try await adapter.markUploaded(update)
+        #expect(try await adapter.pendingChangeCount() == 0)
+
+        // Written while no trigger exists: only the comparison can find these changes.
+        try file.execute("DROP TABLE note; CREATE TABLE note (id TEXT PRIMARY KEY, title TEXT); INSERT INTO note VALUES ('a', 'A2'), ('c', 'C')")
+        let compared = try await adapter.pendingChanges(limit: 10)
+        #expect(Set(compared.saves.map(\.record.id.recordName)) == ["a", "c"])
+        #expect(compared.saves.first { $0.record.id.recordName == "a" }?.metadata != nil, "a synced record keeps its metadata")
+        #expect(compared.deletes.map(\.recordID.recordName) == ["b"])
+        try file.execute("INSERT INTO note VALUES ('d', 'D')")
+        #expect(try await adapter.pendingChanges(limit: 10).saves.map(\.record.id.recordName).contains("d"), "the triggers are back")
+
+        // The same while the gateway is not running: found when it opens the file.
+        try file.execute("DROP TABLE note; CREATE TABLE note (id TEXT PRIMARY KEY, title TEXT); INSERT INTO note VALUES ('e', 'E')")
+        let reopened = try Self.adapter(file, [TableMapping(table: "note")])
+        let found = try await reopened.pendingChanges(limit: 10)
+        #expect(Set(found.saves.map(\.record.id.recordName)) == ["e"])
+        #expect(Set(found.deletes.map(\.recordID.recordName)) == ["a", "b", "c", "d"])
+        let again = try Self.adapter(file, [TableMapping(table: "note")])
+        #expect(try await again.pendingChangeCount() == 5, "opening once more queues nothing new")
+    }
+
     @Test("changing a row's key logs a delete of the old name and a save of the new one")
     func keyChange() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

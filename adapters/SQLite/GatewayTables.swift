@@ -52,15 +52,21 @@ enum GatewayTables {
                 """)
     }
 
-    /// Installs (or replaces, when outdated) the change-capture triggers of `table`, and queues
-    /// the rows of a table synced for the first time as pending changes.
+    /// Installs (or replaces, when outdated or missing) the change-capture triggers of `table`.
+    /// Queues the rows of a table synced for the first time as pending changes; a table whose
+    /// triggers went missing was dropped and created again behind the gateway's back, so its
+    /// rows and its synced records are all queued, to be compared with what was synced.
     static func install(_ table: ResolvedTable, db: Database) throws {
         let newName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "NEW")
         let oldName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "OLD")
         let installed = try Row.fetchOne(
             db, sql: #"SELECT trigger_version, record_name_sql FROM "_gateway_tables" WHERE table_name = ?"#,
             arguments: [table.table])
-        if let installed, installed["trigger_version"] == version, installed["record_name_sql"] == newName {
+        let kinds = ["insert", "update", "delete"]
+        let present = try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?)",
+            arguments: StatementArguments(kinds.map { "_gateway_\($0)_\(table.table)" })) == kinds.count
+        if let installed, present, installed["trigger_version"] == version, installed["record_name_sql"] == newName {
             return
         }
         let quoted = table.quotedTable
@@ -76,7 +82,7 @@ enum GatewayTables {
         } else {
             updateColumns = ""
         }
-        for kind in ["insert", "update", "delete"] {
+        for kind in kinds {
             try db.execute(sql: "DROP TRIGGER IF EXISTS \(triggerName(kind, table.table))")
         }
         try db.execute(
@@ -93,6 +99,11 @@ enum GatewayTables {
                 BEGIN \(log(oldName)) END;
                 """)
         if installed == nil {
+            try backfill(table, db: db)
+        } else if !present {
+            try db.execute(
+                sql: #"INSERT INTO "_gateway_log" (record_name, table_name) SELECT record_name, table_name FROM "_gateway_records" WHERE table_name = ?"#,
+                arguments: [table.table])
             try backfill(table, db: db)
         }
         try db.execute(

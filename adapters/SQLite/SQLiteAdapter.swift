@@ -382,7 +382,7 @@ public final class SQLiteAdapter: ModelAdapter {
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database, TableCatalog) throws -> T) async throws -> T {
         let path = configuration.path
         return try await Self.guardedAsync(path) { [self] in
-            try await pool.read { db in try body(db, try self.currentCatalog(db)) }
+            try await pool.read { db in try body(db, try self.currentCatalog(db, writing: false)) }
         }
     }
 
@@ -393,7 +393,7 @@ public final class SQLiteAdapter: ModelAdapter {
                 var result: T?
                 try db.inTransaction(.immediate) {
                     try GatewayTables.compact(db)
-                    result = try body(db, try self.currentCatalog(db))
+                    result = try body(db, try self.currentCatalog(db, writing: true))
                     return .commit
                 }
                 return result!
@@ -401,13 +401,21 @@ public final class SQLiteAdapter: ModelAdapter {
         }
     }
 
-    /// The table catalog, re-read when the database schema changed (a column was added).
-    private func currentCatalog(_ db: Database) throws -> TableCatalog {
+    /// The table catalog, re-read when the database schema changed (a column was added, a table
+    /// created again). Inside a write transaction the capture triggers are checked then too, and
+    /// put back where a table was dropped and created again; a read only resolves, without keeping
+    /// the result, so that the next write still checks.
+    private func currentCatalog(_ db: Database, writing: Bool) throws -> TableCatalog {
         let version = try Self.schemaVersion(db)
         let cached = catalog.withLock { $0 }
         if cached.schemaVersion == version { return cached }
         var fresh = try Self.resolve(configuration, db: db)
-        fresh.schemaVersion = version
+        guard writing else { return fresh }
+        for table in fresh.byTable.values.sorted(by: { $0.table < $1.table }) {
+            try GatewayTables.install(table, db: db)
+        }
+        try GatewayTables.compact(db)
+        fresh.schemaVersion = try Self.schemaVersion(db)
         catalog.withLock { $0 = fresh }
         return fresh
     }
