@@ -118,6 +118,31 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("a synced table dropped and created again is captured again, its rows compared with what was synced")
+    func recreatedTable() async throws {
+        let create = "CREATE TABLE public.note (id integer PRIMARY KEY, title text)"
+        let (endpoint, adapter) = try await Self.noteAdapter("recreated", table: create)
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (1, 'A'), (2, 'B')"], on: endpoint, doing: "writing")
+        var update = SyncStateUpdate(zoneState: Data())
+        for save in try await adapter.pendingChanges(limit: 5).saves {
+            update.settled[save.record.id] = save.version
+            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
+        }
+        try await adapter.markUploaded(update)
+        #expect(try await adapter.pendingChangeCount() == 0)
+
+        // Written while no trigger exists: only the comparison can find these changes.
+        try await PostgresConnectionPool.execute(
+            ["DROP TABLE public.note", create, "INSERT INTO public.note VALUES (1, 'A2'), (3, 'C')"], on: endpoint, doing: "recreating")
+        let compared = try await adapter.pendingChanges(limit: 10)
+        #expect(Set(compared.saves.map(\.record.id.recordName)) == ["1", "3"])
+        #expect(compared.saves.first { $0.record.id.recordName == "1" }?.metadata != nil, "a synced record keeps its metadata")
+        #expect(compared.deletes.map(\.recordID.recordName) == ["2"])
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (4, 'D')"], on: endpoint, doing: "writing")
+        #expect(try await adapter.pendingChanges(limit: 10).saves.map(\.record.id.recordName).contains("4"), "the trigger is back")
+        await adapter.close()
+    }
+
     @Test("a missing table, a table without a primary key and a missing column are errors naming them")
     func mappingErrors() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("mapping_errors")

@@ -76,16 +76,22 @@ struct PostgresGatewaySchema: Sendable {
         }
     }
 
-    /// Installs (or replaces, when outdated) the capture trigger of `table`, and queues the rows
-    /// of a table synced for the first time as pending changes.
+    /// Installs (or replaces, when outdated or missing) the capture trigger of `table`. Queues the
+    /// rows of a table synced for the first time as pending changes; a table whose trigger went
+    /// missing was dropped and created again behind the gateway's back, so its rows and its synced
+    /// records are all queued, to be compared with what was synced.
     func install(_ table: PostgresResolvedTable, connection: PostgresConnection) async throws {
         let newName = table.nameSQL("NEW")
         let rows = try await connection.query(
-            "SELECT trigger_version, record_name_sql FROM \(unescaped: tables) WHERE scope = \(scope) AND table_name = \(table.table)",
+            """
+            SELECT t.trigger_version, t.record_name_sql,
+                   EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName)) AND g.tgname = '_gateway_capture')
+            FROM \(unescaped: tables) t WHERE t.scope = \(scope) AND t.table_name = \(table.table)
+            """,
             logger: connection.logger)
-        var installed: (version: Int, sql: String)?
-        for try await (version, sql) in rows.decode((Int, String).self) { installed = (version, sql) }
-        if let installed, installed.version == Self.version, installed.sql == newName { return }
+        var installed: (version: Int, sql: String, present: Bool)?
+        for try await (version, sql, present) in rows.decode((Int, String, Bool).self) { installed = (version, sql, present) }
+        if let installed, installed.present, installed.version == Self.version, installed.sql == newName { return }
 
         let oldName = table.nameSQL("OLD")
         let function = "\(quotedSchema).\(functionName(table.table))"
@@ -122,7 +128,18 @@ struct PostgresGatewaySchema: Sendable {
                     FOR EACH ROW WHEN (current_setting('gateway.applying', true) IS DISTINCT FROM 'on')
                     EXECUTE FUNCTION \(function)()
                     """), logger: connection.logger)
-        if installed == nil { try await backfill(table, connection: connection) }
+        if installed == nil {
+            try await backfill(table, connection: connection)
+        } else if installed?.present == false {
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)
+                SELECT scope, record_name, table_name, nextval(\(versions)::regclass) FROM \(unescaped: records)
+                WHERE scope = \(scope) AND table_name = \(table.table)
+                ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
+                """, logger: connection.logger)
+            try await backfill(table, connection: connection)
+        }
         try await connection.query(
             """
             INSERT INTO \(unescaped: tables) (scope, table_name, trigger_version, record_name_sql)
