@@ -123,12 +123,7 @@ struct PostgresAdapterBehaviourTests {
         let create = "CREATE TABLE public.note (id integer PRIMARY KEY, title text)"
         let (endpoint, adapter) = try await Self.noteAdapter("recreated", table: create)
         try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (1, 'A'), (2, 'B')"], on: endpoint, doing: "writing")
-        var update = SyncStateUpdate(zoneState: Data())
-        for save in try await adapter.pendingChanges(limit: 5).saves {
-            update.settled[save.record.id] = save.version
-            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
-        }
-        try await adapter.markUploaded(update)
+        #expect(try await adapter.markPendingSavesUploaded().count == 2)
         #expect(try await adapter.pendingChangeCount() == 0)
 
         // Written while no trigger exists: only the comparison can find these changes.
