@@ -139,13 +139,13 @@ public final class PostgresAdapter: ModelAdapter {
         let found = try await read("reading local state") { [state] connection in
             let rows = try await connection.query(
                 """
-                SELECT n.name, r.table_name, r.metadata, c.table_name, c.version FROM unnest(\(names)::text[]) AS n(name)
-                LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "table_name, metadata"))) AS r ON true
+                SELECT n.name, r.metadata, c.table_name, c.version FROM unnest(\(names)::text[]) AS n(name)
+                LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "metadata"))) AS r ON true
                 LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "table_name, version"))) AS c ON true
-                WHERE r.table_name IS NOT NULL OR c.table_name IS NOT NULL
+                WHERE r.metadata IS NOT NULL OR c.table_name IS NOT NULL
                 """, logger: connection.logger)
             var found: [String: (metadata: Data?, pending: (table: String, version: Int64)?)] = [:]
-            for try await (name, _, metadata, pendingTable, version) in rows.decode((String, String?, ByteBuffer?, String?, Int64?).self) {
+            for try await (name, metadata, pendingTable, version) in rows.decode((String, ByteBuffer?, String?, Int64?).self) {
                 found[name] = (metadata.map { Data(buffer: $0) }, pendingTable.flatMap { table in version.map { (table, $0) } })
             }
             return found
