@@ -132,6 +132,28 @@ struct SQLiteMappingTests {
         #expect(try file.count("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '_gateway_%'") == 0, "a refused configuration writes nothing")
     }
 
+    @Test("a store opens while another program holds its write lock, once the lock is released")
+    func opensWhileAnotherProgramWrites() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        // A new file in rollback-journal mode, as other programs create them: the adapter's switch
+        // to WAL needs the lock that the writer below holds.
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE keyed (id INTEGER PRIMARY KEY, a TEXT);")
+        let locked = LockedValue(false)
+        let writer = Task {
+            try file.database.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE; INSERT INTO keyed (id, a) VALUES (1, 'written by another program')")
+                locked.set(true)
+                Thread.sleep(forTimeInterval: 0.3)
+                try db.execute(sql: "COMMIT")
+            }
+        }
+        while !locked.get() { try await Task.sleep(for: .milliseconds(5)) }
+        let adapter = try Self.adapter(file, [TableMapping(table: "keyed")])
+        try await writer.value
+        #expect(try await adapter.pendingChangeCount() == 1, "the other program's row is queued")
+    }
+
     @Test("identifiers are quoted: odd table and column names work")
     func hostileIdentifiers() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

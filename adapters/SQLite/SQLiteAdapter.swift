@@ -39,7 +39,7 @@ public final class SQLiteAdapter: ModelAdapter {
             throw SQLiteAdapterError(.databaseFailed, "the database \(configuration.path) of adapter \(configuration.name) does not exist")
         }
         do {
-            pool = try DatabasePool(path: configuration.path, configuration: grdb)
+            pool = try Self.openPool(configuration.path, grdb, waitingUpTo: configuration.busyTimeout)
         } catch {
             throw SQLiteAdapterError(.databaseFailed, "cannot open \(configuration.path): \(Self.reason(error))", underlying: error)
         }
@@ -57,6 +57,22 @@ public final class SQLiteAdapter: ModelAdapter {
             }
         }
         catalog = Mutex(loaded)
+    }
+
+    /// Opens the pool, trying again while another program holds the database's write lock.
+    ///
+    /// Switching a file to WAL mode needs that lock, and SQLite reports it busy at once rather
+    /// than wait in its busy handler when another connection is writing (waiting could deadlock),
+    /// so a gateway starting while a program writes would otherwise fail to open its store.
+    private static func openPool(_ path: String, _ configuration: GRDB.Configuration, waitingUpTo timeout: Duration) throws -> DatabasePool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                return try DatabasePool(path: path, configuration: configuration)
+            } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
     }
 
     // MARK: ModelAdapter
