@@ -12,7 +12,7 @@ public struct SQLiteAdapterConfiguration: Sendable {
     public var tables: [TableMapping]
     /// How often change signals look for new local changes.
     public var signalPollInterval: Duration
-    /// How long a write waits for another program's write lock.
+    /// How long opening the store or a write waits for another program's write lock.
     public var busyTimeout: Duration
 
     public init(
