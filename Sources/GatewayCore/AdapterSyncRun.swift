@@ -483,7 +483,7 @@ struct AdapterSyncRun {
                 if !batch.operations.isEmpty {
                     // Commit what is about to be sent first: if the answer is lost or the process
                     // dies after the cloud saved it, the next sync still knows these values are its own.
-                    let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded())
+                    let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: Set(batch.intents.keys))
                     try await store { try await adapter.markUploaded(intents) }
                 }
             }
@@ -580,7 +580,11 @@ struct AdapterSyncRun {
                 }
             }
             if quotaError == nil, case .success(let nextBatch) = upcoming {
-                update.metadata.merge(nextBatch.intents) { current, _ in current }
+                update.sending.reserveCapacity(nextBatch.intents.count)
+                for (id, intent) in nextBatch.intents where update.metadata[id] == nil {
+                    update.metadata[id] = intent
+                    update.sending.insert(id)
+                }
                 prepared = nextBatch
             }
             update.zoneState = state.encoded()
@@ -590,7 +594,7 @@ struct AdapterSyncRun {
             done += settledCount
             observer(
                 .didUpload(
-                    adapter: name, saved: update.metadata.count - (prepared?.sent.count ?? 0),
+                    adapter: name, saved: update.metadata.count - update.sending.count,
                     deleted: update.removedMetadata.count, failed: update.failures.count))
             observer(.progress(adapter: name, done: min(done, total), total: total))
             if let quotaError {

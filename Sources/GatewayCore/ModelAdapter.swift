@@ -171,16 +171,24 @@ public struct SyncStateUpdate: Sendable, Equatable {
     public var failures: [RecordID: RecordFailure]
     /// The new zone state.
     public var zoneState: Data
+    /// Records of ``metadata`` whose entry is an upload intent: the values about to be sent,
+    /// committed before the request so that a lost answer is recognised later. Storing them like
+    /// any other metadata is always correct. An adapter may instead keep them aside more cheaply
+    /// (the SQLite adapter writes them as one journal row), provided that every later read returns
+    /// them until a later update writes or removes metadata for the same records, and that they
+    /// survive a crash as the rest of the update does.
+    public var sending: Set<RecordID>
 
     public init(
         metadata: [RecordID: Data] = [:], removedMetadata: Set<RecordID> = [], settled: [RecordID: Int64] = [:],
-        failures: [RecordID: RecordFailure] = [:], zoneState: Data
+        failures: [RecordID: RecordFailure] = [:], zoneState: Data, sending: Set<RecordID> = []
     ) {
         self.metadata = metadata
         self.removedMetadata = removedMetadata
         self.settled = settled
         self.failures = failures
         self.zoneState = zoneState
+        self.sending = sending
     }
 }
 

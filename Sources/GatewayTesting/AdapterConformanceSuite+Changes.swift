@@ -49,6 +49,58 @@ extension AdapterConformanceSuite {
             try expectEqual(after.saves.first?.metadata, metadata("tag-1", for: note("a", title: "v1")), "its new metadata")
             try expectEqual(try await adapter.loadZoneState(), zoneState("t1"), "the zone state")
         },
+        AdapterConformanceCase("intents marked as sending are what every read returns until later metadata replaces them") {
+            harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await adapter.apply(download([note("synced", title: "S")], marker: "t1"))
+            for name in ["a", "b", "c"] { try await harness.saveLocally(note(name, title: name), in: adapter) }
+            try await harness.saveLocally(note("synced", title: "S2"), in: adapter)
+            let read = try await adapter.pendingChanges(limit: 10)
+            var intents: [RecordID: Data] = [:]
+            var sending = SyncStateUpdate(zoneState: zoneState("t1"))
+            for save in read.saves {
+                var intent = try save.metadata.map(RecordMetadata.init(decoding:))
+                    ?? RecordMetadata(changeTag: nil, recordType: save.record.recordType, fingerprints: [:])
+                intent.recordSending(save.record.fields)
+                intents[save.record.id] = intent.encoded()
+                sending.metadata[save.record.id] = intent.encoded()
+                sending.sending.insert(save.record.id)
+            }
+            try expectEqual(intents.count, 4, "records about to be sent")
+            try await adapter.markUploaded(sending)
+            let again = try await adapter.pendingChanges(limit: 10)
+            try expectEqual(
+                Dictionary(uniqueKeysWithValues: again.saves.map { ($0.record.id, $0.metadata) }), intents.mapValues { $0 },
+                "pending changes carry the intents")
+            try expectEqual(Set(try await adapter.syncedRecordIDs()), Set(intents.keys), "records with an intent count as synced")
+
+            // The answer: a and the synced record saved, b and c unanswered (they stay pending).
+            let (a, b, c, synced) = (note("a", title: "").id, note("b", title: "").id, note("c", title: "").id, note("synced", title: "").id)
+            var answer = SyncStateUpdate(zoneState: zoneState("t2"))
+            for save in read.saves where [a, synced].contains(save.record.id) {
+                answer.metadata[save.record.id] = metadata("tag-2", for: save.record)
+                answer.settled[save.record.id] = save.version
+            }
+            try await adapter.markUploaded(answer)
+            var state = try await adapter.localState(for: [a, b, c, synced])
+            try expectEqual(state[a]?.metadata, metadata("tag-2", for: note("a", title: "a")), "an answered record's metadata")
+            try expectEqual(state[synced]?.metadata, metadata("tag-2", for: note("synced", title: "S2")), "an answered update's metadata")
+            try expectEqual(state[b]?.metadata, intents[b], "an unanswered record keeps its intent")
+            try expectEqual(state[c]?.pendingVersion != nil, true, "an unanswered record stays pending")
+
+            // Other writes keep the intents: an apply of another record, then a new intent for c only.
+            try await adapter.apply(download([note("other", title: "O")], marker: "t3"))
+            var retry = SyncStateUpdate(zoneState: zoneState("t4"))
+            var newer = RecordMetadata(changeTag: nil, recordType: "Note", fingerprints: [:])
+            newer.recordSending(note("c", title: "c2").fields)
+            retry.metadata[c] = newer.encoded()
+            retry.sending = [c]
+            try await adapter.markUploaded(retry)
+            state = try await adapter.localState(for: [b, c])
+            try expectEqual(state[b]?.metadata, intents[b], "b's intent outlives unrelated writes")
+            try expectEqual(state[c]?.metadata, newer.encoded(), "a newer intent replaces an older one")
+            try expectEqual(try await adapter.pendingChangeCount(), 2, "b and c are still pending")
+        },
         AdapterConformanceCase("apply leaves alone a record edited locally after it was read") { harness in
             let adapter = try await harness.makeAdapter(zone: zone)
             try await adapter.apply(download([note("a", title: "base")], marker: "t1"))

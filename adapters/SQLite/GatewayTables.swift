@@ -50,6 +50,7 @@ enum GatewayTables {
                 -- connection can see: triggers skip changes made while it exists.
                 CREATE TABLE IF NOT EXISTS "_gateway_applying" (flag INTEGER);
                 """)
+        try db.execute(sql: IntentJournal.createTableSQL)
     }
 
     /// Installs (or replaces, when outdated or missing) the change-capture triggers of `table`.

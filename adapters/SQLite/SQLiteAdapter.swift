@@ -104,7 +104,9 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         let zone = zoneID
-        return try await write { db, catalog in
+        // Runs while the cloud saves the batch before, whose intents stay in the journal: the
+        // records read are not that batch's, and an intent of theirs is looked up below.
+        return try await write(foldingIntents: false) { db, catalog in
             let changes = BoundStatement(
                 try db.cachedStatement(
                     sql: """
@@ -119,6 +121,12 @@ public final class SQLiteAdapter: ModelAdapter {
             try changes.forEachRow([.integer(after ?? 0), .integer(Int64(max(0, limit)))]) { row in
                 guard let name = row.text(at: 0), let table = row.text(at: 1) else { return }
                 entries.append(PendingEntry(name: name, table: table, version: row.int64(at: 2), metadata: row.data(at: 3)))
+            }
+            let intents = try IntentJournal.entriesIfAny(db)
+            if !intents.isEmpty {
+                for index in entries.indices {
+                    if let intent = intents[entries[index].name] { entries[index].metadata = intent }
+                }
             }
             let rows = try Self.rows(of: entries, catalog: catalog, zone: zone, db: db)
             var pending = PendingChanges()
@@ -218,9 +226,14 @@ public final class SQLiteAdapter: ModelAdapter {
     public func syncedRecordIDs() async throws -> [RecordID] {
         let zone = zoneID
         return try await read { db, _ in
-            try String.fetchAll(db, sql: #"SELECT record_name FROM "_gateway_records""#).map {
-                RecordID(recordName: $0, zoneID: zone)
+            var names = try String.fetchAll(db, sql: #"SELECT record_name FROM "_gateway_records""#)
+            let intents = try IntentJournal.entriesIfAny(db)
+            if !intents.isEmpty {
+                // Records first sent in a batch whose answer is still outstanding.
+                let known = Set(names)
+                names += intents.keys.filter { !known.contains($0) }.sorted()
             }
+            return names.map { RecordID(recordName: $0, zoneID: zone) }
         }
     }
 
@@ -263,7 +276,15 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func markUploaded(_ update: SyncStateUpdate) async throws {
         let zone = zoneID
-        try await write { db, _ in try Self.commit(update, zone: zone, skipping: [], knownTables: [:], db: db) }
+        try await write(foldingIntents: false) { db, _ in
+            // The journal holds the intents of the batch this update answers (or, after a failure,
+            // of one that was never answered): what the update writes supersedes them.
+            try Self.foldIntents(db) { name in
+                let id = RecordID(recordName: name, zoneID: zone)
+                return update.metadata[id] != nil || update.removedMetadata.contains(id)
+            }
+            try Self.commit(update, zone: zone, skipping: [], knownTables: [:], journalingIntents: true, db: db)
+        }
     }
 
     public func failedRecords() async throws -> [FailedRecord] {
@@ -342,33 +363,12 @@ public final class SQLiteAdapter: ModelAdapter {
 
     private static func commit(
         _ updateSet: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
-        db: Database
+        journalingIntents: Bool = false, db: Database
     ) throws {
-        let upsertMetadata = try db.cachedStatement(
-            sql: """
-                INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES (?1, ?2, ?3)
-                ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
-                """)
-        // A record with a pending change takes its table from the change log (one statement for
-        // both a new and a known record); any other record is already known and keeps its table.
-        let upsertFromChanges = try db.cachedStatement(
-            sql: """
-                INSERT INTO "_gateway_records" (record_name, table_name, metadata)
-                SELECT record_name, table_name, ?2 FROM "_gateway_changes" WHERE record_name = ?1
-                ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata
-                """)
-        let updateMetadata = try db.cachedStatement(
-            sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#)
-        let upsert = BoundStatement(upsertMetadata)
-        let upsertChanged = BoundStatement(upsertFromChanges)
-        let update = BoundStatement(updateMetadata)
+        let writer = try MetadataWriter(db)
         for (id, metadata) in updateSet.metadata where !skipped.contains(id) {
-            if let table = knownTables[id] {
-                try upsert.execute(.text(id.recordName), .text(table), .blob(metadata))
-                continue
-            }
-            try upsertChanged.execute(.text(id.recordName), .blob(metadata))
-            if db.changesCount == 0 { try update.execute(.text(id.recordName), .blob(metadata)) }
+            if journalingIntents && updateSet.sending.contains(id) { continue }
+            try writer.write(id.recordName, metadata, table: knownTables[id])
         }
         let removeMetadata = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#))
         for id in updateSet.removedMetadata where !skipped.contains(id) {
@@ -393,6 +393,57 @@ public final class SQLiteAdapter: ModelAdapter {
                 ON CONFLICT (zone_name, owner_name) DO UPDATE SET state = excluded.state
                 """,
             arguments: [zone.zoneName, zone.ownerName, updateSet.zoneState])
+        if journalingIntents {
+            try IntentJournal.append(
+                updateSet.sending.lazy.compactMap { id in updateSet.metadata[id].map { (name: id.recordName, metadata: $0) } }, db: db)
+        }
+    }
+
+    /// Writes records' metadata into `_gateway_records`.
+    private struct MetadataWriter {
+        private let upsert: BoundStatement
+        private let upsertChanged: BoundStatement
+        private let update: BoundStatement
+        private let db: Database
+
+        init(_ db: Database) throws {
+            self.db = db
+            upsert = BoundStatement(
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES (?1, ?2, ?3)
+                        ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
+                        """))
+            // A record with a pending change takes its table from the change log (one statement for
+            // both a new and a known record); any other record is already known and keeps its table.
+            upsertChanged = BoundStatement(
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO "_gateway_records" (record_name, table_name, metadata)
+                        SELECT record_name, table_name, ?2 FROM "_gateway_changes" WHERE record_name = ?1
+                        ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata
+                        """))
+            update = BoundStatement(try db.cachedStatement(sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#))
+        }
+
+        /// Writes `metadata` for the record named `name`, of `table` when the caller knows it.
+        func write(_ name: String, _ metadata: Data, table: String?) throws {
+            if let table {
+                try upsert.execute(.text(name), .text(table), .blob(metadata))
+                return
+            }
+            try upsertChanged.execute(.text(name), .blob(metadata))
+            if db.changesCount == 0 { try update.execute(.text(name), .blob(metadata)) }
+        }
+    }
+
+    /// Writes every journaled intent into `_gateway_records` but those `replaced` says a later
+    /// write in the same transaction supersedes, and empties the journal.
+    private static func foldIntents(_ db: Database, unlessReplacedBy replaced: (String) -> Bool = { _ in false }) throws {
+        let left = try IntentJournal.take(db, unlessReplacedBy: replaced)
+        guard !left.isEmpty else { return }
+        let writer = try MetadataWriter(db)
+        for (name, metadata) in left { try writer.write(name, metadata, table: nil) }
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database, TableCatalog) throws -> T) async throws -> T {
@@ -402,13 +453,18 @@ public final class SQLiteAdapter: ModelAdapter {
         }
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database, TableCatalog) throws -> T) async throws -> T {
+    /// Runs `body` in an IMMEDIATE transaction, after folding the trigger log and, unless the
+    /// caller handles it (`foldingIntents: false`), the upload journal.
+    private func write<T: Sendable>(
+        foldingIntents: Bool = true, _ body: @escaping @Sendable (Database, TableCatalog) throws -> T
+    ) async throws -> T {
         let path = configuration.path
         return try await Self.guardedAsync(path) { [self] in
             try await pool.writeWithoutTransaction { db in
                 var result: T?
                 try db.inTransaction(.immediate) {
                     try GatewayTables.compact(db)
+                    if foldingIntents { try Self.foldIntents(db) }
                     result = try body(db, try self.currentCatalog(db, writing: true))
                     return .commit
                 }

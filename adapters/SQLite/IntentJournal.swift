@@ -1,0 +1,79 @@
+import Foundation
+import GRDB
+import GatewayCore
+import SQLiteSupport
+
+/// Upload intents kept aside in `_gateway_intents`, one row per batch, instead of one metadata
+/// upsert per record (see ``SyncStateUpdate/sending``).
+///
+/// An intent matters only if the cloud's answer to its batch is lost, and in the usual course the
+/// next update writes the batch's outcome over it. So the batch's intents go in as one blob; the
+/// outcome's transaction drops the entries it answers and writes the rest (records the cloud did
+/// not save) into `_gateway_records`. Any other write transaction first writes every entry there,
+/// and the reads that do not run such a transaction look the entries up (``entriesIfAny(_:)``), so
+/// nothing reads metadata older than an intent committed before it.
+enum IntentJournal {
+    static let createTableSQL = """
+        CREATE TABLE IF NOT EXISTS "_gateway_intents" (
+            batch INTEGER PRIMARY KEY,
+            intents BLOB NOT NULL
+        );
+        """
+
+    /// Every journaled intent by record name (a later batch's entry wins).
+    static func entries(_ db: Database) throws -> [String: Data] {
+        var entries: [String: Data] = [:]
+        let statement = BoundStatement(try db.cachedStatement(sql: #"SELECT intents FROM "_gateway_intents" ORDER BY batch"#))
+        try statement.forEachRow([]) { row in
+            do {
+                try row.withUnsafeBytes(at: 0) { buffer in try decode(buffer) { name, metadata in entries[name] = metadata } }
+            } catch {
+                throw SQLiteAdapterError(
+                    .databaseFailed,
+                    "the upload journal \"_gateway_intents\" is corrupt (\(error)); restore the database from a backup, or delete the journal's rows and run `gateway sync`",
+                    underlying: error)
+            }
+        }
+        return entries
+    }
+
+    /// Removes every journaled intent and returns those that no later metadata replaces, for the
+    /// caller to write into `_gateway_records`.
+    static func take(_ db: Database, unlessReplacedBy replaced: (String) -> Bool) throws -> [(name: String, metadata: Data)] {
+        let journaled = try entriesIfAny(db)
+        guard !journaled.isEmpty else { return [] }
+        let left = journaled.filter { !replaced($0.key) }.map { (name: $0.key, metadata: $0.value) }
+        try db.execute(sql: #"DELETE FROM "_gateway_intents""#)
+        return left
+    }
+
+    /// Journals a batch's intents as one row.
+    static func append(_ intents: some Sequence<(name: String, metadata: Data)>, db: Database) throws {
+        var writer = BinaryWriter(capacity: 16_384)
+        var count = 0
+        for (name, metadata) in intents {
+            writer.writeString(name)
+            writer.writeData(metadata)
+            count += 1
+        }
+        guard count > 0 else { return }
+        try BoundStatement(try db.cachedStatement(sql: #"INSERT INTO "_gateway_intents" (intents) VALUES (?)"#))
+            .execute(.bytes(writer.bytes))
+    }
+
+    /// Every journaled intent by record name, checking first that there is any (for reads that
+    /// run before the journal is folded).
+    static func entriesIfAny(_ db: Database) throws -> [String: Data] {
+        guard try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_intents")"#) == true else { return [:] }
+        return try entries(db)
+    }
+
+    private static func decode(_ buffer: UnsafeRawBufferPointer?, _ body: (String, Data) -> Void) throws(BinaryDecodingError) {
+        guard let buffer else { return }
+        var reader = BinaryReader(buffer)
+        while !reader.isAtEnd {
+            let name = try reader.readString()
+            body(name, try reader.readData())
+        }
+    }
+}
