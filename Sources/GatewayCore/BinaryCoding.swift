@@ -119,6 +119,11 @@ public struct BinaryReader {
     public mutating func readData() throws(BinaryDecodingError) -> Data {
         Data(try take(try readLength()))
     }
+
+    /// Moves past a length-prefixed string or data value without copying it.
+    public mutating func skipLengthPrefixed() throws(BinaryDecodingError) {
+        _ = try take(try readLength())
+    }
 }
 
 /// Bytes that are not a valid encoding.

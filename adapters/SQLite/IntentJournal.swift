@@ -10,7 +10,7 @@ import SQLiteSupport
 /// next update writes the batch's outcome over it. So the batch's intents go in as one blob; the
 /// outcome's transaction drops the entries it answers and writes the rest (records the cloud did
 /// not save) into `_gateway_records`. Any other write transaction first writes every entry there,
-/// and the reads that do not run such a transaction look the entries up (``entriesIfAny(_:)``), so
+/// and the reads that do not run such a transaction look the entries up (``entries(_:wanted:)``), so
 /// nothing reads metadata older than an intent committed before it.
 enum IntentJournal {
     static let createTableSQL = """
@@ -20,13 +20,23 @@ enum IntentJournal {
         );
         """
 
-    /// Every journaled intent by record name (a later batch's entry wins).
-    static func entries(_ db: Database) throws -> [String: Data] {
+    /// The journaled intents of the records `wanted` accepts, by record name (a later batch's
+    /// entry wins). Only their metadata is copied out.
+    static func entries(_ db: Database, wanted: (String) -> Bool = { _ in true }) throws -> [String: Data] {
+        guard try isEmpty(db) == false else { return [:] }
+        return try allEntries(db, wanted: wanted)
+    }
+
+    private static func isEmpty(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_intents")"#) != true
+    }
+
+    private static func allEntries(_ db: Database, wanted: (String) -> Bool) throws -> [String: Data] {
         var entries: [String: Data] = [:]
         let statement = BoundStatement(try db.cachedStatement(sql: #"SELECT intents FROM "_gateway_intents" ORDER BY batch"#))
         try statement.forEachRow([]) { row in
             do {
-                try row.withUnsafeBytes(at: 0) { buffer in try decode(buffer) { name, metadata in entries[name] = metadata } }
+                try row.withUnsafeBytes(at: 0) { buffer in try scan(buffer, wanted: wanted, into: &entries) }
             } catch {
                 throw SQLiteAdapterError(
                     .databaseFailed,
@@ -37,14 +47,24 @@ enum IntentJournal {
         return entries
     }
 
+    private static func scan(
+        _ buffer: UnsafeRawBufferPointer?, wanted: (String) -> Bool, into entries: inout [String: Data]
+    ) throws(BinaryDecodingError) {
+        guard let buffer else { return }
+        var reader = BinaryReader(buffer)
+        while !reader.isAtEnd {
+            let name = try reader.readString()
+            if wanted(name) { entries[name] = try reader.readData() } else { try reader.skipLengthPrefixed() }
+        }
+    }
+
     /// Removes every journaled intent and returns those that no later metadata replaces, for the
     /// caller to write into `_gateway_records`.
     static func take(_ db: Database, unlessReplacedBy replaced: (String) -> Bool) throws -> [(name: String, metadata: Data)] {
-        let journaled = try entriesIfAny(db)
-        guard !journaled.isEmpty else { return [] }
-        let left = journaled.filter { !replaced($0.key) }.map { (name: $0.key, metadata: $0.value) }
+        guard try isEmpty(db) == false else { return [] }
+        let left = try allEntries(db) { !replaced($0) }
         try db.execute(sql: #"DELETE FROM "_gateway_intents""#)
-        return left
+        return left.map { (name: $0.key, metadata: $0.value) }
     }
 
     /// Journals a batch's intents as one row.
@@ -59,21 +79,5 @@ enum IntentJournal {
         guard count > 0 else { return }
         try BoundStatement(try db.cachedStatement(sql: #"INSERT INTO "_gateway_intents" (intents) VALUES (?)"#))
             .execute(.bytes(writer.bytes))
-    }
-
-    /// Every journaled intent by record name, checking first that there is any (for reads that
-    /// run before the journal is folded).
-    static func entriesIfAny(_ db: Database) throws -> [String: Data] {
-        guard try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_intents")"#) == true else { return [:] }
-        return try entries(db)
-    }
-
-    private static func decode(_ buffer: UnsafeRawBufferPointer?, _ body: (String, Data) -> Void) throws(BinaryDecodingError) {
-        guard let buffer else { return }
-        var reader = BinaryReader(buffer)
-        while !reader.isAtEnd {
-            let name = try reader.readString()
-            body(name, try reader.readData())
-        }
     }
 }

@@ -122,7 +122,8 @@ public final class SQLiteAdapter: ModelAdapter {
                 guard let name = row.text(at: 0), let table = row.text(at: 1) else { return }
                 entries.append(PendingEntry(name: name, table: table, version: row.int64(at: 2), metadata: row.data(at: 3)))
             }
-            let intents = try IntentJournal.entriesIfAny(db)
+            let names = Set(entries.lazy.map(\.name))
+            let intents = try IntentJournal.entries(db) { names.contains($0) }
             if !intents.isEmpty {
                 for index in entries.indices {
                     if let intent = intents[entries[index].name] { entries[index].metadata = intent }
@@ -227,7 +228,7 @@ public final class SQLiteAdapter: ModelAdapter {
         let zone = zoneID
         return try await read { db, _ in
             var names = try String.fetchAll(db, sql: #"SELECT record_name FROM "_gateway_records""#)
-            let intents = try IntentJournal.entriesIfAny(db)
+            let intents = try IntentJournal.entries(db)
             if !intents.isEmpty {
                 // Records first sent in a batch whose answer is still outstanding.
                 let known = Set(names)
