@@ -141,7 +141,7 @@ public final class PostgresAdapter: ModelAdapter {
                 """
                 SELECT n.name, r.metadata, c.table_name, c.version FROM unnest(\(names)::text[]) AS n(name)
                 LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "metadata"))) AS r ON true
-                LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "table_name, version"))) AS c ON true
+                LEFT JOIN LATERAL (\(unescaped: state.pendingLookup(columns: "table_name, version"))) AS c ON true
                 WHERE r.metadata IS NOT NULL OR c.table_name IS NOT NULL
                 """, logger: connection.logger)
             var found: [String: (metadata: Data?, pending: (table: String, version: Int64)?)] = [:]
@@ -205,7 +205,7 @@ public final class PostgresAdapter: ModelAdapter {
                 let rows = try await connection.query(
                     """
                     SELECT c.record_name, c.version FROM unnest(\(expectedNames)::text[]) AS n(name)
-                    CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "record_name, version"))) AS c
+                    CROSS JOIN LATERAL (\(unescaped: state.pendingLookup(columns: "record_name, version"))) AS c
                     """, logger: connection.logger)
                 for try await (name, version) in rows.decode((String, Int64).self) { current[name] = version }
             }

@@ -39,6 +39,16 @@ struct PostgresGatewaySchema: Sendable {
         "SELECT \(columns) FROM \(table) WHERE scope = \(PostgresSQL.literal(scope)) AND record_name = n.name LIMIT 1"
     }
 
+    /// ``lookup(in:columns:)`` of the pending changes, skipped whole when the scope has none
+    /// (a store that only receives, or an initial download): PostgreSQL evaluates the
+    /// uncorrelated `EXISTS` once per statement and then probes nothing.
+    func pendingLookup(columns: String) -> String {
+        """
+        SELECT \(columns) FROM \(changes) WHERE scope = \(PostgresSQL.literal(scope)) AND record_name = n.name
+            AND EXISTS (SELECT 1 FROM \(changes) WHERE scope = \(PostgresSQL.literal(scope))) LIMIT 1
+        """
+    }
+
     func createTables(_ connection: PostgresConnection) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(\(Self.installLock))", logger: connection.logger)
         let statements = [
