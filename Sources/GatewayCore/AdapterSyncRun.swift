@@ -127,7 +127,7 @@ struct AdapterSyncRun {
                 seen.removeAll()
                 continue
             }
-            if state.refetching { seen.formUnion(fetched.modified.map(\.id)) }
+            if state.refetching { seen.formUnion(fetched.incoming.lazy.filter { $0.record != nil }.map(\.id)) }
             cursor = fetched.token
             let next = Self.committing(fetched.token, after: state)
             let mergedPage: MergedPage
@@ -170,12 +170,20 @@ struct AdapterSyncRun {
     /// A page of changes in the form the store holds them, already merged when that could be
     /// done ahead.
     struct FetchedPage: Sendable {
-        var modified: [Record]
-        var incoming: [(RecordID, Record?)]
+        var incoming: [IncomingRecord]
         var token: ChangeToken?
         var moreComing: Bool
         var merged: MergedPage?
-        var ids: [RecordID] { incoming.map(\.0) }
+        var ids: [RecordID] { incoming.map(\.id) }
+    }
+
+    /// A server version of a record in the form the store holds it (``localForm(_:)``).
+    struct IncomingRecord: Sendable {
+        var id: RecordID
+        /// The record without the reserved fields; `nil`: deleted on the server.
+        var record: Record?
+        /// Whether this replica wrote that version (its stamp was in the device field).
+        var writtenHere = false
     }
 
     /// Fetches the page after `token` and checks and opens its records (decryption, assets).
@@ -186,17 +194,21 @@ struct AdapterSyncRun {
         since token: ChangeToken?, applying: Set<RecordID>?, after previous: ZoneSyncState
     ) async throws -> FetchedPage {
         observer(.willFetch(adapter: name))
-        let page = try await retrying {
+        var page = try await retrying {
             try await cloud.fetchChanges(in: zone, since: token, limit: configuration.fetchLimit)
         }
         try checkCompatibility(page.modified)
+        // Each record is moved out of the page, so that removing its reserved fields changes the
+        // one copy of its fields rather than copying them.
         var modified: [Record] = []
-        modified.reserveCapacity(page.modified.count)
-        for record in page.modified { modified.append(try await localForm(record)) }
-        var fetched = FetchedPage(
-            modified: modified, incoming: modified.map { ($0.id, Optional($0)) } + page.deleted.map { ($0, Record?.none) },
-            token: page.token, moreComing: page.moreComing)
-        if let applying, !fetched.incoming.contains(where: { applying.contains($0.0) }) {
+        swap(&modified, &page.modified)
+        var incoming: [IncomingRecord] = []
+        incoming.reserveCapacity(modified.count + page.deleted.count)
+        while let record = modified.popLast() { incoming.append(try await localForm(record)) }
+        incoming.reverse()
+        incoming += page.deleted.map { IncomingRecord(id: $0, record: nil) }
+        var fetched = FetchedPage(incoming: incoming, token: page.token, moreComing: page.moreComing)
+        if let applying, !fetched.incoming.contains(where: { applying.contains($0.id) }) {
             // Disjoint from the page being applied, so that write cannot change what is read here;
             // edits made meanwhile are caught by the expected pending versions.
             let local = try await localState(of: fetched.ids)
@@ -219,7 +231,7 @@ struct AdapterSyncRun {
         let missing = synced.filter { !seen.contains($0) }
         for start in stride(from: 0, to: missing.count, by: Self.reconciliationChunk) {
             let chunk = missing[start..<min(start + Self.reconciliationChunk, missing.count)]
-            _ = try await integrate(chunk.map { ($0, Record?.none) }, zoneState: state)
+            _ = try await integrate(chunk.map { IncomingRecord(id: $0, record: nil) }, zoneState: state)
         }
     }
 
@@ -237,9 +249,10 @@ struct AdapterSyncRun {
     }
 
     /// A cloud record as the adapter sees it: encrypted fields decrypted, asset fields replaced by
-    /// their bytes (checked against their checksum).
-    private func localForm(_ record: Record) async throws -> Record {
-        var record = try opened(record)
+    /// their bytes (checked against their checksum), the fields the gateway reserves for itself
+    /// removed (the device stamp says whether this replica wrote that version).
+    private func localForm(_ record: consuming Record) async throws -> IncomingRecord {
+        try open(&record)
         for (field, value) in record.fields {
             guard case .asset(let reference) = value else { continue }
             let data = try await retrying { try await cloud.downloadAsset(reference) }
@@ -251,7 +264,9 @@ struct AdapterSyncRun {
             }
             record.fields[field] = .bytes(data)
         }
-        return record
+        let stamp = record.fields.removeValue(forKey: configuration.deviceIDField)
+        record.fields.removeValue(forKey: configuration.compatibilityVersionField)
+        return IncomingRecord(id: record.id, record: record, writtenHere: stamp == .string(writerStamp))
     }
 
     /// Uploads the binary fields of `record` that travel as assets, and puts their references in
@@ -304,8 +319,8 @@ struct AdapterSyncRun {
     /// The record with its encrypted fields decrypted.
     /// - Throws: ``SyncError/Code/undecryptableField`` when a field cannot be decrypted (or this
     ///   adapter has no keys), before anything of the page is applied.
-    private func opened(_ record: Record) throws -> Record {
-        guard record.hasEncryptedFields else { return record }
+    private func open(_ record: inout Record) throws {
+        guard record.hasEncryptedFields else { return }
         guard let encryption = options.encryption else {
             let field = record.fields.first { if case .encrypted = $0.value { true } else { false } }?.key ?? ""
             throw SyncError(
@@ -314,7 +329,7 @@ struct AdapterSyncRun {
                 adapter: name)
         }
         do {
-            return try encryption.decrypt(record)
+            record = try encryption.decrypt(record)
         } catch {
             var error = error
             error.adapter = name
@@ -322,26 +337,17 @@ struct AdapterSyncRun {
         }
     }
 
-    /// The record without the fields the gateway reserves for itself.
-    private func stripped(_ record: Record) -> Record {
-        var record = record
-        record.fields[configuration.compatibilityVersionField] = nil
-        record.fields[configuration.deviceIDField] = nil
-        return record
-    }
-
     /// The value this replica stamps into the device field of the records it uploads: the
     /// gateway's device id and the adapter, since several adapters of one gateway may share a zone.
     var writerStamp: String { "\(configuration.deviceID):\(name)" }
 
-    /// Merges server versions (`nil`: deleted on the server; reserved fields still present) into
-    /// the store and commits them with `zoneState`. Returns how many records were written and
-    /// deleted locally.
+    /// Merges server versions into the store and commits them with `zoneState`. Returns how many
+    /// records were written and deleted locally.
     @discardableResult
     private mutating func integrate(
-        _ incoming: [(RecordID, Record?)], zoneState: ZoneSyncState
+        _ incoming: [IncomingRecord], zoneState: ZoneSyncState
     ) async throws -> (written: Int, deleted: Int) {
-        let local = try await localState(of: incoming.map(\.0))
+        let local = try await localState(of: incoming.map(\.id))
         let changes = record(try merged(incoming, local: local, zoneState: zoneState))
         observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
         try await store { [changes] in try await adapter.apply(changes) }
@@ -373,7 +379,7 @@ struct AdapterSyncRun {
     /// Merges incoming records with the store's state of them: what to write, delete and commit.
     /// Pure work, so the download can do it for the next page while the store applies this one.
     private func merged(
-        _ incoming: [(RecordID, Record?)], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState
+        _ incoming: [IncomingRecord], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState
     ) throws -> MergedPage {
         var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
         var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
@@ -381,10 +387,8 @@ struct AdapterSyncRun {
         changes.state.metadata.reserveCapacity(incoming.count)
         changes.expectedPendingVersions.reserveCapacity(incoming.count)
         changes.absentLocally.reserveCapacity(incoming.count)
-        let ownStamp = FieldValue.string(writerStamp)
-        for (id, stamped) in incoming {
-            let ownWrite = stamped?.fields[configuration.deviceIDField] == ownStamp
-            let server = stamped.map(stripped)
+        for item in incoming {
+            let (id, server, ownWrite) = (item.id, item.record, item.writtenHere)
             let current = local[id]
             changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
             let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
@@ -610,9 +614,9 @@ struct AdapterSyncRun {
             }
             if !conflicts.isEmpty {
                 try checkCompatibility(conflicts.compactMap(\.1))
-                var local: [(RecordID, Record?)] = []
+                var local: [IncomingRecord] = []
                 for (id, server) in conflicts {
-                    if let server { local.append((id, try await localForm(server))) } else { local.append((id, nil)) }
+                    if let server { local.append(try await localForm(server)) } else { local.append(IncomingRecord(id: id, record: nil)) }
                 }
                 try await integrate(local, zoneState: state)
             }
