@@ -10,6 +10,9 @@ struct AdapterSyncRun {
     let observer: @Sendable (SyncEvent) -> Void
     var report: AdapterSyncReport
     var state = ZoneSyncState()
+    /// The value this replica stamps into the device field of the records it uploads: the
+    /// gateway's device id and the adapter, since several adapters of one gateway may share a zone.
+    let writerStamp: String
 
     /// How many upload rounds in a row may settle nothing (every record met a new conflict)
     /// before the sync gives up on this adapter for now.
@@ -28,6 +31,7 @@ struct AdapterSyncRun {
         self.environment = environment
         self.observer = observer
         self.report = AdapterSyncReport(adapter: synced.adapter.name)
+        self.writerStamp = "\(configuration.deviceID):\(synced.adapter.name)"
     }
 
     var name: String { adapter.name }
@@ -336,10 +340,6 @@ struct AdapterSyncRun {
             throw error
         }
     }
-
-    /// The value this replica stamps into the device field of the records it uploads: the
-    /// gateway's device id and the adapter, since several adapters of one gateway may share a zone.
-    var writerStamp: String { "\(configuration.deviceID):\(name)" }
 
     /// Merges server versions into the store and commits them with `zoneState`. Returns how many
     /// records were written and deleted locally.

@@ -24,12 +24,18 @@ struct SQLiteUploadJournalTests {
             configuration: SyncConfiguration(deviceID: device, retry: fewAttempts), environment: instant)
     }
 
+    /// A new folder with an embedded cloud in it, behind a fault wrapper that injects only what a
+    /// test scripts.
+    static func cloudInNewFolder() throws -> (TemporaryDirectory, EmbeddedCloud, FaultInjectingCloud) {
+        let directory = try TemporaryDirectory(prefix: "sqlite-journal")
+        let embedded = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        return (directory, embedded, FaultInjectingCloud(wrapping: embedded, plan: .none, seed: 1))
+    }
+
     @Test("a save whose answer was lost is still known after a restart, and does not beat a newer local edit")
     func lostAnswerAcrossRestart() async throws {
-        let directory = try TemporaryDirectory(prefix: "sqlite-journal")
+        let (directory, embedded, cloud) = try Self.cloudInNewFolder()
         defer { directory.remove() }
-        let embedded = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let cloud = FaultInjectingCloud(wrapping: embedded, plan: .none, seed: 1)
         let fileA = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
         let fileB = try SQLiteFile(directory, name: "b.sqlite", schema: Notes.schema)
         try fileA.execute(#"INSERT INTO "Note" VALUES ('r', 'v1', 1)"#)
@@ -63,10 +69,8 @@ struct SQLiteUploadJournalTests {
 
     @Test("an upload that fails between batches keeps what was answered and resumes without conflicts")
     func failureBetweenBatches() async throws {
-        let directory = try TemporaryDirectory(prefix: "sqlite-journal")
+        let (directory, embedded, cloud) = try Self.cloudInNewFolder()
         defer { directory.remove() }
-        let embedded = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let cloud = FaultInjectingCloud(wrapping: embedded, plan: .none, seed: 1)
         let file = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
         for index in 0..<12 { try file.execute(#"INSERT INTO "Note" VALUES (?, 'row', ?)"#, ["n\(index)", index]) }
 
