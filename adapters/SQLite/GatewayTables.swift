@@ -66,7 +66,7 @@ enum GatewayTables {
         let kinds = ["insert", "update", "delete"]
         let present = try Int.fetchOne(
             db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?)",
-            arguments: StatementArguments(kinds.map { "_gateway_\($0)_\(table.table)" })) == kinds.count
+            arguments: StatementArguments(kinds.map { plainTriggerName($0, table.table) })) == kinds.count
         if let installed, present, installed["trigger_version"] == version, installed["record_name_sql"] == newName {
             return
         }
@@ -148,7 +148,13 @@ enum GatewayTables {
         SELECT EXISTS (SELECT 1 FROM "_gateway_changes") OR EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')
         """
 
+    /// The quoted name of the trigger that captures `kind` changes of `table`.
     static func triggerName(_ kind: String, _ table: String) -> String {
-        SQL.identifier("_gateway_\(kind)_\(table)")
+        SQL.identifier(plainTriggerName(kind, table))
+    }
+
+    /// That name as `sqlite_master` holds it.
+    static func plainTriggerName(_ kind: String, _ table: String) -> String {
+        "_gateway_\(kind)_\(table)"
     }
 }
