@@ -515,8 +515,11 @@ struct AdapterSyncRun {
                     // and a record edited again meanwhile goes in a later round.
                     let next = read.excluding(batch.recordIDs, limit: size)
                     if !next.isEmpty {
-                        upcoming = Result {
-                            try UploadBatch(next, configuration: configuration, writerStamp: writerStamp, encryption: options.encryption)
+                        do {
+                            upcoming = .success(
+                                try UploadBatch(next, configuration: configuration, writerStamp: writerStamp, encryption: options.encryption))
+                        } catch {
+                            upcoming = .failure(error)
                         }
                     }
                     var answers = try await sending.makeIterator()
@@ -545,9 +548,8 @@ struct AdapterSyncRun {
                     let version = batch.versions[id]!
                     switch result {
                     case .saved(let saved):
-                        let sent = batch.sent[id]!
                         update.metadata[id] = RecordMetadata.encoded(
-                            changeTag: saved.changeTag, recordType: sent.recordType, sortedFingerprints: batch.fingerprints[id]!, sent: [])
+                            changeTag: saved.changeTag, recordType: saved.recordType, sortedFingerprints: batch.fingerprints[id]!, sent: [])
                         update.settled[id] = version
                         report.uploaded += 1
                         settledCount += 1
@@ -576,7 +578,7 @@ struct AdapterSyncRun {
                             break  // stays pending; the next round sends it again
                         default:
                             update.failures[id] = RecordFailure(
-                                version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: batch.sent[id]))
+                                version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: operation.record))
                             report.failedRecords += 1
                             settledCount += 1
                         }
@@ -729,32 +731,34 @@ struct UploadBatch {
     var operations: [RecordOperation] = []
     /// The change-log version read for each record.
     var versions: [RecordID: Int64] = [:]
-    /// The user fields sent for each saved record (without the reserved stamps).
-    var sent: [RecordID: Record] = [:]
     /// Each record's metadata as read; absent for records never synced.
     var metadata: [RecordID: RecordMetadata] = [:]
     /// Local deletions of records the cloud never had: settled without a request.
     var settledLocally: [RecordID: Int64] = [:]
 
-    init(_ pending: PendingChanges, configuration: SyncConfiguration, writerStamp: String, encryption: FieldEncryption?) throws {
+    init(_ pending: consuming PendingChanges, configuration: SyncConfiguration, writerStamp: String, encryption: FieldEncryption?) throws {
         let count = pending.count
         operations.reserveCapacity(count)
         versions.reserveCapacity(count)
-        sent.reserveCapacity(count)
         fingerprints.reserveCapacity(count)
         metadata.reserveCapacity(count)
         intents.reserveCapacity(count)
-        for save in pending.saves {
+        // Each record is moved out of the pending changes, so that encrypting and stamping it
+        // change the one copy of its fields.
+        var saves: [PendingSave] = []
+        swap(&saves, &pending.saves)
+        saves.reverse()
+        while var save = saves.popLast() {
             let id = save.record.id
-            let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
-            self.metadata[id] = metadata
             var record = save.record
+            // Leaves `record` the only owner of the fields.
+            save.record.fields = [:]
+            let (metadataBlob, version) = (save.metadata, save.version)
+            let metadata = try metadataBlob.map(RecordMetadata.init(decoding:))
+            self.metadata[id] = metadata
             record.changeTag = metadata?.changeTag
-            sent[id] = record
             fingerprints[id] = FieldFingerprint.sorted(of: record.fields)
-            versions[id] = save.version
-            // Room for the two stamps first: the one copy of the fields (the original is kept in
-            // `sent`) is then made here, and encryption writes into it.
+            versions[id] = version
             record.fields.reserveCapacity(record.fields.count + 2)
             if let encryption {
                 do {

@@ -91,14 +91,19 @@ public struct PendingChanges: Sendable, Equatable {
     /// Whether nothing is pending.
     public var isEmpty: Bool { saves.isEmpty && deletes.isEmpty }
 
-    /// The changes of records not in `excluded`, the oldest `limit` of them.
-    public func excluding(_ excluded: Set<RecordID>, limit: Int) -> PendingChanges {
-        let saves = self.saves.filter { !excluded.contains($0.record.id) }
-        let deletes = self.deletes.filter { !excluded.contains($0.recordID) }
+    /// The changes of records not in `excluded`, the oldest `limit` of them. Consuming, so that
+    /// the records kept are moved rather than shared with the original.
+    public consuming func excluding(_ excluded: Set<RecordID>, limit: Int) -> PendingChanges {
+        guard limit > 0 else { return PendingChanges() }
+        saves.removeAll { excluded.contains($0.record.id) }
+        deletes.removeAll { excluded.contains($0.recordID) }
         let versions = (saves.map(\.version) + deletes.map(\.version)).sorted()
-        guard limit > 0, versions.count > limit else { return PendingChanges(saves: limit > 0 ? saves : [], deletes: limit > 0 ? deletes : []) }
-        let cutoff = versions[limit - 1]
-        return PendingChanges(saves: saves.filter { $0.version <= cutoff }, deletes: deletes.filter { $0.version <= cutoff })
+        if versions.count > limit {
+            let cutoff = versions[limit - 1]
+            saves.removeAll { $0.version > cutoff }
+            deletes.removeAll { $0.version > cutoff }
+        }
+        return self
     }
     /// How many changes there are.
     public var count: Int { saves.count + deletes.count }
