@@ -5,6 +5,35 @@ import Testing
 
 @Suite("Core types")
 struct CoreTypesTests {
+    @Test("pending changes minus excluded records keep the oldest `limit`, in order (property-based)", arguments: 0..<200)
+    func pendingChangesExcluding(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        let zone = ZoneID(zoneName: "Z")
+        let count = Int.random(in: 0...30, using: &random)
+        // Distinct versions, in read order as adapters return them.
+        let versions = Array(Set((0..<count).map { _ in Int64.random(in: 1...1_000, using: &random) })).sorted()
+        var pending = PendingChanges()
+        for (index, version) in versions.enumerated() {
+            let id = RecordID(recordName: "r\(index)", zoneID: zone)
+            if random.chance(0.7) {
+                pending.saves.append(PendingSave(record: Record(id: id, recordType: "T", fields: ["v": .int64(version)]), metadata: nil, version: version))
+            } else {
+                pending.deletes.append(PendingDelete(recordID: id, metadata: nil, version: version))
+            }
+        }
+        let excluded = Set((0..<versions.count).filter { _ in random.chance(0.3) }.map { RecordID(recordName: "r\($0)", zoneID: zone) })
+        let limit = Int.random(in: 0...35, using: &random)
+
+        let kept = pending.excluding(excluded, limit: limit)
+
+        let saves = pending.saves.filter { !excluded.contains($0.record.id) }
+        let deletes = pending.deletes.filter { !excluded.contains($0.recordID) }
+        let oldest = Set((saves.map(\.version) + deletes.map(\.version)).sorted().prefix(limit))
+        #expect(kept.saves == saves.filter { oldest.contains($0.version) })
+        #expect(kept.deletes == deletes.filter { oldest.contains($0.version) })
+        #expect(kept.count == min(limit, saves.count + deletes.count))
+    }
+
     @Test("timestamps keep milliseconds and truncate towards the past")
     func timestamps() {
         #expect(Timestamp(Date(timeIntervalSince1970: 1.2349)).millisecondsSince1970 == 1234)
