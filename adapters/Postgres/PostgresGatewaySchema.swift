@@ -35,18 +35,16 @@ struct PostgresGatewaySchema: Sendable {
     /// primary-key probe per name. Flattened, with the statistics of a table that is filling
     /// up (never analyzed yet), it chose to read every row of the scope and filter them, which
     /// made an initial download quadratic.
-    func lookup(in table: String, columns: String) -> String {
-        "SELECT \(columns) FROM \(table) WHERE scope = \(PostgresSQL.literal(scope)) AND record_name = n.name LIMIT 1"
+    func lookup(in table: String, columns: String, onlyIf condition: String? = nil) -> String {
+        "SELECT \(columns) FROM \(table) WHERE scope = \(PostgresSQL.literal(scope)) AND record_name = n.name"
+            + (condition.map { " AND \($0)" } ?? "") + " LIMIT 1"
     }
 
-    /// ``lookup(in:columns:)`` of the pending changes, skipped whole when the scope has none
-    /// (a store that only receives, or an initial download): PostgreSQL evaluates the
+    /// ``lookup(in:columns:onlyIf:)`` of the pending changes, skipped whole when the scope has
+    /// none (a store that only receives, or an initial download): PostgreSQL evaluates the
     /// uncorrelated `EXISTS` once per statement and then probes nothing.
     func pendingLookup(columns: String) -> String {
-        """
-        SELECT \(columns) FROM \(changes) WHERE scope = \(PostgresSQL.literal(scope)) AND record_name = n.name
-            AND EXISTS (SELECT 1 FROM \(changes) WHERE scope = \(PostgresSQL.literal(scope))) LIMIT 1
-        """
+        lookup(in: changes, columns: columns, onlyIf: "EXISTS (SELECT 1 FROM \(changes) WHERE scope = \(PostgresSQL.literal(scope)))")
     }
 
     func createTables(_ connection: PostgresConnection) async throws {
