@@ -159,6 +159,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -247,6 +248,11 @@ let package = Package(
         .testTarget(
             name: "PostgresAdapterTests",
             dependencies: ["GatewayCore", "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "EmbeddedCloud"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PostgresSupportTests",
+            dependencies: ["PostgresSupport", "PostgresTesting", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings
         ),
         .testTarget(

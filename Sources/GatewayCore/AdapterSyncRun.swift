@@ -13,6 +13,8 @@ struct AdapterSyncRun {
     /// The value this replica stamps into the device field of the records it uploads: the
     /// gateway's device id and the adapter, since several adapters of one gateway may share a zone.
     let writerStamp: String
+    /// What the run waits on, for the stall guard.
+    let activity: SyncActivity
 
     /// How many upload rounds in a row may settle nothing (every record met a new conflict)
     /// before the sync gives up on this adapter for now.
@@ -22,8 +24,9 @@ struct AdapterSyncRun {
 
     init(
         cloud: any CloudDatabase, synced: SyncedAdapter, configuration: SyncConfiguration, environment: SyncEnvironment,
-        observer: @escaping @Sendable (SyncEvent) -> Void
+        observer: @escaping @Sendable (SyncEvent) -> Void, activity: SyncActivity = SyncActivity()
     ) {
+        self.activity = activity
         self.cloud = cloud
         self.adapter = synced.adapter
         self.options = synced.options
@@ -52,14 +55,14 @@ struct AdapterSyncRun {
     // MARK: Zone
 
     private mutating func syncZone(mayRecoverZone: Bool) async throws {
-        state = try ZoneSyncState(decoding: try await store { try await adapter.loadZoneState() })
+        state = try ZoneSyncState(decoding: try await store("loading the zone state") { try await adapter.loadZoneState() })
         if let reason = state.pausedReason {
             report.outcome = .paused(reason: reason)
             return
         }
         do {
             if state.token == nil {
-                try await retrying { try await cloud.createZone(zone) }
+                try await retrying("creating the zone") { try await cloud.createZone(zone) }
             }
             try await download()
             try await upload()
@@ -69,7 +72,7 @@ struct AdapterSyncRun {
                     .cloudFailed, "zone \(zone) went missing again right after it was recovered; check who deletes it",
                     adapter: name, underlying: error)
             }
-            if error.code == .zoneNotFound, try await retrying({ try await cloud.zones() }).contains(zone) {
+            if error.code == .zoneNotFound, try await retrying("listing zones", { try await cloud.zones() }).contains(zone) {
                 // The zone is there after all: the answer was wrong, not the zone gone. Sync again.
                 try await syncZone(mayRecoverZone: false)
                 return
@@ -81,19 +84,19 @@ struct AdapterSyncRun {
     private mutating func recoverDeletedZone(_ error: CloudError) async throws {
         switch options.onZoneDeleted {
         case .recreate:
-            try await store { try await adapter.resetSyncState(keepData: true) }
-            try await retrying { try await cloud.createZone(zone) }
+            try await store("resetting the sync state") { try await adapter.resetSyncState(keepData: true) }
+            try await retrying("creating the zone") { try await cloud.createZone(zone) }
             try await syncZone(mayRecoverZone: false)
         case .mirror:
-            try await store { try await adapter.resetSyncState(keepData: false) }
-            try await retrying { try await cloud.createZone(zone) }
+            try await store("resetting the sync state") { try await adapter.resetSyncState(keepData: false) }
+            try await retrying("creating the zone") { try await cloud.createZone(zone) }
             try await syncZone(mayRecoverZone: false)
         case .pause:
             let reason =
                 "zone \(zone) was deleted in the cloud (\(error.code)); local data is untouched. Reset the adapter to upload everything again"
             state.pausedReason = reason
             let zoneState = state.encoded()
-            try await store { try await adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
+            try await store("committing the zone state") { try await adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
             report.outcome = .paused(reason: reason)
         }
     }
@@ -144,8 +147,10 @@ struct AdapterSyncRun {
             let changes = record(mergedPage)
             observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
             // The store writes this page while the next one is fetched, opened, looked up and merged.
-            let (adapter, adapterName) = (adapter, name)
-            async let applying: Void = Self.store(adapter: adapterName) { try await adapter.apply(changes) }
+            let (adapter, adapterName, activity) = (adapter, name, activity)
+            async let applying: Void = Self.store("applying a downloaded page", adapter: adapterName, activity: activity) {
+                try await adapter.apply(changes)
+            }
             if fetched.moreComing {
                 let (token, applyingIDs) = (cursor, Set(fetched.ids))
                 do {
@@ -167,7 +172,7 @@ struct AdapterSyncRun {
             state.token = cursor
             state.refetching = false
             let zoneState = state.encoded()
-            try await store { try await adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
+            try await store("committing the zone state") { try await adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
         }
     }
 
@@ -198,7 +203,7 @@ struct AdapterSyncRun {
         since token: ChangeToken?, applying: Set<RecordID>?, after previous: ZoneSyncState
     ) async throws -> FetchedPage {
         observer(.willFetch(adapter: name))
-        var page = try await retrying {
+        var page = try await retrying("fetching changes") {
             try await cloud.fetchChanges(in: zone, since: token, limit: configuration.fetchLimit)
         }
         try checkCompatibility(page.modified)
@@ -231,7 +236,7 @@ struct AdapterSyncRun {
 
     /// After a full refetch, local records that were synced but not returned were deleted remotely.
     private mutating func reconcile(seen: Set<RecordID>) async throws {
-        let synced = try await store { try await adapter.syncedRecordIDs() }
+        let synced = try await store("listing synced records") { try await adapter.syncedRecordIDs() }
         let missing = synced.filter { !seen.contains($0) }
         for start in stride(from: 0, to: missing.count, by: Self.reconciliationChunk) {
             let chunk = missing[start..<min(start + Self.reconciliationChunk, missing.count)]
@@ -259,7 +264,7 @@ struct AdapterSyncRun {
         try open(&record)
         for (field, value) in record.fields {
             guard case .asset(let reference) = value else { continue }
-            let data = try await retrying { try await cloud.downloadAsset(reference) }
+            let data = try await retrying("downloading an asset") { try await cloud.downloadAsset(reference) }
             guard Int64(data.count) == reference.size, AssetChecksum.of(data) == reference.checksum else {
                 throw SyncError(
                     .cloudFailed,
@@ -279,7 +284,7 @@ struct AdapterSyncRun {
         var record = record
         for (field, value) in record.fields {
             guard case .bytes(let data) = value, options.assets.sendsAsAsset(field, recordType: record.recordType) else { continue }
-            let reference = try await retrying { try await cloud.uploadAsset(data) }
+            let reference = try await retrying("uploading an asset") { try await cloud.uploadAsset(data) }
             record.fields[field] = .asset(reference)
         }
         return record
@@ -350,14 +355,14 @@ struct AdapterSyncRun {
         let local = try await localState(of: incoming.map(\.id))
         let changes = record(try merged(incoming, local: local, zoneState: zoneState))
         observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
-        try await store { [changes] in try await adapter.apply(changes) }
+        try await store("applying merged changes") { [changes] in try await adapter.apply(changes) }
         report.downloaded += changes.writes.count
         report.deletedLocally += changes.deletes.count
         return (changes.writes.count, changes.deletes.count)
     }
 
     private func localState(of ids: [RecordID]) async throws -> [RecordID: LocalRecordState] {
-        ids.isEmpty ? [:] : try await store { try await adapter.localState(for: ids) }
+        ids.isEmpty ? [:] : try await store("reading local state") { try await adapter.localState(for: ids) }
     }
 
     /// What a page's merge decided: the store's writes and commit, and the conflicts it resolved,
@@ -466,7 +471,7 @@ struct AdapterSyncRun {
     /// batch is committed together with the intent of the next one, so each batch costs one
     /// adapter write besides the read.
     private mutating func upload() async throws {
-        let total = try await store { try await adapter.pendingChangeCount() }
+        let total = try await store("counting pending changes") { try await adapter.pendingChangeCount() }
         guard total > 0 else { return }
         observer(.willUpload(adapter: name, pending: total))
         var done = 0
@@ -481,14 +486,14 @@ struct AdapterSyncRun {
                 batch = next
                 prepared = nil
             } else {
-                let pending = try await store { try await adapter.pendingChanges(limit: size) }
+                let pending = try await store("reading pending changes") { try await adapter.pendingChanges(limit: size) }
                 if pending.isEmpty { break }
                 batch = try UploadBatch(pending, configuration: configuration, writerStamp: writerStamp, encryption: options.encryption)
                 if !batch.operations.isEmpty {
                     // Commit what is about to be sent first: if the answer is lost or the process
                     // dies after the cloud saved it, the next sync still knows these values are its own.
                     let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: Set(batch.intents.keys))
-                    try await store { try await adapter.markUploaded(intents) }
+                    try await store("committing upload intents") { try await adapter.markUploaded(intents) }
                 }
             }
             var update = SyncStateUpdate(settled: batch.settledLocally, zoneState: Data())
@@ -508,9 +513,9 @@ struct AdapterSyncRun {
                 do {
                     let (send, refused) = try await operationsWithAssets(batch.operations)
                     let (cloud, zone, retrier) = (cloud, zone, retrier)
-                    async let sending = send.isEmpty ? [] : retrier.run { try await cloud.modify(send, in: zone, atomic: false) }
+                    async let sending = send.isEmpty ? [] : retrier.run("saving a batch") { try await cloud.modify(send, in: zone, atomic: false) }
                     let cursor = batch.latestVersion
-                    let read = try await store { try await adapter.pendingChanges(limit: size, after: cursor) }
+                    let read = try await store("reading pending changes") { try await adapter.pendingChanges(limit: size, after: cursor) }
                     // What was read, minus this batch's records: their outcome is committed below,
                     // and a record edited again meanwhile goes in a later round.
                     let next = read.excluding(batch.recordIDs, limit: size)
@@ -535,7 +540,7 @@ struct AdapterSyncRun {
                     state.recordLimitExceeded(size: batch.operations.count, configured: options.batchSize, now: environment.now())
                     observer(.batchSizeChanged(adapter: name, size: state.effectiveBatchSize(configured: options.batchSize)))
                     update.zoneState = state.encoded()
-                    try await store { [update] in try await adapter.markUploaded(update) }
+                    try await store("committing a batch's outcome") { [update] in try await adapter.markUploaded(update) }
                     continue
                 } catch let error as CloudError where error.code == .limitExceeded {
                     results = [.failed(batch.operations[0].recordID, error)]
@@ -595,7 +600,7 @@ struct AdapterSyncRun {
             }
             update.zoneState = state.encoded()
             observer(.willCommit(adapter: name, records: batch.operations.count))
-            try await store { [update] in try await adapter.markUploaded(update) }
+            try await store("committing a batch's outcome") { [update] in try await adapter.markUploaded(update) }
             if quotaError == nil, case .failure(let error) = upcoming { throw error }
             done += settledCount
             observer(
@@ -610,7 +615,7 @@ struct AdapterSyncRun {
                     adapter: name, underlying: quotaError)
             }
             if !lookups.isEmpty {
-                let servers = try await retrying { try await cloud.lookup(lookups) }
+                let servers = try await retrying("looking up conflicting records") { try await cloud.lookup(lookups) }
                 try checkCompatibility(servers.compactMap { $0 })
                 conflicts += zip(lookups, servers).map { ($0, $1) }
             }
@@ -635,22 +640,24 @@ struct AdapterSyncRun {
     // MARK: Plumbing
 
     /// Runs a cloud call, retrying transient failures as the retry policy says.
-    private func retrying<T>(_ body: () async throws -> T) async throws -> T {
-        try await retrier.run(body)
+    private func retrying<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        try await retrier.run(what, body)
     }
 
     var retrier: CloudRetrier {
-        CloudRetrier(policy: configuration.retry, environment: environment, observer: observer, adapter: name)
+        CloudRetrier(policy: configuration.retry, environment: environment, observer: observer, adapter: name, activity: activity)
     }
 
-    /// Runs an adapter call, naming the adapter in its failure.
-    private func store<T>(_ body: () async throws -> T) async throws -> T {
-        try await Self.store(adapter: name, body)
+    /// Runs an adapter call, naming the adapter in its failure; `what` says what it does.
+    private func store<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        try await Self.store(what, adapter: name, activity: activity, body)
     }
 
-    private static func store<T>(adapter name: String, _ body: () async throws -> T) async throws -> T {
+    private static func store<T>(
+        _ what: String, adapter name: String, activity: SyncActivity, _ body: () async throws -> T
+    ) async throws -> T {
         do {
-            return try await body()
+            return try await activity.during("the store: \(what)", body)
         } catch let error as SyncError {
             throw error
         } catch {
@@ -687,11 +694,13 @@ struct CloudRetrier: Sendable {
     let environment: SyncEnvironment
     let observer: @Sendable (SyncEvent) -> Void
     let adapter: String
+    var activity: SyncActivity?
 
-    func run<T>(_ body: () async throws -> T) async throws -> T {
+    func run<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
         var attempt = 0
         while true {
             do {
+                if let activity { return try await activity.during("the cloud: \(what)", body) }
                 return try await body()
             } catch let error as CloudError where error.code.isTransient {
                 attempt += 1

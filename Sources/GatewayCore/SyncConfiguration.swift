@@ -22,13 +22,25 @@ public struct SyncConfiguration: Sendable {
     /// adapter whose zone another adapter of the sync is uploading to keeps downloading until that
     /// adapter is done, so a parallel sync sees every change an ordered one would.
     public var parallelism: Int
+    /// An adapter's sync that makes no progress (no store or cloud call returns) for this long
+    /// fails with ``SyncError/Code/stalled``, naming the call it waits for; `nil` never fails.
+    public var stallTimeout: Duration?
+    /// How long an adapter's sync may take to stop once cancelled (the service shutting down, or
+    /// a stall) before it is reported failed and left behind.
+    public var stopTimeout: Duration
+
+    /// The default of ``stallTimeout``: far above every call's own time limit.
+    public static let defaultStallTimeout: Duration = .seconds(300)
 
     public init(
         compatibilityVersion: Int64 = 1, deviceID: String = UUID().uuidString,
         compatibilityVersionField: String = "QSCloudKitModelCompatibilityVersionKey",
         deviceIDField: String = "QSCloudKitDeviceUUIDKey", fetchLimit: Int = 500, retry: RetryPolicy = RetryPolicy(),
-        resolvers: [String: any ConflictResolver] = [:], parallelism: Int = 1
+        resolvers: [String: any ConflictResolver] = [:], parallelism: Int = 1,
+        stallTimeout: Duration? = SyncConfiguration.defaultStallTimeout, stopTimeout: Duration = .seconds(10)
     ) {
+        self.stallTimeout = stallTimeout
+        self.stopTimeout = stopTimeout
         self.compatibilityVersion = compatibilityVersion
         self.deviceID = deviceID
         self.compatibilityVersionField = compatibilityVersionField

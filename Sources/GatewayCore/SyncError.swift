@@ -39,6 +39,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         public static let interrupted = Code("interrupted")
         /// Records kept conflicting with concurrent writers; they stay pending for the next sync.
         public static let conflictsUnresolved = Code("conflictsUnresolved")
+        /// The adapter's sync made no progress for `stall_timeout`: a store or cloud call never
+        /// returned. The message names the call.
+        public static let stalled = Code("stalled")
 
         public var description: String { name }
     }

@@ -13,6 +13,8 @@ public actor Synchronizer {
     let environment: SyncEnvironment
     let observer: @Sendable (SyncEvent) -> Void
     private var isSyncing = false
+    /// Passes the stall guard gave up on while they still ran; their adapters sit out until they end.
+    private let abandoned = AbandonedPasses()
 
     /// - Parameters:
     ///   - observer: receives progress events; it is called on the syncing task and must not block.
@@ -60,9 +62,8 @@ public actor Synchronizer {
                 report = Self.stoppedReport(synced, by: stop)
             } else {
                 observer(.adapterStarted(adapter: synced.adapter.name))
-                var run = AdapterSyncRun(
-                    cloud: cloud, synced: synced, configuration: configuration, environment: environment, observer: observer)
-                report = await run.run()
+                report = await Self.guardedPass(
+                    synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: observer)
                 if report.error?.code == .notAuthenticated { stop = report.error }
             }
             observer(.adapterFinished(report))
@@ -74,7 +75,7 @@ public actor Synchronizer {
     /// Runs up to `configuration.parallelism` adapters at once; reports keep the adapters' order.
     private func syncInParallel(_ selected: [SyncedAdapter], stoppedBy accountFailure: SyncError?) async -> [AdapterSyncReport] {
         let activity = ZoneActivity(adapters: selected.map { ($0.adapter.name, $0.adapter.zoneID) })
-        let (cloud, configuration, environment, observer) = (cloud, configuration, environment, observer)
+        let (cloud, configuration, environment, observer, abandoned) = (cloud, configuration, environment, observer, abandoned)
         return await withTaskGroup(of: (Int, AdapterSyncReport).self) { group in
             var reports = selected.map { AdapterSyncReport(adapter: $0.adapter.name) }
             var stop = accountFailure
@@ -93,7 +94,7 @@ public actor Synchronizer {
                     running += 1
                     group.addTask {
                         let report = await Self.syncFollowingSiblings(
-                            selected[index], activity: activity, cloud: cloud, configuration: configuration, environment: environment,
+                            selected[index], activity: activity, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment,
                             observer: observer)
                         return (index, report)
                     }
@@ -113,7 +114,8 @@ public actor Synchronizer {
     /// uploaded a page's worth, and once more after the sibling is done (see ``ZoneActivity``).
     /// The report adds up the passes.
     private nonisolated static func syncFollowingSiblings(
-        _ synced: SyncedAdapter, activity: ZoneActivity, cloud: any CloudDatabase, configuration: SyncConfiguration,
+        _ synced: SyncedAdapter, activity: ZoneActivity, abandoned: AbandonedPasses, cloud: any CloudDatabase,
+        configuration: SyncConfiguration,
         environment: SyncEnvironment, observer: @escaping @Sendable (SyncEvent) -> Void
     ) async -> AdapterSyncReport {
         let name = synced.adapter.name
@@ -127,8 +129,8 @@ public actor Synchronizer {
         while true {
             let seen = activity.siblingUploads(of: name)
             activity.startedPass(name)
-            var run = AdapterSyncRun(cloud: cloud, synced: synced, configuration: configuration, environment: environment, observer: passObserver)
-            let report = await run.run()
+            let report = await guardedPass(
+                synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: passObserver)
             activity.finishedPass(name)
             total = pass == 0 ? report : total.adding(report)
             pass += 1
@@ -137,6 +139,26 @@ public actor Synchronizer {
             guard report.outcome == .synced, await activity.waitForSiblings(of: name, after: seen, enough: configuration.fetchLimit)
             else { return total }
         }
+    }
+
+    /// One pass of one adapter under the stall guard. An adapter whose earlier pass was given up
+    /// while still running fails at once, so two passes never write its store together.
+    private nonisolated static func guardedPass(
+        _ synced: SyncedAdapter, abandoned: AbandonedPasses, cloud: any CloudDatabase, configuration: SyncConfiguration,
+        environment: SyncEnvironment, observer: @escaping @Sendable (SyncEvent) -> Void
+    ) async -> AdapterSyncReport {
+        let name = synced.adapter.name
+        if let blocked = abandoned.blocking(name) { return stoppedReport(synced, by: blocked) }
+        let activity = SyncActivity()
+        let guarding = StallGuard(
+            adapter: name, activity: activity, stallTimeout: configuration.stallTimeout, stopTimeout: configuration.stopTimeout)
+        let (report, left) = await guarding.run {
+            var run = AdapterSyncRun(
+                cloud: cloud, synced: synced, configuration: configuration, environment: environment, observer: observer, activity: activity)
+            return await run.run()
+        }
+        if let left { abandoned.leave(left, of: name, error: report.error) }
+        return report
     }
 
     private static var cancelledBeforeTurn: SyncError {
@@ -153,7 +175,7 @@ public actor Synchronizer {
     /// every adapter of this sync, with nothing sent or fetched.
     private nonisolated static func checkAccount(_ cloud: any CloudDatabase, retrier: CloudRetrier) async -> SyncError? {
         do {
-            try await retrier.run { try await cloud.checkAccount() }
+            try await retrier.run("checking the account") { try await cloud.checkAccount() }
             return nil
         } catch let error as SyncError {
             return error

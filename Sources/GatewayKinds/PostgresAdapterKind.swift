@@ -10,7 +10,8 @@ import PostgresSupport
 /// Keys: `url` (required, `postgres://user@host:port/database[?sslmode=…]`), `password_env`
 /// (the variable holding the password; default `PGPASSWORD`), `schema` (the synced tables'
 /// schema, default `public`), `state_schema` (where the gateway keeps its change log and sync
-/// state, default `gateway`), `max_connections` (default 2) and `tables`. Each table entry has
+/// state, default `gateway`), `max_connections` (default 2), `request_timeout` (default 60s) and
+/// `tables`. Each table entry has
 /// `table` (required), `record_type`, `record_name`, `include`, `exclude` and the shared
 /// record-type keys; column types come from the catalog.
 public struct PostgresAdapterKind: AdapterKind {
@@ -20,6 +21,7 @@ public struct PostgresAdapterKind: AdapterKind {
 
     enum Keys: String, CodingKey {
         case url, passwordEnv = "password_env", schema, stateSchema = "state_schema", maxConnections = "max_connections", tables
+        case requestTimeout = "request_timeout"
     }
 
     public func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan {
@@ -45,7 +47,8 @@ public struct PostgresAdapterKind: AdapterKind {
         guard !tables.value.isEmpty else { throw tables.problem(.invalidValue, "list at least one table to sync") }
         let configuration = PostgresAdapterConfiguration(
             name: settings.name.value, endpoint: endpoint, schema: schemas[0], stateSchema: schemas[1], zoneID: settings.zoneID,
-            tables: tables.value.map(\.mapping), maximumConnections: connections)
+            tables: tables.value.map(\.mapping), maximumConnections: connections,
+            requestTimeout: try PostgresEndpoint.decodeRequestTimeout(.requestTimeout, from: container))
         return PostgresAdapterPlan(
             configuration: configuration, entries: tables.value, urlLocation: try container.decode(Located<String>.self, forKey: .url))
     }

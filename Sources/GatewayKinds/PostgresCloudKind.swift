@@ -8,8 +8,8 @@ import PostgresSupport
 ///
 /// Keys: `url` (required, `postgres://user@host:port/database[?sslmode=…]`), `password_env`
 /// (the variable holding the password; default `PGPASSWORD`), `schema` (default
-/// `gateway_cloud`), `max_connections` (default 4), `limits` (as for `embedded`) and
-/// `tombstone_retention` (default 30d).
+/// `gateway_cloud`), `max_connections` (default 4), `limits` (as for `embedded`),
+/// `tombstone_retention` (default 30d) and `request_timeout` (default 60s).
 public struct PostgresCloudKind: CloudKind {
     public let name = "postgres"
 
@@ -17,7 +17,7 @@ public struct PostgresCloudKind: CloudKind {
 
     enum Keys: String, CodingKey {
         case kind, url, passwordEnv = "password_env", schema, maxConnections = "max_connections", limits
-        case tombstoneRetention = "tombstone_retention"
+        case tombstoneRetention = "tombstone_retention", requestTimeout = "request_timeout"
     }
 
     public func decodePlan(from decoder: any Decoder, context: ConfigContext) throws -> any CloudPlan {
@@ -40,6 +40,7 @@ public struct PostgresCloudKind: CloudKind {
             guard retention.value.duration > .zero else { throw retention.problem(.invalidValue, "must be longer than 0s") }
             configuration.tombstoneRetention = retention.value.duration
         }
+        configuration.requestTimeout = try PostgresEndpoint.decodeRequestTimeout(.requestTimeout, from: container)
         return PostgresCloudPlan(endpoint: endpoint, configuration: configuration)
     }
 }
@@ -77,6 +78,15 @@ struct PostgresCloudPlan: CloudPlan {
 extension PostgresAdvisoryLock: GatewayStateLock {}
 
 extension PostgresEndpoint {
+    /// Reads `request_timeout` (at least 1s; default 60s), for the `postgres` adapter and cloud kinds.
+    static func decodeRequestTimeout<Key: CodingKey>(_ key: Key, from container: KeyedDecodingContainer<Key>) throws -> Duration {
+        guard let timeout = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: key) else {
+            return PostgresConnectionPool.defaultRequestTimeout
+        }
+        guard timeout.value.duration >= .seconds(1) else { throw timeout.problem(.invalidValue, "must be at least 1s") }
+        return timeout.value.duration
+    }
+
     /// Reads `url` and the password from the variable named by `password_env` (`PGPASSWORD` by
     /// default), for the `postgres` adapter and cloud kinds.
     static func decode<Key: CodingKey>(url key: Key, passwordVariable variableKey: Key, from container: KeyedDecodingContainer<Key>) throws

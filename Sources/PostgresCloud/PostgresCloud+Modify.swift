@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import PostgresNIO
+import PostgresSupport
 
 extension PostgresCloud {
     public func modify(_ operations: [RecordOperation], in zone: ZoneID, atomic: Bool) async throws
@@ -28,7 +29,7 @@ extension PostgresCloud {
     /// statements, so an atomic request that fails writes nothing. The zone's row stays locked
     /// until commit, so concurrent writers of the zone take sequence numbers in commit order.
     private static func apply(
-        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, tables: Tables, connection: PostgresConnection
+        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, tables: Tables, connection: PooledConnection
     ) async throws -> [RecordOperationResult] {
         let zoneRow = try await lockZone(zone, tables: tables, connection: connection)!
         // Names refused by the rules (NUL bytes, too long) never reach the database.
@@ -122,7 +123,7 @@ extension PostgresCloud {
     }
 
     /// The stored size of each asset in `checksums` that the cloud holds.
-    private static func assetSizes(_ checksums: Set<String>, tables: Tables, connection: PostgresConnection) async throws -> [String: Int64] {
+    private static func assetSizes(_ checksums: Set<String>, tables: Tables, connection: PooledConnection) async throws -> [String: Int64] {
         guard !checksums.isEmpty else { return [:] }
         let rows = try await connection.query(
             "SELECT checksum, size FROM \(unescaped: tables.assets) WHERE checksum = ANY(\(Array(checksums)))", logger: connection.logger)

@@ -42,7 +42,8 @@ public final class PostgresCloud: CloudDatabase {
     private init(endpoint: PostgresEndpoint, configuration: Configuration) {
         self.endpoint = endpoint
         self.configuration = configuration
-        pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: configuration.maximumConnections)
+        pool = PostgresConnectionPool(
+            endpoint: endpoint, maximumConnections: configuration.maximumConnections, requestTimeout: configuration.requestTimeout)
         tables = Tables(schema: configuration.schema)
     }
 
@@ -196,7 +197,7 @@ public final class PostgresCloud: CloudDatabase {
 
     /// Reads the zone's row; with `lock`, holds it until the transaction ends, serializing writers.
     static func zoneRow(
-        _ zone: ZoneID, tables: Tables, connection: PostgresConnection, lock: Bool = false, missingIsError: Bool = true
+        _ zone: ZoneID, tables: Tables, connection: PooledConnection, lock: Bool = false, missingIsError: Bool = true
     ) async throws -> ZoneRow? {
         let rows = try await connection.query(
             """
@@ -212,13 +213,13 @@ public final class PostgresCloud: CloudDatabase {
 
     @discardableResult
     static func lockZone(
-        _ zone: ZoneID, tables: Tables, connection: PostgresConnection, missingIsError: Bool = true
+        _ zone: ZoneID, tables: Tables, connection: PooledConnection, missingIsError: Bool = true
     ) async throws -> ZoneRow? {
         try await zoneRow(zone, tables: tables, connection: connection, lock: true, missingIsError: missingIsError)
     }
 
     /// Tells listeners the zone changed; delivered when the transaction commits.
-    static func notify(_ zone: ZoneID, tables: Tables, connection: PostgresConnection) async throws {
+    static func notify(_ zone: ZoneID, tables: Tables, connection: PooledConnection) async throws {
         try await connection.query("SELECT pg_notify(\(tables.channel), \(Self.signalKey(zone)))", logger: connection.logger)
     }
 
@@ -231,7 +232,7 @@ public final class PostgresCloud: CloudDatabase {
     }
 
     @discardableResult
-    func run<T: Sendable>(_ what: String, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func run<T: Sendable>(_ what: String, _ body: @Sendable (PooledConnection) async throws -> T) async throws -> T {
         do {
             return try await pool.withConnection(doing: what, body)
         } catch {
@@ -241,7 +242,7 @@ public final class PostgresCloud: CloudDatabase {
 
     @discardableResult
     func transaction<T: Sendable>(
-        _ what: String, isolation: String = "READ COMMITTED", _ body: @Sendable (PostgresConnection) async throws -> T
+        _ what: String, isolation: String = "READ COMMITTED", _ body: @Sendable (PooledConnection) async throws -> T
     ) async throws -> T {
         do {
             return try await pool.transaction(doing: what, isolation: isolation, body)

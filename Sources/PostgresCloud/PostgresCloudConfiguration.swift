@@ -1,5 +1,6 @@
 import Foundation
 import GatewayCore
+import PostgresSupport
 
 extension PostgresCloud {
     /// How a PostgreSQL cloud behaves. Every setting has a production default.
@@ -15,6 +16,9 @@ extension PostgresCloud {
         public var maximumConnections: Int
         /// How long change signals wait before listening again after the connection failed.
         public var signalRetryInterval: Duration
+        /// How long one operation on the database may take before its connection is closed and
+        /// it fails as a network failure (`request_timeout`).
+        public var requestTimeout: Duration
         /// The wall clock, replaceable so tests can age tombstones.
         public var now: @Sendable () -> Date
 
@@ -24,8 +28,10 @@ extension PostgresCloud {
             tombstoneRetention: Duration = .seconds(30 * 24 * 3600),
             maximumConnections: Int = 4,
             signalRetryInterval: Duration = .seconds(1),
+            requestTimeout: Duration = PostgresConnectionPool.defaultRequestTimeout,
             now: @escaping @Sendable () -> Date = { Date() }
         ) {
+            self.requestTimeout = requestTimeout
             self.schema = schema
             self.limits = limits
             self.tombstoneRetention = tombstoneRetention

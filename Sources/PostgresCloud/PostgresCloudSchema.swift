@@ -12,7 +12,7 @@ enum PostgresCloudSchema {
     /// The advisory lock key serializing schema changes (an arbitrary constant: "gwcloud").
     static let migrationLock: Int64 = 0x6777_636C_6F75_64
 
-    static func migrate(_ connection: PostgresConnection, schema: String) async throws {
+    static func migrate(_ connection: PooledConnection, schema: String) async throws {
         let s = quoted(schema)
         try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: connection.logger)
         try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(s)"), logger: connection.logger)

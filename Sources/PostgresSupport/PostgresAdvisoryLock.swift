@@ -8,9 +8,9 @@ import PostgresNIO
 public final class PostgresAdvisoryLock: Sendable {
     /// The lock's name.
     public let name: String
-    private let connection: PostgresConnection
+    private let connection: PooledConnection
 
-    private init(name: String, connection: PostgresConnection) {
+    private init(name: String, connection: PooledConnection) {
         self.name = name
         self.connection = connection
     }

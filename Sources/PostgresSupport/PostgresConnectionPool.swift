@@ -8,9 +8,16 @@ import PostgresNIO
 /// and adapters are plain values opened by a command, so this pool lends connections directly
 /// and needs no background task. A connection that failed for any reason other than a server
 /// error is closed rather than lent again.
+///
+/// Every operation has a deadline (``requestTimeout``): when it passes, the operation's
+/// connection is closed, which fails the statement in flight, and the operation throws
+/// ``PostgresFailure/Code/timedOut``. A stalled server or network therefore costs at most that
+/// long, never a sync that waits forever.
 public actor PostgresConnectionPool {
     public nonisolated let endpoint: PostgresEndpoint
     public nonisolated let maximumConnections: Int
+    /// How long one operation (taking a connection and running its statements) may take.
+    public nonisolated let requestTimeout: Duration
     private let logger: Logger
     private var idle: [PostgresConnection] = []
     private var openCount = 0
@@ -20,9 +27,14 @@ public actor PostgresConnectionPool {
 
     /// - Parameter maximumConnections: at most this many connections are open at once; further
     ///   callers wait for one to be returned.
-    public init(endpoint: PostgresEndpoint, maximumConnections: Int = 4, logger: Logger? = nil) {
+    ///   - requestTimeout: how long one operation may take before its connection is closed.
+    public init(
+        endpoint: PostgresEndpoint, maximumConnections: Int = 4, requestTimeout: Duration = PostgresConnectionPool.defaultRequestTimeout,
+        logger: Logger? = nil
+    ) {
         self.endpoint = endpoint
         self.maximumConnections = max(1, maximumConnections)
+        self.requestTimeout = requestTimeout
         self.logger = logger ?? Logger(label: "gateway.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
@@ -30,22 +42,44 @@ public actor PostgresConnectionPool {
         idle.forEach { $0.closeWithoutWaiting() }
     }
 
-    /// Runs `body` with a connection of its own.
+    /// The default of ``requestTimeout``: long enough for the largest statements the gateway
+    /// sends (a first install copying a big table into the change log), short enough that a
+    /// stalled server is noticed.
+    public static let defaultRequestTimeout: Duration = .seconds(60)
+
+    /// Runs `body` with a connection of its own, within ``requestTimeout``.
     @discardableResult
     public nonisolated func withConnection<T: Sendable>(
-        doing what: String, _ body: @Sendable (PostgresConnection) async throws -> T
+        doing what: String, _ body: @Sendable (PooledConnection) async throws -> T
     ) async throws -> T {
+        // Taking a connection is bounded already: connecting has its own timeout, and waiting for
+        // a free one waits for operations that have deadlines of their own.
         let connection = try await checkOut(doing: what)
+        let deadline = RequestDeadline(after: requestTimeout)
+        let timer = deadline.arm(closing: connection)
+        defer { timer.cancel() }
         do {
-            let value = try await body(connection)
-            await checkIn(connection, reusable: true)
+            let value = try await body(PooledConnection(connection))
+            timer.cancel()
+            await checkIn(connection, reusable: !deadline.hasPassed)
+            if deadline.hasPassed { throw deadline.failure(doing: what, on: endpoint) }
             return value
-        } catch let error as PSQLError {
-            await checkIn(connection, reusable: error.code == .server && !connection.isClosed)
-            throw PostgresFailure.from(error, doing: what, on: endpoint)
         } catch {
-            // The caller's own error (such as a refused request); the connection is fine.
+            timer.cancel()
+            if deadline.hasPassed {
+                await checkIn(connection, reusable: false)
+                throw deadline.failure(doing: what, on: endpoint, underlying: error)
+            }
+            if let error = error as? PSQLError {
+                await checkIn(connection, reusable: error.code == .server && !connection.isClosed)
+                throw PostgresFailure.from(error, doing: what, on: endpoint)
+            }
+            // The caller's own error (such as a refused request), or a statement refused because
+            // the connection had closed: reuse the connection only if it is still open.
             await checkIn(connection, reusable: !connection.isClosed)
+            if let failure = error as? PostgresFailure, failure.code == .connectionFailed, failure.sqlState == nil {
+                throw PostgresFailure(.connectionFailed, "\(what) on \(endpoint) failed: \(failure.message); is the server running and reachable?")
+            }
             throw error
         }
     }
@@ -54,7 +88,7 @@ public actor PostgresConnectionPool {
     /// - Parameter isolation: the SQL isolation level, such as `REPEATABLE READ READ ONLY`.
     @discardableResult
     public nonisolated func transaction<T: Sendable>(
-        doing what: String, isolation: String = "READ COMMITTED", _ body: @Sendable (PostgresConnection) async throws -> T
+        doing what: String, isolation: String = "READ COMMITTED", _ body: @Sendable (PooledConnection) async throws -> T
     ) async throws -> T {
         try await withConnection(doing: what) { connection in
             let logger = connection.logger
@@ -64,19 +98,20 @@ public actor PostgresConnectionPool {
                 try await connection.query("COMMIT", logger: logger)
                 return value
             } catch {
-                // A failed rollback means a broken connection; the pool then closes it.
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                // A closed connection has rolled back on its own; a failed rollback means a
+                // broken connection, which the pool then closes.
+                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
                 throw error
             }
         }
     }
 
     /// Opens a connection that is not pooled (for `LISTEN`); the caller closes it.
-    public nonisolated func openDedicatedConnection(doing what: String) async throws -> PostgresConnection {
+    public nonisolated func openDedicatedConnection(doing what: String) async throws -> PooledConnection {
         do {
             let id = await takeID()
-            return try await PostgresConnection.connect(
-                configuration: try endpoint.connectionConfiguration(), id: id, logger: logger)
+            return PooledConnection(
+                try await PostgresConnection.connect(configuration: try endpoint.connectionConfiguration(), id: id, logger: logger))
         } catch {
             throw PostgresFailure.from(error, doing: what, on: endpoint)
         }
@@ -155,9 +190,10 @@ extension PostgresConnectionPool {
     /// checks and one-off statements.
     @discardableResult
     public static func withOneConnection<T: Sendable>(
-        to endpoint: PostgresEndpoint, doing what: String, _ body: @Sendable (PostgresConnection) async throws -> T
+        to endpoint: PostgresEndpoint, doing what: String, requestTimeout: Duration = defaultRequestTimeout,
+        _ body: @Sendable (PooledConnection) async throws -> T
     ) async throws -> T {
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1, requestTimeout: requestTimeout)
         do {
             let value = try await pool.withConnection(doing: what, body)
             await pool.close()
@@ -170,8 +206,10 @@ extension PostgresConnectionPool {
 
     /// Runs each SQL statement in order on one new connection (setup scripts of tests and
     /// benchmarks).
-    public static func execute(_ statements: [String], on endpoint: PostgresEndpoint, doing what: String) async throws {
-        try await withOneConnection(to: endpoint, doing: what) { connection in
+    public static func execute(
+        _ statements: [String], on endpoint: PostgresEndpoint, doing what: String, requestTimeout: Duration = defaultRequestTimeout
+    ) async throws {
+        try await withOneConnection(to: endpoint, doing: what, requestTimeout: requestTimeout) { connection in
             for statement in statements {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
             }

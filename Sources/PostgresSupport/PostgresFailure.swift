@@ -20,6 +20,8 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
         case resourceExhausted
         /// Any other failed statement.
         case statementFailed
+        /// An operation ran past its deadline (`request_timeout`); its connection was closed.
+        case timedOut
     }
 
     public var code: Code
@@ -38,7 +40,7 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 
     /// Whether a retry of the same work may succeed.
-    public var isTransient: Bool { code == .connectionFailed || code == .busy }
+    public var isTransient: Bool { code == .connectionFailed || code == .busy || code == .timedOut }
 
     /// Describes `error` from PostgresNIO while running `what` on `endpoint`.
     ///
@@ -100,7 +102,7 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
     /// The same problem as the cloud reports it to the synchronizer.
     public var cloudError: CloudError {
         switch code {
-        case .connectionFailed: CloudError(.networkFailure, message, retryAfter: .seconds(1), underlying: self)
+        case .connectionFailed, .timedOut: CloudError(.networkFailure, message, retryAfter: .seconds(1), underlying: self)
         case .busy: CloudError(.zoneBusy, message, retryAfter: .seconds(1), underlying: self)
         case .authenticationFailed: CloudError(.notAuthenticated, message, underlying: self)
         case .resourceExhausted: CloudError(.quotaExceeded, message, underlying: self)

@@ -14,14 +14,14 @@ public struct PostgresNotificationSource: ChangeSignalSource {
     let channel: String
     let key: String
     let retryInterval: Duration
-    let stamp: @Sendable (PostgresConnection) async throws -> String
+    let stamp: @Sendable (PooledConnection) async throws -> String
     /// The listening connection, closed when the last copy of the source goes.
     private final class Holder {
-        var connection: PostgresConnection?
+        var connection: PooledConnection?
         deinit { connection?.closeWithoutWaiting() }
     }
     private let holder = Holder()
-    private var connection: PostgresConnection? {
+    private var connection: PooledConnection? {
         get { holder.connection }
         nonmutating set { holder.connection = newValue }
     }
@@ -30,7 +30,7 @@ public struct PostgresNotificationSource: ChangeSignalSource {
 
     public init(
         pool: PostgresConnectionPool, channel: String, key: String, retryInterval: Duration = .seconds(1),
-        stamp: @escaping @Sendable (PostgresConnection) async throws -> String
+        stamp: @escaping @Sendable (PooledConnection) async throws -> String
     ) {
         self.pool = pool
         self.channel = channel
@@ -77,7 +77,7 @@ public struct PostgresNotificationSource: ChangeSignalSource {
         return false
     }
 
-    private mutating func openConnection() async throws -> PostgresConnection {
+    private mutating func openConnection() async throws -> PooledConnection {
         if let connection, !connection.isClosed { return connection }
         let opened = try await pool.openDedicatedConnection(doing: "listening on \(channel)")
         connection = opened

@@ -68,7 +68,7 @@ final class PostgresCloudHarness: CloudConformanceHarness {
     }
 
     @discardableResult
-    private func withConnection<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func withConnection<T: Sendable>(_ body: @Sendable (PooledConnection) async throws -> T) async throws -> T {
         try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "a test query", body)
     }
 

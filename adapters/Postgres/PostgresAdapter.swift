@@ -32,7 +32,8 @@ public final class PostgresAdapter: ModelAdapter {
 
     private init(configuration: PostgresAdapterConfiguration) {
         self.configuration = configuration
-        pool = PostgresConnectionPool(endpoint: configuration.endpoint, maximumConnections: configuration.maximumConnections)
+        pool = PostgresConnectionPool(
+            endpoint: configuration.endpoint, maximumConnections: configuration.maximumConnections, requestTimeout: configuration.requestTimeout)
         state = PostgresGatewaySchema(schema: configuration.stateSchema, scope: configuration.schema)
         fingerprintedTables = configuration.tables.map { PostgresSQL.identifier(configuration.schema) + "." + PostgresSQL.identifier($0.table) }
     }
@@ -332,7 +333,7 @@ public final class PostgresAdapter: ModelAdapter {
 
     /// The current rows of many records, one query per table. Records without a row are absent.
     private static func rows(
-        of records: [(RecordID, PostgresResolvedTable)], connection: PostgresConnection
+        of records: [(RecordID, PostgresResolvedTable)], connection: PooledConnection
     ) async throws -> [RecordID: Record] {
         var found: [RecordID: Record] = [:]
         var byTable: [String: (table: PostgresResolvedTable, ids: [String: RecordID], keys: [[String]])] = [:]
@@ -364,7 +365,7 @@ public final class PostgresAdapter: ModelAdapter {
     /// transaction, with their table in `knownTables`) is inserted without a conflict check.
     private static func commit(
         _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
-        inserting: Set<RecordID>, state: PostgresGatewaySchema, connection: PostgresConnection
+        inserting: Set<RecordID>, state: PostgresGatewaySchema, connection: PooledConnection
     ) async throws {
         var saved = update.metadata.filter { !skipped.contains($0.key) }
         let new = inserting.isEmpty ? [:] : saved.filter { inserting.contains($0.key) && knownTables[$0.key] != nil }
@@ -433,7 +434,7 @@ public final class PostgresAdapter: ModelAdapter {
 
     /// Resolves the configured tables and installs their capture; runs at the start of every
     /// write transaction, so a changed table is picked up at once.
-    static func resolve(_ configuration: PostgresAdapterConfiguration, connection: PostgresConnection) async throws -> TableCatalog {
+    static func resolve(_ configuration: PostgresAdapterConfiguration, connection: PooledConnection) async throws -> TableCatalog {
         var catalog = TableCatalog()
         let place = configuration.endpoint.description
         for mapping in configuration.tables {
@@ -459,7 +460,7 @@ public final class PostgresAdapter: ModelAdapter {
         return catalog
     }
 
-    private func install(_ catalog: TableCatalog, connection: PostgresConnection) async throws {
+    private func install(_ catalog: TableCatalog, connection: PooledConnection) async throws {
         try await state.createTables(connection)
         for table in catalog.byTable.values.sorted(by: { $0.table < $1.table }) {
             try await state.install(table, connection: connection)
@@ -487,13 +488,13 @@ public final class PostgresAdapter: ModelAdapter {
     }
 
     /// The tables' shape as ``PostgresShapeFingerprint`` reads it.
-    private func shapeFingerprint(_ connection: PostgresConnection) async throws -> String {
+    private func shapeFingerprint(_ connection: PooledConnection) async throws -> String {
         let statement = PostgresShapeFingerprint(qualifiedTables: fingerprintedTables, changeTable: state.changes)
         for try await value in try await connection.execute(statement, logger: connection.logger) { return value }
         return ""
     }
 
-    private func read<T: Sendable>(_ what: String, _ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func read<T: Sendable>(_ what: String, _ body: @Sendable (PooledConnection) async throws -> T) async throws -> T {
         do {
             return try await pool.withConnection(doing: "\(what) of adapter \(name)", body)
         } catch {
@@ -505,7 +506,7 @@ public final class PostgresAdapter: ModelAdapter {
     /// new or changed ones), so the catalog always matches the database.
     @discardableResult
     private func transaction<T: Sendable>(
-        _ what: String, _ body: @Sendable (PostgresConnection, TableCatalog) async throws -> T
+        _ what: String, _ body: @Sendable (PooledConnection, TableCatalog) async throws -> T
     ) async throws -> T {
         let configuration = configuration
         do {

@@ -17,11 +17,15 @@ public struct PostgresAdapterConfiguration: Sendable {
     public var tables: [PostgresTableMapping]
     /// At most this many pooled connections (change signals use one more).
     public var maximumConnections: Int
+    /// How long one operation on the database may take before its connection is closed and it
+    /// fails (`request_timeout`).
+    public var requestTimeout: Duration
 
     public init(
         name: String, endpoint: PostgresEndpoint, schema: String = "public", stateSchema: String = "gateway", zoneID: ZoneID,
-        tables: [PostgresTableMapping], maximumConnections: Int = 2
+        tables: [PostgresTableMapping], maximumConnections: Int = 2, requestTimeout: Duration = PostgresConnectionPool.defaultRequestTimeout
     ) {
+        self.requestTimeout = requestTimeout
         self.name = name
         self.endpoint = endpoint
         self.schema = schema

@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import PostgresNIO
+import PostgresSupport
 
 /// The adapter's own tables (in the state schema, `gateway` by default) and the plpgsql triggers
 /// that capture changes, installed idempotently and versioned.
@@ -47,7 +48,7 @@ struct PostgresGatewaySchema: Sendable {
         lookup(in: changes, columns: columns, onlyIf: "EXISTS (SELECT 1 FROM \(changes) WHERE scope = \(PostgresSQL.literal(scope)))")
     }
 
-    func createTables(_ connection: PostgresConnection) async throws {
+    func createTables(_ connection: PooledConnection) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(\(Self.installLock))", logger: connection.logger)
         let statements = [
             "CREATE SCHEMA IF NOT EXISTS \(quotedSchema)",
@@ -88,7 +89,7 @@ struct PostgresGatewaySchema: Sendable {
     /// rows of a table synced for the first time as pending changes; a table whose trigger went
     /// missing was dropped and created again behind the gateway's back, so its rows and its synced
     /// records are all queued, to be compared with what was synced.
-    func install(_ table: PostgresResolvedTable, connection: PostgresConnection) async throws {
+    func install(_ table: PostgresResolvedTable, connection: PooledConnection) async throws {
         let newName = table.nameSQL("NEW")
         let rows = try await connection.query(
             """
@@ -157,7 +158,7 @@ struct PostgresGatewaySchema: Sendable {
     }
 
     /// Removes the trigger of a table no longer synced, and its pending changes.
-    func uninstall(table: String, syncedSchema: String, connection: PostgresConnection) async throws {
+    func uninstall(table: String, syncedSchema: String, connection: PooledConnection) async throws {
         let qualified = PostgresSQL.identifier(syncedSchema) + "." + PostgresSQL.identifier(table)
         try await connection.query(
             PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \"_gateway_capture\" ON \(qualified)"), logger: connection.logger)
@@ -170,7 +171,7 @@ struct PostgresGatewaySchema: Sendable {
     }
 
     /// Queues every row of `table` as a pending change (rows that were there before the gateway).
-    func backfill(_ table: PostgresResolvedTable, connection: PostgresConnection) async throws {
+    func backfill(_ table: PostgresResolvedTable, connection: PooledConnection) async throws {
         try await connection.query(
             """
             INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)

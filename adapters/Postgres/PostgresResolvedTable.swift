@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import PostgresNIO
+import PostgresSupport
 
 /// A configured table checked against the catalog: its key, its synced columns and the SQL the
 /// adapter uses for it.
@@ -19,7 +20,7 @@ struct PostgresResolvedTable: Sendable {
 
     /// Reads the table's shape from the catalog and checks the mapping against it.
     static func resolve(
-        _ mapping: PostgresTableMapping, schema: String, connection: PostgresConnection, place: String
+        _ mapping: PostgresTableMapping, schema: String, connection: PooledConnection, place: String
     ) async throws -> PostgresResolvedTable {
         let rows = try await connection.query(
             """

@@ -3,14 +3,16 @@ import Foundation
 import GatewayService
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run as a service: sync at start, on the interval, on store and cloud changes and on SIGUSR1.",
         discussion: """
-            SIGTERM or SIGINT stops the sync after its current page or batch, committed, then exits 0. While it runs it holds \
-            the state folder's lock, so `gateway sync` on the same config exits 75.
+            SIGTERM or SIGINT stops the sync after its current page or batch, committed, then exits 0; a sync that does not \
+            stop within shutdown_timeout is abandoned (what it committed stays). While it runs it holds the state folder's \
+            lock, so `gateway sync` on the same config exits 75.
             """)
 
     @OptionGroup var options: ConfigOptions
@@ -39,6 +41,22 @@ struct RunCommand: AsyncParsableCommand {
         let scheduler = SyncScheduler(configuration: configuration, logger: logger)
         let control = ControlServer.application(scheduler: scheduler, logger: logger)
         let group = ServiceGroup(services: [scheduler, control], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        try await group.run()
+        let limit = configuration.settings.shutdownTimeout.duration + .seconds(5)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                // A backstop: whatever a stopping sync waits on, the process ends. The sync
+                // gives up on its own after shutdown_timeout; this only catches what that misses.
+                for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(limit.components.seconds))) {
+                        logger.critical("the gateway did not stop within \(limit) of the signal; exiting without waiting")
+                        Foundation.exit(1)
+                    }
+                    break
+                }
+            }
+            try await tasks.next()
+            tasks.cancelAll()
+        }
     }
 }

@@ -112,7 +112,9 @@ public struct GatewayConfiguration: Sendable {
     public func syncConfiguration(deviceID: String) -> SyncConfiguration {
         SyncConfiguration(
             compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, retry: settings.retry.policy,
-            resolvers: resolvers, parallelism: settings.parallelism.value)
+            resolvers: resolvers, parallelism: settings.parallelism.value,
+            stallTimeout: settings.stallTimeout.duration > .zero ? settings.stallTimeout.duration : nil,
+            stopTimeout: settings.shutdownTimeout.duration)
     }
 
     /// The sync options of one adapter: its overrides on top of the gateway's settings.

@@ -32,11 +32,17 @@ public struct GatewaySettings: Sendable, Decodable {
     /// `device_id` (default: generated once and kept in `state_dir`): how this gateway stamps its
     /// writes. Set it when `state_dir` does not survive restarts (containers).
     public var deviceID: Located<String>?
+    /// `stall_timeout` (default 5m; `0s` turns it off): an adapter's sync that makes no progress
+    /// for this long fails with `stalled`, naming the store or cloud call it waits for.
+    public var stallTimeout: ConfigDuration
+    /// `shutdown_timeout` (default 10s): how long a stopping sync (SIGTERM, or a stall) may take
+    /// to reach the end of its page or batch before it is abandoned.
+    public var shutdownTimeout: ConfigDuration
 
     enum CodingKeys: String, CodingKey {
         case stateDirectory = "state_dir", compatibilityVersion = "compatibility_version", batchSize = "batch_size"
         case syncInterval = "sync_interval", debounce, retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
-        case forceData = "force_data", parallelism
+        case forceData = "force_data", parallelism, stallTimeout = "stall_timeout", shutdownTimeout = "shutdown_timeout"
     }
 
     public init() {
@@ -52,6 +58,8 @@ public struct GatewaySettings: Sendable, Decodable {
         deviceID = nil
         forceData = false
         parallelism = Located(1)
+        stallTimeout = ConfigDuration(.seconds(300), text: "5m")
+        shutdownTimeout = ConfigDuration(.seconds(10), text: "10s")
     }
 
     public init(from decoder: any Decoder) throws {
@@ -76,6 +84,11 @@ public struct GatewaySettings: Sendable, Decodable {
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted) ?? onZoneDeleted
         control = try container.decodeIfPresent(ControlSettings.self, forKey: .control) ?? control
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData) ?? false
+        stallTimeout = try container.decodeIfPresent(ConfigDuration.self, forKey: .stallTimeout) ?? stallTimeout
+        shutdownTimeout = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .shutdownTimeout).map {
+            guard $0.value.duration > .zero else { throw $0.problem(.invalidValue, "must be longer than 0s") }
+            return $0.value
+        } ?? shutdownTimeout
         deviceID = try container.decodeIfPresent(Located<String>.self, forKey: .deviceID)
         if let deviceID, !DeviceIdentity.isValid(deviceID.value) {
             throw deviceID.problem(.invalidValue, "use 1 to 64 letters, digits, '-', '_' or '.'")

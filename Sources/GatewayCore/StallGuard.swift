@@ -1,0 +1,174 @@
+import Dispatch
+import Synchronization
+
+/// Runs one adapter's sync pass so that a pass that stops making progress, or that does not stop
+/// when the sync is cancelled, ends anyway with an error naming what it waits for.
+///
+/// Every store and cloud call has a time limit of its own (`request_timeout`, `busy_timeout`),
+/// so a pass that makes no progress for ``SyncConfiguration/stallTimeout`` is stuck on a call
+/// that ignores its limit: a library bug, a filesystem that blocks forever. The guard then
+/// cancels the pass and, if it does not end within ``SyncConfiguration/stopTimeout``, reports it
+/// failed and leaves it behind. The pass runs in an unstructured task for that reason alone:
+/// structured concurrency cannot return while a child still runs. A pass left behind keeps its
+/// adapter out of later syncs until it ends (``AbandonedPasses``), so two passes never write the
+/// same store at once.
+struct StallGuard {
+    let adapter: String
+    let activity: SyncActivity
+    /// No progress for this long fails the pass; `nil` never does.
+    let stallTimeout: Duration?
+    /// How long a cancelled pass may take to stop before it is left behind.
+    let stopTimeout: Duration
+
+    /// Runs `pass`; returns its report, or a failure report when it was given up (then the
+    /// still-running pass is returned as `abandoned`).
+    func run(_ pass: @escaping @Sendable () async -> AdapterSyncReport) async -> (report: AdapterSyncReport, abandoned: PassHandle?) {
+        let handle = PassHandle()
+        let task = Task { handle.finish(await pass()) }
+        handle.attach(task)
+        let (adapter, activity, stallTimeout, stopTimeout) = (adapter, activity, stallTimeout, stopTimeout)
+        let watchdog: (any DispatchSourceTimer)? = stallTimeout.map { limit in
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            let interval = min(max(limit / 5, .milliseconds(20)), .seconds(1))
+            timer.schedule(deadline: .now() + interval.dispatchInterval, repeating: interval.dispatchInterval)
+            timer.setEventHandler {
+                guard activity.idle >= limit else { return }
+                let waiting = activity.oldestWait.map { "; it was waiting for \($0)" } ?? ""
+                handle.stop(
+                    within: stopTimeout,
+                    giving: SyncError(
+                        .stalled,
+                        "the sync made no progress for \(SyncActivity.rounded(limit)) (stall_timeout)\(waiting). What was committed stays; the rest is retried by the next sync",
+                        adapter: adapter))
+            }
+            timer.resume()
+            return timer
+        }
+        let report = await withTaskCancellationHandler {
+            await handle.wait()
+        } onCancel: {
+            let waiting = activity.oldestWait.map { " while waiting for \($0)" } ?? ""
+            handle.stop(
+                within: stopTimeout,
+                giving: SyncError(
+                    .interrupted,
+                    "the sync was stopped and did not end within \(SyncActivity.rounded(stopTimeout))\(waiting); what was committed stays, the rest stays pending",
+                    adapter: adapter))
+        }
+        watchdog?.cancel()
+        return (report, handle.isFinished ? nil : handle)
+    }
+}
+
+/// A pass run by ``StallGuard``: its outcome, and the task running it.
+final class PassHandle: Sendable {
+    private struct State {
+        var report: AdapterSyncReport?
+        var givenUp: AdapterSyncReport?
+        var waiter: CheckedContinuation<AdapterSyncReport, Never>?
+        var task: Task<Void, Never>?
+        /// Why the pass was stopped, when the guard stopped it.
+        var stopReason: SyncError?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether the pass has returned.
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    func attach(_ task: Task<Void, Never>) {
+        state.withLock { $0.task = task }
+    }
+
+    /// The pass returned `report`.
+    /// The pass returned `report`. A pass the guard stopped that ends failing reports why the
+    /// guard stopped it (that says what it waited for), not the interruption that followed.
+    func finish(_ report: AdapterSyncReport) {
+        let waiter = state.withLock { state -> (CheckedContinuation<AdapterSyncReport, Never>?, AdapterSyncReport)? in
+            state.finished = true
+            guard state.givenUp == nil else { return nil }
+            var report = report
+            if let reason = state.stopReason, case .failed = report.outcome {
+                report.outcome = .failed(code: reason.code, message: reason.message)
+                report.error = reason
+            }
+            state.report = report
+            defer { state.waiter = nil }
+            return (state.waiter, report)
+        }
+        if let (continuation, report) = waiter { continuation?.resume(returning: report) }
+    }
+
+    /// Waits for the pass's report, or for the report it was given up with.
+    func wait() async -> AdapterSyncReport {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> AdapterSyncReport? in
+                if let report = state.givenUp ?? state.report { return report }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Cancels the pass; unless it returns within `timeout`, gives it up with `error`.
+    func stop(within timeout: Duration, giving error: SyncError) {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            guard state.stopReason == nil, !state.finished else { return nil }
+            state.stopReason = error
+            return state.task
+        }
+        guard let task else { return }
+        task.cancel()
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.dispatchInterval) { [self] in
+            giveUp(error)
+        }
+    }
+
+    private func giveUp(_ error: SyncError) {
+        let waiter = state.withLock { state -> (CheckedContinuation<AdapterSyncReport, Never>?, AdapterSyncReport)? in
+            guard !state.finished, state.givenUp == nil else { return nil }
+            var report = AdapterSyncReport(adapter: error.adapter ?? "", outcome: .failed(code: error.code, message: error.message))
+            report.error = error
+            state.givenUp = report
+            defer { state.waiter = nil }
+            return (state.waiter, report)
+        }
+        if let (continuation, report) = waiter { continuation?.resume(returning: report) }
+    }
+}
+
+/// Passes given up while still running, by adapter: their adapter sits out until they end.
+final class AbandonedPasses: Sendable {
+    private let passes = Mutex<[String: (handle: PassHandle, error: SyncError?)]>([:])
+
+    func leave(_ handle: PassHandle, of adapter: String, error: SyncError?) {
+        passes.withLock { $0[adapter] = (handle, error) }
+    }
+
+    /// Why `adapter` cannot sync now: a pass of it left behind is still running.
+    func blocking(_ adapter: String) -> SyncError? {
+        passes.withLock { passes in
+            guard let entry = passes[adapter] else { return nil }
+            if entry.handle.isFinished {
+                passes[adapter] = nil
+                return nil
+            }
+            return SyncError(
+                .stalled,
+                "an earlier sync of this adapter is still stuck (\(entry.error?.message ?? "it did not stop")); the adapter syncs again once that call returns",
+                adapter: adapter)
+        }
+    }
+}
+
+extension Duration {
+    /// The duration as Dispatch takes it.
+    var dispatchInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !nanoseconds.overflow, nanoseconds.partialValue < Int64(Int.max) else { return .never }
+        return .nanoseconds(Int(nanoseconds.partialValue + attoseconds / 1_000_000_000))
+    }
+}

@@ -1,0 +1,64 @@
+import Synchronization
+
+/// What one adapter's sync is waiting on, and when it last made progress: the record the stall
+/// guard reads to tell a slow sync from a stuck one, and to say what a stuck one waits for.
+///
+/// Every call the synchronizer makes to the store or the cloud is registered for as long as it
+/// runs; its end counts as progress.
+public final class SyncActivity: Sendable {
+    private struct State {
+        var lastProgress: ContinuousClock.Instant
+        var waits: [Int: (what: String, since: ContinuousClock.Instant)] = [:]
+        var nextID = 0
+    }
+
+    private let state: Mutex<State>
+
+    public init() {
+        state = Mutex(State(lastProgress: .now))
+    }
+
+    /// Registers a call that has started; pass the result to ``end(_:)``.
+    func begin(_ what: String) -> Int {
+        state.withLock { state in
+            state.nextID += 1
+            state.waits[state.nextID] = (what, .now)
+            return state.nextID
+        }
+    }
+
+    /// The call has returned (or thrown): that is progress.
+    func end(_ id: Int) {
+        state.withLock { state in
+            state.waits[id] = nil
+            state.lastProgress = .now
+        }
+    }
+
+    /// Runs `body` as the registered call `what`.
+    func during<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        let id = begin(what)
+        defer { end(id) }
+        return try await body()
+    }
+
+    /// How long ago the last progress was.
+    public var idle: Duration {
+        state.withLock { ContinuousClock.now - $0.lastProgress }
+    }
+
+    /// The oldest call still running, described for an error message, or `nil` when none runs.
+    public var oldestWait: String? {
+        state.withLock { state in
+            guard let oldest = state.waits.values.min(by: { $0.since < $1.since }) else { return nil }
+            return "\(oldest.what) (running for \(Self.rounded(ContinuousClock.now - oldest.since)))"
+        }
+    }
+
+    /// A duration to the second, for messages.
+    static func rounded(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        if seconds == 0 { return "\(attoseconds / 1_000_000_000_000_000)ms" }
+        return seconds >= 60 ? "\(seconds / 60)m\(seconds % 60)s" : "\(seconds)s"
+    }
+}

@@ -1,0 +1,94 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// A connection lent by ``PostgresConnectionPool`` for one operation.
+///
+/// PostgresNIO 1.33 writes each statement to the channel without a write promise: a statement
+/// written after the connection has closed reaches no handler, and the caller's `await` is never
+/// resumed. A PostgreSQL restart in the middle of a transaction left the gateway waiting forever
+/// on its `ROLLBACK`. Here every statement is written from the connection's own event loop right
+/// after checking that the connection is open, so it either reaches the connection's handler
+/// (which answers it or fails it when the connection closes) or fails at once with
+/// ``PostgresFailure/Code/connectionFailed``. Together with the pool's deadline, which closes the
+/// connection of an operation that runs too long, no statement can wait forever.
+public struct PooledConnection: Sendable {
+    /// The underlying connection; write statements through the methods of this type instead.
+    public let connection: PostgresConnection
+    private let loop: EventLoopTaskExecutor
+
+    init(_ connection: PostgresConnection) {
+        self.connection = connection
+        self.loop = EventLoopTaskExecutor(connection.eventLoop)
+    }
+
+    /// The connection's logger.
+    public var logger: Logger { connection.logger }
+
+    /// Whether the connection has closed (the server went away, or the deadline closed it).
+    public var isClosed: Bool { connection.isClosed }
+
+    /// Runs a statement; see `PostgresConnection.query(_:logger:)`.
+    @discardableResult
+    public func query(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws
+        -> PostgresRowSequence
+    {
+        let connection = connection
+        return try await withTaskExecutorPreference(loop) {
+            // On the connection's event loop, nothing closes the channel between this check and
+            // the write inside `query`: it has no suspension point before it.
+            try Self.checkOpen(connection)
+            return try await connection.query(query, logger: logger, file: file, line: line)
+        }
+    }
+
+    /// Runs a prepared statement; see `PostgresConnection.execute(_:logger:)`.
+    public func execute<Statement: PostgresPreparedStatement, Row>(
+        _ statement: Statement, logger: Logger, file: String = #fileID, line: Int = #line
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+        let connection = connection
+        return try await withTaskExecutorPreference(loop) {
+            try Self.checkOpen(connection)
+            return try await connection.execute(statement, logger: logger, file: file, line: line)
+        }
+    }
+
+    /// Listens on `channel` while `consume` runs; see `PostgresConnection.listen(on:consume:)`
+    /// (its messages are sent with a write promise, so a closed connection fails them).
+    public func listen<Value>(on channel: String, consume: (PostgresNotificationSequence) async throws -> Value) async throws -> Value {
+        try Self.checkOpen(connection)
+        return try await connection.listen(on: channel, consume: consume)
+    }
+
+    /// Closes the connection.
+    public func close() async throws {
+        try await connection.close()
+    }
+
+    /// Starts closing the connection without waiting, for `deinit`s.
+    public func closeWithoutWaiting() {
+        connection.closeWithoutWaiting()
+    }
+
+    private static func checkOpen(_ connection: PostgresConnection) throws {
+        guard !connection.isClosed else {
+            throw PostgresFailure(.connectionFailed, "the connection to the server was closed before the statement could be sent")
+        }
+    }
+}
+
+/// Runs tasks' jobs on one event loop, so that code between two suspension points runs as one
+/// event-loop tick, ordered with the channel's own events.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        eventLoop.execute { job.runSynchronously(on: executor) }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+@testable import GatewayCore
+import GatewayTesting
+import Synchronization
+import Testing
+
+/// A store whose calls can be made to hang: they wait on a gate that ignores cancellation, as a
+/// library call that lost its continuation does.
+final class StuckAdapter: ModelAdapter {
+    let inner: InMemoryAdapter
+    private let gate = Mutex<(armed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init(_ inner: InMemoryAdapter) { self.inner = inner }
+
+    /// The wrapped store through the protocol, whose calls all throw.
+    private var store: any ModelAdapter { inner }
+
+    var name: String { inner.name }
+    var zoneID: ZoneID { inner.zoneID }
+
+    /// From now on, counting pending changes (the start of every upload) hangs until ``release()``.
+    func arm() { gate.withLock { $0.armed = true } }
+
+    /// Lets every hung call go on, and later ones pass.
+    func release() {
+        let waiters = gate.withLock { state in
+            state.armed = false
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    private func pass() async {
+        await withCheckedContinuation { continuation in
+            let go = gate.withLock { state -> Bool in
+                guard state.armed else { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if go { continuation.resume() }
+        }
+    }
+
+    func loadZoneState() async throws -> Data? { try await store.loadZoneState() }
+    func hasChanges() async throws -> Bool { try await store.hasChanges() }
+    func pendingChangeCount() async throws -> Int {
+        await pass()
+        return try await store.pendingChangeCount()
+    }
+    func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
+        try await store.pendingChanges(limit: limit, after: version)
+    }
+    func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] { try await store.localState(for: recordIDs) }
+    func syncedRecordIDs() async throws -> [RecordID] { try await store.syncedRecordIDs() }
+    func apply(_ changes: DownloadedChanges) async throws { try await store.apply(changes) }
+    func markUploaded(_ update: SyncStateUpdate) async throws { try await store.markUploaded(update) }
+    func failedRecords() async throws -> [FailedRecord] { try await store.failedRecords() }
+    func retryFailedRecords() async throws { try await store.retryFailedRecords() }
+    func resetSyncState(keepData: Bool) async throws { try await store.resetSyncState(keepData: keepData) }
+    func changeSignals() -> ChangeSignals { inner.changeSignals() }
+}
+
+@Suite("Stall guard")
+struct StallGuardTests {
+    typealias F = SyncFixture
+
+    static let guarded = SyncConfiguration(deviceID: "test", stallTimeout: .milliseconds(300), stopTimeout: .milliseconds(200))
+
+    @Test("a store call that never returns fails its adapter with stalled, naming the call; the others sync", .timeLimit(.minutes(1)))
+    func stalledCallFailsItsAdapter() async throws {
+        let fixture = try SyncFixture()
+        let stuck = StuckAdapter(fixture.adapter("stuck"))
+        let fine = fixture.adapter("fine")
+        await stuck.inner.save(F.note("a", ["title": .string("from stuck")]))
+        await fine.save(F.note("b", ["title": .string("from fine")]))
+        stuck.arm()
+        let synchronizer = Synchronizer(
+            cloud: fixture.cloud, adapters: [SyncedAdapter(stuck), SyncedAdapter(fine)], configuration: Self.guarded,
+            environment: fixture.environment)
+
+        let first = try await synchronizer.sync()
+        #expect(first.adapters[0].error?.code == .stalled)
+        let message = first.adapters[0].error?.message ?? ""
+        #expect(message.contains("no progress for 300ms"), "\(message)")
+        #expect(message.contains("the store: counting pending changes"), "the message names the call: \(message)")
+        #expect(first.adapters[1].outcome == .synced, "the other adapter went on")
+        #expect(try await fixture.cloudRecords().keys.sorted() == ["b"])
+
+        // While the abandoned call still hangs, the adapter sits out instead of running twice.
+        let second = try await synchronizer.sync()
+        #expect(second.adapters[0].error?.code == .stalled)
+        #expect(second.adapters[0].error?.message.contains("still stuck") == true, "\(second.adapters[0].error?.message ?? "")")
+        #expect(second.adapters[1].outcome == .synced)
+
+        stuck.release()
+        // The abandoned pass ends on its own (it sees it was cancelled); then the adapter syncs.
+        var report = try await synchronizer.sync()
+        for _ in 0..<100 where report.adapters[0].outcome != .synced {
+            try await Task.sleep(for: .milliseconds(20))
+            report = try await synchronizer.sync()
+        }
+        #expect(report.adapters[0].outcome == .synced)
+        #expect(try await fixture.cloudRecords().keys.sorted() == ["a", "b"], "nothing was lost")
+        #expect(try await !stuck.hasChanges())
+    }
+
+    @Test("a cancelled sync whose store call ignores cancellation ends within stop_timeout, naming the call", .timeLimit(.minutes(1)))
+    func cancelledSyncEnds() async throws {
+        let fixture = try SyncFixture()
+        let stuck = StuckAdapter(fixture.adapter("stuck"))
+        await stuck.inner.save(F.note("a", ["title": .string("pending")]))
+        stuck.arm()
+        var configuration = Self.guarded
+        configuration.stallTimeout = nil
+        let synchronizer = Synchronizer(
+            cloud: fixture.cloud, adapters: [SyncedAdapter(stuck)], configuration: configuration, environment: fixture.environment)
+        let syncing = Task { try await synchronizer.sync() }
+        try await Task.sleep(for: .milliseconds(200))
+        syncing.cancel()
+        let report = try await syncing.value
+        #expect(report.adapters[0].error?.code == .interrupted)
+        #expect(report.adapters[0].error?.message.contains("the store: counting pending changes") == true, "\(report.adapters[0].error?.message ?? "")")
+        stuck.release()
+    }
+
+    @Test("a pass that keeps making progress is never stalled, however long it runs", .timeLimit(.minutes(1)))
+    func slowButMovingIsFine() async throws {
+        let fixture = try SyncFixture()
+        let source = fixture.adapter("source")
+        for index in 0..<40 { await source.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        // Forty batches of one, each read after 40 ms: about 1.6 s in all, against a 300 ms limit.
+        await source.delayPendingReads(by: .milliseconds(40))
+        let report = try await fixture.synchronizer(
+            [source], options: AdapterSyncOptions(batchSize: 1), configuration: Self.guarded
+        ).sync()
+        #expect(report.adapters[0].outcome == .synced)
+        #expect(report.adapters[0].uploaded == 40)
+    }
+}

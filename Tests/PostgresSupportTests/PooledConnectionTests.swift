@@ -1,0 +1,90 @@
+import Foundation
+import PostgresNIO
+import PostgresSupport
+import PostgresTesting
+import Testing
+
+/// The connection pool when the server goes away or stalls: every operation ends, with an error
+/// that says why, and the pool keeps working afterwards.
+@Suite("PostgreSQL connection pool under failures")
+struct PooledConnectionTests {
+    /// Ends the backend of `connection` from another session, and waits until the client has seen
+    /// its connection close.
+    static func terminate(_ connection: PooledConnection, on endpoint: PostgresEndpoint) async throws {
+        let rows = try await connection.query("SELECT pg_backend_pid()", logger: connection.logger)
+        var pid: Int32 = 0
+        for try await (value) in rows.decode(Int32.self) { pid = value }
+        try await PostgresConnectionPool.execute(["SELECT pg_terminate_backend(\(pid))"], on: endpoint, doing: "ending a backend")
+        for _ in 0..<500 where !connection.isClosed { try await Task.sleep(for: .milliseconds(10)) }
+    }
+
+    @Test("a statement on a connection the server closed fails at once instead of waiting forever", .timeLimit(.minutes(1)))
+    func statementAfterClose() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("closed")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        let error = await #expect(throws: PostgresFailure.self) {
+            try await pool.withConnection(doing: "a test") { connection in
+                try await Self.terminate(connection, on: endpoint)
+                #expect(connection.isClosed)
+                try await connection.query("SELECT 1", logger: connection.logger)
+            }
+        }
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.message.contains("a test on \(endpoint) failed") == true, "\(error?.message ?? "")")
+        // The pool opens a new connection for the next operation.
+        let one = try await pool.withConnection(doing: "after") { connection in
+            let rows = try await connection.query("SELECT 1", logger: connection.logger)
+            var value = 0
+            for try await (number) in rows.decode(Int.self) { value = number }
+            return value
+        }
+        #expect(one == 1)
+        await pool.close()
+    }
+
+    @Test("a transaction whose server connection ends fails and rolls back, instead of hanging on ROLLBACK", .timeLimit(.minutes(1)))
+    func transactionWhoseConnectionDies() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("dies")
+        try await PostgresConnectionPool.execute(["CREATE TABLE t (id int PRIMARY KEY)"], on: endpoint, doing: "setup")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 2)
+        await #expect(throws: PostgresFailure.self) {
+            try await pool.transaction(doing: "a dying transaction") { connection in
+                try await connection.query("INSERT INTO t VALUES (1)", logger: connection.logger)
+                try await Self.terminate(connection, on: endpoint)
+                try await connection.query("INSERT INTO t VALUES (2)", logger: connection.logger)
+            }
+        }
+        let count = try await pool.withConnection(doing: "counting") { connection in
+            let rows = try await connection.query("SELECT count(*)::int8 FROM t", logger: connection.logger)
+            var value: Int64 = -1
+            for try await (number) in rows.decode(Int64.self) { value = number }
+            return value
+        }
+        #expect(count == 0, "nothing of the transaction was committed")
+        await pool.close()
+    }
+
+    @Test("an operation that runs past request_timeout is cut off: timedOut, rolled back, and the pool goes on", .timeLimit(.minutes(1)))
+    func deadline() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("deadline")
+        try await PostgresConnectionPool.execute(["CREATE TABLE t (id int PRIMARY KEY)"], on: endpoint, doing: "setup")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1, requestTimeout: .milliseconds(500))
+        let error = await #expect(throws: PostgresFailure.self) {
+            try await pool.transaction(doing: "a slow transaction") { connection in
+                try await connection.query("INSERT INTO t VALUES (1)", logger: connection.logger)
+                try await connection.query("SELECT pg_sleep(30)", logger: connection.logger)
+            }
+        }
+        #expect(error?.code == .timedOut)
+        #expect(error?.isTransient == true)
+        #expect(error?.message.contains("did not finish within") == true, "\(error?.message ?? "")")
+        let count = try await pool.withConnection(doing: "counting") { connection in
+            let rows = try await connection.query("SELECT count(*)::int8 FROM t", logger: connection.logger)
+            var value: Int64 = -1
+            for try await (number) in rows.decode(Int64.self) { value = number }
+            return value
+        }
+        #expect(count == 0)
+        await pool.close()
+    }
+}
