@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "PostgresCloud", targets: ["PostgresCloud"]),
         .library(name: "PostgresAdapter", targets: ["PostgresAdapter"]),
         .library(name: "PostgresTesting", targets: ["PostgresTesting"]),
+        .library(name: "FaultProxy", targets: ["FaultProxy"]),
         .library(name: "JSONFilesAdapter", targets: ["JSONFilesAdapter"]),
         .library(name: "CloudKitWeb", targets: ["CloudKitWeb"]),
         .library(name: "CloudKitServer", targets: ["CloudKitServer"]),
@@ -83,6 +84,13 @@ let package = Package(
             name: "PostgresAdapter",
             dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
             path: "adapters/Postgres",
+            swiftSettings: strictSettings
+        ),
+        // A loopback TCP proxy that cuts, stalls and delays connections: network faults for
+        // tests and the fault harness.
+        .target(
+            name: "FaultProxy",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
         // Starts a private PostgreSQL server for tests (or uses GATEWAY_TEST_POSTGRES_URL).
@@ -252,7 +260,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PostgresSupportTests",
-            dependencies: ["PostgresSupport", "PostgresTesting", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: ["PostgresSupport", "PostgresTesting", "FaultProxy", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings
         ),
         .testTarget(

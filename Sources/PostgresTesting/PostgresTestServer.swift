@@ -27,7 +27,11 @@ public enum PostgresTestServer {
 
     /// A new, empty database on the server, named after `label`.
     public static func freshDatabase(_ label: String) async throws -> PostgresEndpoint {
-        let admin = try await endpoint()
+        try await freshDatabase(label, on: try await endpoint())
+    }
+
+    /// A new, empty database on the server of `admin`, named after `label`.
+    public static func freshDatabase(_ label: String, on admin: PostgresEndpoint) async throws -> PostgresEndpoint {
         let safe = label.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
         let name = "t_" + String(safe.prefix(30)) + "_" + UUID().uuidString.prefix(8).lowercased()
         try await PostgresConnectionPool.execute(["CREATE DATABASE \"\(name)\""], on: admin, doing: "creating test database \(name)")
@@ -46,19 +50,40 @@ private actor ClusterHolder {
             if let url = ProcessInfo.processInfo.environment[PostgresTestServer.urlVariable], !url.isEmpty {
                 return try PostgresEndpoint(url: url)
             }
-            return try await PrivateCluster.start()
+            return try await PostgresTestCluster.start().endpoint
         }
         starting = task
         return try await task.value
     }
 }
 
-/// A throwaway cluster in a temporary folder.
-enum PrivateCluster {
-    /// What the exit handler needs to stop the cluster.
-    private static let running = Mutex<(pgCtl: String, data: String, folder: String, runAs: [String])?>(nil)
+/// A throwaway PostgreSQL cluster in a temporary folder, on a loopback port of its own, that a
+/// test may stop (as a crash would, with `-m immediate`) and start again on the same port.
+/// Every cluster still running is stopped when the process exits.
+public final class PostgresTestCluster: Sendable {
+    /// The administrative endpoint (database `postgres`, user `gateway`, no password).
+    public let endpoint: PostgresEndpoint
+    let programs: String
+    let data: String
+    let folder: String
+    let runAs: [String]
+    let options: String
 
-    static func start() async throws -> PostgresEndpoint {
+    private static let running = Mutex<[String: PostgresTestCluster]>([:])
+    private static let exitHandler = Mutex(false)
+
+    private init(endpoint: PostgresEndpoint, programs: String, data: String, folder: String, runAs: [String], options: String) {
+        self.endpoint = endpoint
+        self.programs = programs
+        self.data = data
+        self.folder = folder
+        self.runAs = runAs
+        self.options = options
+    }
+
+    /// Creates a cluster with `initdb` and starts it on a free port.
+    /// - Throws: ``ConformanceFailure`` saying how to install PostgreSQL when its programs are missing.
+    public static func start() async throws -> PostgresTestCluster {
         guard let bin = serverPrograms() else {
             throw ConformanceFailure(
                 "PostgreSQL's server programs (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin or on PATH. "
@@ -83,13 +108,12 @@ enum PrivateCluster {
                 "-c listen_addresses=127.0.0.1", "-p \(port)", "-c unix_socket_directories=\(folder)", "-c fsync=off",
                 "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=400",
             ].joined(separator: " ")
+            let cluster = PostgresTestCluster(
+                endpoint: PostgresEndpoint(host: "127.0.0.1", port: port, username: "gateway", database: "postgres"), programs: bin,
+                data: data, folder: folder, runAs: runAs, options: options)
             do {
-                try await run(
-                    runAs + ["\(bin)/pg_ctl", "-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "-o", options, "start"],
-                    log: folder + "/pg_ctl.log", what: "pg_ctl start")
-                running.withLock { $0 = (bin + "/pg_ctl", data, folder, runAs) }
-                atexit { PrivateCluster.stopAtExit() }
-                return PostgresEndpoint(host: "127.0.0.1", port: port, username: "gateway", database: "postgres")
+                try await cluster.start()
+                return cluster
             } catch {
                 lastError = error
             }
@@ -97,16 +121,49 @@ enum PrivateCluster {
         throw lastError ?? ConformanceFailure("the private PostgreSQL cluster did not start")
     }
 
-    /// Stops the cluster synchronously; runs from `atexit`.
-    static func stopAtExit() {
-        guard let cluster = running.withLock({ $0 }) else { return }
-        if let child = try? ChildProcess(cluster.runAs.isEmpty ? cluster.pgCtl : cluster.runAs[0],
-            arguments: Array((cluster.runAs + [cluster.pgCtl, "-D", cluster.data, "-m", "immediate", "-w", "stop"]).dropFirst()))
-        {
-            var status: Int32 = 0
-            _ = waitpid(child.pid, &status, 0)
+    /// Starts the (stopped) cluster again, on its port.
+    public func start() async throws {
+        try await Self.run(
+            runAs + ["\(programs)/pg_ctl", "-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "-o", options, "start"],
+            log: folder + "/pg_ctl.log", what: "pg_ctl start")
+        Self.running.withLock { $0[folder] = self }
+        Self.exitHandler.withLock { installed in
+            guard !installed else { return }
+            installed = true
+            atexit { PostgresTestCluster.stopAllAtExit() }
         }
-        try? FileManager.default.removeItem(atPath: cluster.folder)
+    }
+
+    /// Stops the cluster. `immediately` stops it as a crash would: connections are cut, and the
+    /// next start recovers from the write-ahead log.
+    public func stop(immediately: Bool = true) async throws {
+        Self.running.withLock { $0[folder] = nil }
+        try await Self.run(
+            runAs + ["\(programs)/pg_ctl", "-D", data, "-m", immediately ? "immediate" : "fast", "-w", "stop"],
+            log: folder + "/pg_ctl.log", what: "pg_ctl stop")
+    }
+
+    /// Stops the cluster and deletes its folder.
+    public func destroy() async {
+        try? await stop()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// A new, empty database on the cluster, named after `label`.
+    public func freshDatabase(_ label: String) async throws -> PostgresEndpoint {
+        try await PostgresTestServer.freshDatabase(label, on: endpoint)
+    }
+
+    /// Stops every running cluster synchronously; runs from `atexit`.
+    static func stopAllAtExit() {
+        for cluster in running.withLock({ Array($0.values) }) {
+            let command = cluster.runAs + [cluster.programs + "/pg_ctl", "-D", cluster.data, "-m", "immediate", "-w", "stop"]
+            if let child = try? ChildProcess(command[0], arguments: Array(command.dropFirst())) {
+                var status: Int32 = 0
+                _ = waitpid(child.pid, &status, 0)
+            }
+            try? FileManager.default.removeItem(atPath: cluster.folder)
+        }
     }
 
     /// The folder with initdb and pg_ctl: the newest Debian version, else PATH.

@@ -1,4 +1,5 @@
 import Foundation
+import FaultProxy
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
@@ -86,5 +87,76 @@ struct PooledConnectionTests {
         }
         #expect(count == 0)
         await pool.close()
+    }
+}
+
+/// The pool behind a proxy that fails the network: cut connections, a stalled route, slow packets.
+@Suite("PostgreSQL connection pool behind a failing network")
+struct NetworkFaultTests {
+    static func behindProxy(_ label: String) async throws -> (PostgresEndpoint, FaultProxy) {
+        let direct = try await PostgresTestServer.freshDatabase(label)
+        let proxy = try await FaultProxy.start(forwardingTo: direct.host, port: direct.port)
+        var endpoint = direct
+        endpoint.port = proxy.port
+        return (endpoint, proxy)
+    }
+
+    static func one(_ pool: PostgresConnectionPool) async throws -> Int {
+        try await pool.withConnection(doing: "selecting one") { connection in
+            let rows = try await connection.query("SELECT 1", logger: connection.logger)
+            var value = 0
+            for try await (number) in rows.decode(Int.self) { value = number }
+            return value
+        }
+    }
+
+    @Test("a connection cut mid-statement fails that operation; the next one reconnects", .timeLimit(.minutes(1)))
+    func cut() async throws {
+        let (endpoint, proxy) = try await Self.behindProxy("cut")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        #expect(try await Self.one(pool) == 1)
+        async let slow: PostgresFailure.Code? = {
+            do {
+                try await pool.withConnection(doing: "a slow statement") { connection in
+                    try await connection.query("SELECT pg_sleep(5)", logger: connection.logger)
+                }
+                return nil
+            } catch let failure as PostgresFailure {
+                return failure.code
+            } catch {
+                return nil
+            }
+        }()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(proxy.cut() == 1)
+        #expect(await slow == .connectionFailed)
+        #expect(try await Self.one(pool) == 1)
+        #expect(proxy.acceptedConnections == 2)
+        await pool.close()
+        await proxy.close()
+    }
+
+    @Test("a stalled route fails the operation with timedOut after request_timeout; the pool recovers when it flows again", .timeLimit(.minutes(1)))
+    func stall() async throws {
+        let (endpoint, proxy) = try await Self.behindProxy("stall")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1, requestTimeout: .seconds(1))
+        #expect(try await Self.one(pool) == 1)
+        proxy.stall()
+        let error = await #expect(throws: PostgresFailure.self) { try await Self.one(pool) }
+        #expect(error?.code == .timedOut)
+        proxy.pass()
+        #expect(try await Self.one(pool) == 1)
+        await pool.close()
+        await proxy.close()
+    }
+
+    @Test("delayed packets slow statements down without failing them", .timeLimit(.minutes(1)))
+    func delay() async throws {
+        let (endpoint, proxy) = try await Self.behindProxy("delay")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        proxy.delay(.milliseconds(50))
+        for _ in 0..<3 { #expect(try await Self.one(pool) == 1) }
+        await pool.close()
+        await proxy.close()
     }
 }
