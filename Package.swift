@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "JSONFilesAdapter",
             dependencies: [
-                "GatewayCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "adapters/JSONFiles",
             swiftSettings: strictSettings
@@ -192,8 +192,9 @@ let package = Package(
         .executableTarget(
             name: "GatewayHarness",
             dependencies: [
-                "GatewayCore", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "GatewayCore", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "PostgresCloud",
+                "PostgresSupport", "PostgresTesting", "FaultProxy",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/GatewayHarness",

@@ -4,7 +4,7 @@ import Foundation
 struct HarnessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway-harness", abstract: "Proves that syncs lose nothing when killed and converge under faults.",
-        subcommands: [Crash.self, Converge.self])
+        subcommands: [Crash.self, Converge.self, Faults.self, Soak.self])
 
     /// Runs a subcommand and exits 0 when its checks pass, 1 when they fail.
     static func runHarness(_ arguments: [String]) async {
@@ -55,6 +55,50 @@ struct HarnessCommand: AsyncParsableCommand {
             try HarnessCommand.report(result, to: json)
             let identical = Set(result.checksums.values).count == 1
             guard result.lost == 0, result.duplicated == 0, identical else { throw ExitCode.failure }
+        }
+    }
+
+    struct Faults: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make the world fail around running gateways (servers die, networks drop, disks fill, clocks jump); count lost and duplicated rows.",
+            discussion: "Scenarios: \(FaultRun.Scenario.allCases.map(\.rawValue).joined(separator: ", ")). Exits 1 when a scenario loses or duplicates a row, a gateway hangs or exits, or a check fails.")
+
+        @Option(name: .customLong("scenario"), help: "A scenario to run (repeatable; default: all).") var scenarios: [FaultRun.Scenario] = []
+        @Option(help: "Faults to inject per scenario.") var faults = 20
+        @Option(help: "Rows each store starts with.") var preload = 3_000
+        @Option(help: "Seed of the data and the fault moments.") var seed: UInt64 = 1
+        @Option(help: "Working folder (replaced).") var directory = ".gateway/harness/faults"
+        @Option(help: "The gateway executable; default: the one next to this harness.") var gateway: String?
+        @Option(help: "Also write the result as JSON here.") var json: String?
+
+        func run() async throws {
+            let result = try await FaultRun(
+                scenarios: scenarios.isEmpty ? FaultRun.Scenario.allCases : scenarios, faults: faults, preload: preload, seed: seed,
+                directory: URL(fileURLWithPath: directory), gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway")
+            ).run()
+            try HarnessCommand.report(result, to: json)
+            guard result.passed else { throw ExitCode.failure }
+        }
+    }
+
+    struct Soak: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run two gateway services for minutes under steady writes; report latency per minute, memory, descriptors, connections.")
+
+        @Option(help: "How long the writers write, in minutes.") var minutes = 10.0
+        @Option(help: "Writes per second to each of the three stores.") var rate = 10.0
+        @Option(help: "Seed of the writes.") var seed: UInt64 = 1
+        @Option(help: "Working folder (replaced).") var directory = ".gateway/harness/soak"
+        @Option(help: "The gateway executable; default: the one next to this harness.") var gateway: String?
+        @Option(help: "Also write the result as JSON here.") var json: String?
+
+        func run() async throws {
+            let result = try await SoakRun(
+                minutes: minutes, rate: rate, seed: seed, directory: URL(fileURLWithPath: directory),
+                gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway")
+            ).run()
+            try HarnessCommand.report(result, to: json)
+            guard result.passed else { throw ExitCode.failure }
         }
     }
 

@@ -3,9 +3,12 @@
 // faults and concurrent writers, then proves every store and the cloud agree. Any other first
 // argument runs the gateway command line itself, with one more cloud kind (`faulty-embedded`,
 // the embedded cloud behind FaultInjectingCloud), which `converge` uses for its gateways.
+// `faults` makes the world fail around running gateways: servers die, networks drop, disks
+// fill, clocks jump; `soak` runs gateways for minutes under steady writes.
 //
 //   swift run -c release gateway-harness crash --records 50000 --kills 30
 //   swift run -c release gateway-harness converge
+//   swift run -c release gateway-harness faults --faults 20
 import Foundation
 import GatewayCLI
 import GatewayKinds
@@ -13,7 +16,7 @@ import GatewayService
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
-case "crash", "converge", "--help", "-h", nil:
+case "crash", "converge", "faults", "soak", "--help", "-h", nil:
     await HarnessCommand.runHarness(arguments)
 default:
     var registry = GatewayRegistry.builtIn

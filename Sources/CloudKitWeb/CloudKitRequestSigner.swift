@@ -122,7 +122,7 @@ public struct CloudKitSignatureVerifier: Sendable {
         let skew = abs(sent.timeIntervalSince(now))
         let allowed = Double(maximumClockSkew.components.seconds)
         guard skew <= allowed else {
-            return .failure(Refusal(reason: "the request date is \(Int(skew)) s away from the server's clock (at most \(Int(allowed)) s)"))
+            return .failure(Refusal(reason: "the request date is \(Int(skew)) s away from the server's clock (at most \(Int(allowed)) s); set both machines' clocks right (NTP)"))
         }
         guard let bytes = Data(base64Encoded: signature) else {
             return .failure(Refusal(reason: "the signature is not base64"))

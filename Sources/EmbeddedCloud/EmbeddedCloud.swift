@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import GatewayCore
 
 /// The default cloud: CloudKit semantics in one SQLite file.
@@ -18,7 +19,7 @@ public final class EmbeddedCloud: CloudDatabase {
     /// The behaviour settings.
     public let configuration: Configuration
     let pool: DatabasePool
-    private let purgeSchedule = PurgeSchedule()
+    private let purgeSchedule: PurgeSchedule
 
     public var limits: CloudLimits { configuration.limits }
 
@@ -28,6 +29,7 @@ public final class EmbeddedCloud: CloudDatabase {
     public init(path: String, configuration: Configuration = Configuration()) throws {
         self.path = path
         self.configuration = configuration
+        purgeSchedule = PurgeSchedule(retention: configuration.tombstoneRetention)
         var grdb = GRDB.Configuration()
         grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
         grdb.prepareDatabase { db in
@@ -46,8 +48,7 @@ public final class EmbeddedCloud: CloudDatabase {
             }
         } catch {
             throw CloudError(
-                .internalError, "cannot open the embedded cloud at \(path): \(error)",
-                underlying: error)
+                .internalError, "cannot open the embedded cloud: \(SQLiteFailureReason.describe(error, path: path))", underlying: error)
         }
     }
 
@@ -160,7 +161,7 @@ public final class EmbeddedCloud: CloudDatabase {
         do {
             return try await pool.read(body)
         } catch {
-            throw Self.cloudError(error)
+            throw Self.cloudError(error, path: path)
         }
     }
 
@@ -175,25 +176,25 @@ public final class EmbeddedCloud: CloudDatabase {
                 return result!
             }
         } catch {
-            throw Self.cloudError(error)
+            throw Self.cloudError(error, path: path)
         }
     }
 
     /// Maps database failures to cloud errors; cloud errors thrown inside transactions pass through.
-    static func cloudError(_ error: any Error) -> CloudError {
+    static func cloudError(_ error: any Error, path: String) -> CloudError {
         if let error = error as? CloudError { return error }
         if let error = error as? DatabaseError {
             if error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
                 return CloudError(
-                    .zoneBusy, "the cloud file is locked by another writer; retry", retryAfter: .seconds(1),
+                    .zoneBusy, "the cloud file \(path) is locked by another writer; retry", retryAfter: .seconds(1),
                     underlying: error)
             }
             if error.resultCode == .SQLITE_FULL {
-                return CloudError(.quotaExceeded, "the disk holding the cloud file is full", underlying: error)
+                return CloudError(.quotaExceeded, SQLiteFailureReason.describe(error, path: path), underlying: error)
             }
-            return CloudError(.internalError, "the embedded cloud's database failed (\(error.resultCode))", underlying: error)
+            return CloudError(.internalError, "the embedded cloud failed: \(SQLiteFailureReason.describe(error, path: path))", underlying: error)
         }
-        return CloudError(.internalError, "the embedded cloud failed: \(error)", underlying: error)
+        return CloudError(.internalError, "the embedded cloud \(path) failed: \(error)", underlying: error)
     }
 }
 

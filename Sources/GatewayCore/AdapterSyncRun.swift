@@ -712,6 +712,7 @@ struct CloudRetrier: Sendable {
                 }
                 let delay = error.retryAfter ?? policy.backoff(afterAttempt: attempt, jitter: environment.jitter())
                 observer(.retrying(adapter: adapter, error: error, attempt: attempt, delay: delay))
+                activity?.expectDelay(delay)
                 try await environment.sleep(delay)
             } catch let error as CloudError where error.code == .notAuthenticated {
                 throw SyncError(

@@ -42,7 +42,16 @@ public final class SyncActivity: Sendable {
         return try await body()
     }
 
-    /// How long ago the last progress was.
+    /// A wait of known length is about to start (a backoff before a retry): the time without
+    /// progress is counted from its end, so a long `retryAfter` is not taken for a stall.
+    func expectDelay(_ delay: Duration) {
+        state.withLock { state in
+            let end = ContinuousClock.now + delay
+            if end > state.lastProgress { state.lastProgress = end }
+        }
+    }
+
+    /// How long ago the last progress was (negative during an expected delay).
     public var idle: Duration {
         state.withLock { ContinuousClock.now - $0.lastProgress }
     }

@@ -19,7 +19,7 @@ public final class PostgresCloud: CloudDatabase {
     public let configuration: Configuration
     let pool: PostgresConnectionPool
     let tables: Tables
-    private let purgeSchedule = PurgeSchedule()
+    private let purgeSchedule: PurgeSchedule
 
     public var limits: CloudLimits { configuration.limits }
 
@@ -42,6 +42,7 @@ public final class PostgresCloud: CloudDatabase {
     private init(endpoint: PostgresEndpoint, configuration: Configuration) {
         self.endpoint = endpoint
         self.configuration = configuration
+        purgeSchedule = PurgeSchedule(retention: configuration.tombstoneRetention)
         pool = PostgresConnectionPool(
             endpoint: endpoint, maximumConnections: configuration.maximumConnections, requestTimeout: configuration.requestTimeout)
         tables = Tables(schema: configuration.schema)

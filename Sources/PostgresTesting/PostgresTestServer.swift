@@ -83,7 +83,10 @@ public final class PostgresTestCluster: Sendable {
 
     /// Creates a cluster with `initdb` and starts it on a free port.
     /// - Throws: ``ConformanceFailure`` saying how to install PostgreSQL when its programs are missing.
-    public static func start() async throws -> PostgresTestCluster {
+    /// - Parameter durableCommits: whether a commit waits for its write-ahead log to be written,
+    ///   so that a cluster stopped with `-m immediate` keeps every transaction it confirmed (off by
+    ///   default: tests that never crash the server run faster without).
+    public static func start(durableCommits: Bool = false) async throws -> PostgresTestCluster {
         guard let bin = serverPrograms() else {
             throw ConformanceFailure(
                 "PostgreSQL's server programs (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin or on PATH. "
@@ -106,7 +109,7 @@ public final class PostgresTestCluster: Sendable {
             let port = try freePort()
             let options = [
                 "-c listen_addresses=127.0.0.1", "-p \(port)", "-c unix_socket_directories=\(folder)", "-c fsync=off",
-                "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=400",
+                "-c synchronous_commit=\(durableCommits ? "on" : "off")", "-c full_page_writes=off", "-c max_connections=400",
             ].joined(separator: " ")
             let cluster = PostgresTestCluster(
                 endpoint: PostgresEndpoint(host: "127.0.0.1", port: port, username: "gateway", database: "postgres"), programs: bin,

@@ -171,6 +171,57 @@ struct RecoveryTests {
         #expect(await b.values == values)
     }
 
+    static let cut = CloudError(.networkFailure, "the connection was reset", retryAfter: .milliseconds(10))
+
+    @Test("a deleted zone met on the retry after a cut connection is recovered as the first time")
+    func zoneDeletedAfterCut() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        for index in 0..<4 { await a.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        try await fixture.sync(a)
+        fixture.cloud.script(.error(Self.cut), on: .fetchChanges)
+        fixture.cloud.script(.userDeletedZone, on: .fetchChanges)
+        let report = try await fixture.sync(a, options: AdapterSyncOptions(onZoneDeleted: .recreate))
+        #expect(report.outcome == .synced)
+        #expect(report.uploaded == 4)
+        #expect(try await fixture.cloudRecords().count == 4)
+    }
+
+    @Test("an expired token met on the retry after a cut connection refetches and reconciles as the first time")
+    func tokenExpiredAfterCut() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        for index in 0..<3 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        try await fixture.sync(b)
+        try await fixture.sync(a)
+        await b.delete(F.note("n0", [:]).id)
+        try await fixture.sync(b)
+        fixture.cloud.script(.error(Self.cut), on: .fetchChanges)
+        fixture.cloud.script(.error(CloudError(.changeTokenExpired, "token too old")), on: .fetchChanges)
+        let report = try await fixture.sync(a)
+        #expect(report.outcome == .synced)
+        #expect(await a.values.keys.sorted() == ["n1", "n2"], "the remote deletion was found by the reconciliation")
+    }
+
+    @Test("a conflict met on the retry after a cut connection is merged as the first time")
+    func conflictAfterCut() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        await a.save(F.note("n", ["title": .string("first"), "rank": .int64(1)]))
+        try await fixture.sync(a)
+        await a.save(F.note("n", ["title": .string("first"), "rank": .int64(2)]))
+        // The first attempt is cut; before the retry, another writer saves the record.
+        fixture.cloud.script(.error(Self.cut), on: .modify)
+        fixture.cloud.script(
+            .concurrentWrite([.forceReplace(F.note("n", ["title": .string("from elsewhere"), "rank": .int64(1)]))]), on: .modify)
+        let report = try await fixture.sync(a)
+        #expect(report.outcome == .synced)
+        #expect(report.conflicts[.merged] == 1)
+        #expect(try await fixture.cloudRecords()["n"] == ["title": .string("from elsewhere"), "rank": .int64(2)], "both edits survive")
+        #expect(await a.values["n"] == ["title": .string("from elsewhere"), "rank": .int64(2)])
+    }
+
     @Test("quota exceeded stops uploads of that adapter and keeps everything pending")
     func quota() async throws {
         let fixture = try SyncFixture()

@@ -69,7 +69,7 @@ struct PooledConnectionTests {
     func deadline() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("deadline")
         try await PostgresConnectionPool.execute(["CREATE TABLE t (id int PRIMARY KEY)"], on: endpoint, doing: "setup")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1, requestTimeout: .milliseconds(500))
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1, requestTimeout: .seconds(3))
         let error = await #expect(throws: PostgresFailure.self) {
             try await pool.transaction(doing: "a slow transaction") { connection in
                 try await connection.query("INSERT INTO t VALUES (1)", logger: connection.logger)
@@ -139,7 +139,7 @@ struct NetworkFaultTests {
     @Test("a stalled route fails the operation with timedOut after request_timeout; the pool recovers when it flows again", .timeLimit(.minutes(1)))
     func stall() async throws {
         let (endpoint, proxy) = try await Self.behindProxy("stall")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1, requestTimeout: .seconds(1))
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1, requestTimeout: .seconds(3))
         #expect(try await Self.one(pool) == 1)
         proxy.stall()
         let error = await #expect(throws: PostgresFailure.self) { try await Self.one(pool) }

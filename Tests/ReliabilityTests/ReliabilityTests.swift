@@ -47,6 +47,67 @@ struct ReliabilityTests {
         #expect(Set(result.checksums.values).count == 1, "both stores and the cloud hold identical data")
     }
 
+    struct FaultResult: Decodable {
+        struct Scenario: Decodable {
+            var scenario: String
+            var faults: Int
+            var settled: Bool
+            var lost: Int
+            var duplicated: Int
+            var gatewaysThatExited: [String]
+            var stops: [String: String]
+            var checks: [String: String]
+        }
+        var scenarios: [Scenario]
+    }
+
+    @Test(
+        "gateways survive servers that die, networks that drop, disks that fill and clocks that jump, losing nothing",
+        arguments: ["postgres-store", "postgres-cloud", "endpoint", "network", "disk", "clock"])
+    func faults(scenario: String) async throws {
+        let directory = try TemporaryDirectory(prefix: "reliability-\(scenario)")
+        defer { directory.remove() }
+        let status = try await Self.harness(
+            ["faults", "--scenario", scenario, "--faults", "4", "--preload", "500", "--directory", directory.path("run"), "--json",
+             directory.path("result.json")], in: directory)
+        let output = ["harness.out", "harness.err"].map { (try? String(contentsOfFile: directory.path($0), encoding: .utf8)) ?? "" }.joined()
+        #expect(status == 0, "\(output.suffix(6000))")
+        let result = try JSONDecoder().decode(FaultResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
+        let run = try #require(result.scenarios.first)
+        #expect(run.scenario == scenario)
+        #expect(run.faults >= 4, "every planned fault was injected")
+        #expect(run.settled, "every side reached what the writers left")
+        #expect(run.lost == 0)
+        #expect(run.duplicated == 0)
+        #expect(run.gatewaysThatExited.isEmpty, "no gateway exited on its own")
+        #expect(run.stops.values.allSatisfy { $0.hasPrefix("0 ") }, "every gateway stopped on SIGTERM with status 0: \(run.stops)")
+        #expect(run.checks.values.allSatisfy { $0.hasPrefix("ok") }, "\(run.checks)")
+    }
+
+    struct SoakResult: Decodable {
+        var writes: Int
+        var settled: Bool
+        var lost: Int
+        var duplicated: Int
+        var gatewaysThatExited: [String]
+        var latency: [Latency]
+        struct Latency: Decodable { var changes: Int }
+    }
+
+    @Test("two gateway services under steady writes for half a minute: every row arrives, latency is measured")
+    func soak() async throws {
+        let directory = try TemporaryDirectory(prefix: "reliability-soak")
+        defer { directory.remove() }
+        let status = try await Self.harness(
+            ["soak", "--minutes", "0.5", "--rate", "5", "--directory", directory.path("run"), "--json", directory.path("result.json")], in: directory)
+        #expect(status == 0, "\((try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? "")")
+        let result = try JSONDecoder().decode(SoakResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
+        #expect(result.writes > 100)
+        #expect(result.settled && result.lost == 0 && result.duplicated == 0)
+        #expect(result.gatewaysThatExited.isEmpty)
+        #expect(result.latency.map(\.changes).reduce(0, +) > 0, "the cloud's feed showed the writes arriving")
+    }
+
     @Test("three gateway processes under injected faults and concurrent writers converge")
     func converge() async throws {
         let directory = try TemporaryDirectory(prefix: "reliability-converge")

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GRDB
+import SQLiteSupport
 import GatewayCore
 
 #if canImport(Glibc)
@@ -44,7 +45,9 @@ public final class JSONFilesAdapter: ModelAdapter {
             queue = try DatabaseQueue(path: stateFolder.appendingPathComponent("state.sqlite").path, configuration: grdb)
             try queue.write { db in try Self.createTables(db) }
         } catch {
-            throw JSONFilesAdapterError("cannot open the state of \(configuration.directory)", underlying: error)
+            throw JSONFilesAdapterError(
+                "cannot open the state of \(configuration.directory): \(Self.failureReason(error, statePath: root.appendingPathComponent(".gateway/state.sqlite").path))",
+                underlying: error)
         }
     }
 
@@ -257,7 +260,25 @@ public final class JSONFilesAdapter: ModelAdapter {
         } catch let error as JSONFilesAdapterError {
             throw error
         } catch {
-            throw JSONFilesAdapterError("the folder \(configuration.directory) failed: \(error)", underlying: error)
+            throw JSONFilesAdapterError(Self.failureReason(error, statePath: statePath), underlying: error)
+        }
+    }
+
+    /// Where the adapter keeps its sync state.
+    var statePath: String { root.appendingPathComponent(".gateway/state.sqlite").path }
+
+    /// What went wrong, naming the file: the state database, or a document being written.
+    static func failureReason(_ error: any Error, statePath: String) -> String {
+        if error is DatabaseError { return SQLiteFailureReason.describe(error, path: statePath) }
+        let cocoa = error as NSError
+        let path = (cocoa.userInfo[NSFilePathErrorKey] as? String) ?? (cocoa.userInfo[NSURLErrorKey] as? URL)?.path
+        let posix = (cocoa.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? Int32($0.code) : nil }
+        let place = path ?? (statePath as NSString).deletingLastPathComponent
+        switch posix {
+        case ENOSPC?, EDQUOT?: return "the disk holding \(place) is full; free space, then sync again (the documents were left as they were)"
+        case EROFS?: return "\(place) cannot be written: its filesystem is mounted read-only"
+        case EACCES?, EPERM?: return "\(place) cannot be written: permission denied to this user"
+        default: return "\(place): \(cocoa.localizedDescription)"
         }
     }
 

@@ -37,5 +37,6 @@ public struct JSONFilesAdapterError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    public var description: String { message + (underlying.map { " [\($0)]" } ?? "") }
+    /// The message, which already says what the underlying error was.
+    public var description: String { message }
 }

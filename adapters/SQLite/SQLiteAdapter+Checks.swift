@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 
 extension SQLiteAdapter {
     /// Checks that the database has every configured table, key and column, without changing
@@ -21,7 +22,7 @@ extension SQLiteAdapter {
         } catch let error as SQLiteAdapterError {
             throw error
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, "cannot read \(configuration.path): \(reason(error))", underlying: error)
+            throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: configuration.path), underlying: error)
         }
     }
 
@@ -34,7 +35,7 @@ extension SQLiteAdapter {
         } catch let error as SQLiteAdapterError {
             throw error
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, "the seed script \(seedName) failed: \(reason(error))", underlying: error)
+            throw SQLiteAdapterError(.databaseFailed, "the seed script \(seedName) failed: \(SQLiteFailureReason.detail(error))", underlying: error)
         }
     }
 
@@ -59,7 +60,7 @@ extension SQLiteAdapter {
         } catch {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary.path + suffix) }
             throw SQLiteAdapterError(
-                .databaseFailed, "cannot create \(path) from \(seedName): \(reason(error))", underlying: error)
+                .databaseFailed, "cannot create \(path) from \(seedName): \(SQLiteFailureReason.describe(error, path: path))", underlying: error)
         }
     }
 }

@@ -41,7 +41,7 @@ public final class SQLiteAdapter: ModelAdapter {
         do {
             pool = try Self.openPool(configuration.path, grdb, waitingUpTo: configuration.busyTimeout)
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, "cannot open \(configuration.path): \(Self.reason(error))", underlying: error)
+            throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: configuration.path), underlying: error)
         }
         let loaded = try Self.guarded(configuration.path) { [pool] in
             try pool.writeWithoutTransaction { db in
@@ -562,7 +562,7 @@ public final class SQLiteAdapter: ModelAdapter {
         } catch let error as SQLiteAdapterError {
             throw error
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, "the database \(path) failed: \(reason(error))", underlying: error)
+            throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: path), underlying: error)
         }
     }
 
@@ -572,17 +572,10 @@ public final class SQLiteAdapter: ModelAdapter {
         } catch let error as SQLiteAdapterError {
             throw error
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, "the database \(path) failed: \(reason(error))", underlying: error)
+            throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: path), underlying: error)
         }
     }
 
-    /// A database error's code and message, without the SQL arguments (row values).
-    static func reason(_ error: any Error) -> String {
-        if let error = error as? DatabaseError {
-            return "\(error.resultCode): \(error.message ?? "")"
-        }
-        return "\(error)"
-    }
 }
 
 /// GRDB also has a `Record`; in this module the word always means the gateway's record.

@@ -40,7 +40,8 @@ public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
         [.missingTable, .missingColumn, .noPrimaryKey, .invalidMapping].contains(code)
     }
 
+    /// The code and the message, which already says what the underlying error was.
     public var description: String {
-        "\(code): \(message)" + (underlying.map { " [\($0)]" } ?? "")
+        "\(code): \(message)"
     }
 }

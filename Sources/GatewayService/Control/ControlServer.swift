@@ -36,14 +36,14 @@ public enum ControlServer {
             guard !adapters.isEmpty || configuration.adapters.isEmpty else {
                 return text(.serviceUnavailable, "the stores are not open yet\n")
             }
-            let status = try await GatewayStatus.read(adapters, configuration: configuration)
+            let status = try await GatewayStatus.read(adapters, configuration: configuration, tolerant: true)
             return try json(.ok, ServiceStatus(status: status, monitor: monitor))
         }
         let metrics = scheduler.metrics
         router.get("metrics") { request, _ -> Response in
             if let refused = authorize(request, token: token, required: everything) { return refused }
             let adapters = monitor.adapters
-            if !adapters.isEmpty { metrics.record(try await GatewayStatus.read(adapters, configuration: configuration)) }
+            if !adapters.isEmpty { metrics.record(try await GatewayStatus.read(adapters, configuration: configuration, tolerant: true)) }
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.text())))

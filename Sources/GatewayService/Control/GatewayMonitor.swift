@@ -24,6 +24,8 @@ public final class GatewayMonitor: Sendable {
         var inProgress: SyncInProgress?
         var completedSyncs = 0
         var lastReport: SyncReport?
+        /// Why the service has not opened its stores yet, while it keeps trying.
+        var waitingFor: String?
     }
 
     private let state = Mutex(State())
@@ -33,7 +35,15 @@ public final class GatewayMonitor: Sendable {
     public init() {}
 
     func started(with adapters: [OpenedAdapter]) {
-        state.withLock { $0.adapters = adapters }
+        state.withLock { state in
+            state.adapters = adapters
+            state.waitingFor = nil
+        }
+    }
+
+    /// The service cannot open its cloud yet, for this reason; it keeps trying.
+    func waiting(for reason: String) {
+        state.withLock { $0.waitingFor = reason }
     }
 
     func syncStarted(reasons: [String]) {
@@ -84,7 +94,9 @@ public final class GatewayMonitor: Sendable {
     /// Why the gateway is not ready, or `nil` when it is.
     public var notReadyReason: String? {
         state.withLock { state in
-            if state.adapters.isEmpty && state.completedSyncs == 0 { return "the stores are not open yet" }
+            if state.adapters.isEmpty && state.completedSyncs == 0 {
+                return state.waitingFor.map { "the cloud cannot be opened yet: \($0)" } ?? "the stores are not open yet"
+            }
             if state.completedSyncs == 0 { return "the first sync has not finished" }
             let failing = state.health.filter { $0.value.consecutiveFailures >= failuresBeforeNotReady }.keys.sorted()
             return failing.isEmpty ? nil : "adapters failing repeatedly: \(failing.joined(separator: ", "))"

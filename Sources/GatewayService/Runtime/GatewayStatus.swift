@@ -9,15 +9,21 @@ public struct GatewayStatus: Sendable, Codable, Equatable {
     public var adapters: [AdapterStatus]
 
     /// Reads the status of opened adapters.
-    public static func read(_ adapters: [OpenedAdapter], configuration: GatewayConfiguration) async throws -> GatewayStatus {
+    /// - Parameter tolerant: report an adapter whose store cannot be read with its ``AdapterStatus/error``
+    ///   (and `hasChanges`, since nothing shows it is synced) instead of failing the whole status.
+    public static func read(_ adapters: [OpenedAdapter], configuration: GatewayConfiguration, tolerant: Bool = false) async throws
+        -> GatewayStatus
+    {
         var statuses: [AdapterStatus] = []
         for opened in adapters {
             do {
                 statuses.append(try await AdapterStatus.read(opened, configuration: configuration))
-            } catch let error as SyncError {
+            } catch let error as SyncError where !tolerant {
                 throw error
             } catch {
-                throw GatewayError(.storeUnavailable, "adapter \(opened.name): cannot read its status: \(error)", underlying: error)
+                let failure = GatewayError(.storeUnavailable, "adapter \(opened.name): cannot read its status: \(error)", underlying: error)
+                guard tolerant else { throw failure }
+                statuses.append(AdapterStatus(unreadable: opened, error: failure.message))
             }
         }
         return GatewayStatus(hasChanges: statuses.contains(where: \.hasChanges), adapters: statuses)
@@ -41,6 +47,35 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     public var hasSynced: Bool
     /// Why the adapter is paused, when it is.
     public var pausedReason: String?
+    /// Why the store could not be read (the service's status only; the counts are then unknown).
+    public var error: String?
+
+    init(unreadable opened: OpenedAdapter, error: String) {
+        name = opened.name
+        kind = opened.configuration.settings.kind.value
+        zone = opened.configuration.settings.zoneID.zoneName
+        hasChanges = true
+        pendingChanges = 0
+        failedRecords = 0
+        batchSize = 0
+        hasSynced = false
+        self.error = error
+    }
+
+    init(
+        name: String, kind: String, zone: String, hasChanges: Bool, pendingChanges: Int, failedRecords: Int, batchSize: Int, hasSynced: Bool,
+        pausedReason: String?
+    ) {
+        self.name = name
+        self.kind = kind
+        self.zone = zone
+        self.hasChanges = hasChanges
+        self.pendingChanges = pendingChanges
+        self.failedRecords = failedRecords
+        self.batchSize = batchSize
+        self.hasSynced = hasSynced
+        self.pausedReason = pausedReason
+    }
 
     static func read(_ opened: OpenedAdapter, configuration: GatewayConfiguration) async throws -> AdapterStatus {
         let adapter = opened.adapter

@@ -14,7 +14,9 @@ public enum ManualSync {
         beforeSync: @Sendable ([OpenedAdapter]) async throws -> Void = { _ in },
         observer: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) async throws -> SyncReport {
-        let session = try await SyncSession.open(configuration, adapters: try GatewayStores.select(names, in: configuration))
+        // A store that cannot be reached fails its adapter in the report; the others sync.
+        let session = try await SyncSession.open(
+            configuration, adapters: try GatewayStores.select(names, in: configuration), tolerateUnavailableStores: true)
         do {
             try await beforeSync(session.adapters)
             let report = try await session.synchronizer(configuration, observer: observer).sync()

@@ -99,7 +99,10 @@ public struct SyncScheduler: Service {
     }
 
     public func run() async throws {
-        let session = try await SyncSession.open(configuration, adapters: configuration.adapters)
+        guard let session = try await openSession() else {
+            logger.info("gateway stopped before it could open its cloud")
+            return
+        }
         let (cloud, adapters, deviceID) = (session.cloud, session.adapters, session.deviceID)
         let synchronizer = session.synchronizer(configuration)
         logger.info(
@@ -144,6 +147,30 @@ public struct SyncScheduler: Service {
         }
         await session.end()
         logger.info("gateway stopped")
+    }
+
+    /// Opens the cloud and the stores. A cloud that cannot be reached is tried again (1 s,
+    /// doubling up to `retry.max_delay`) until it can be, or until shutdown (then `nil`); a store
+    /// that cannot be reached fails only its adapter, which opens once its server is back. A
+    /// config that does not match a store, or a held lock, ends the service.
+    private func openSession() async throws -> SyncSession? {
+        var delay = Duration.seconds(1)
+        while true {
+            do {
+                let session = try await SyncSession.open(configuration, adapters: configuration.adapters, tolerateUnavailableStores: true)
+                for name in session.unopenedAdapters {
+                    logger.warning("store not reachable yet; the adapter fails its syncs until it is", metadata: ["adapter": "\(name)"])
+                }
+                return session
+            } catch let error as GatewayError where error.code == .cloudUnavailable {
+                monitor.waiting(for: error.message)
+                logger.error("cannot open the cloud; trying again", metadata: ["error": "\(error.message)", "retry_in": "\(delay)"])
+                let wait = delay
+                let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+                if slept == nil || Task.isShuttingDownGracefully { return nil }
+                delay = min(delay * 2, max(configuration.settings.retry.maxDelay.duration, .seconds(1)))
+            }
+        }
     }
 
     /// Asks for one more sync when a synced adapter still has changes it can send: they were

@@ -14,21 +14,51 @@ public struct SyncSession: Sendable {
     /// takes both locks and opens the cloud and `adapters`, in that order.
     /// - Throws: ``GatewayError`` (lock held, store or cloud unavailable) or ``ConfigError`` (a
     ///   store that does not match the config).
-    public static func open(_ configuration: GatewayConfiguration, adapters: [AdapterConfiguration]) async throws -> SyncSession {
-        try await GatewayStores.check(configuration, adapters: adapters, cloud: true)
+    ///   - tolerateUnavailableStores: when a store cannot be reached (its server is down), open
+    ///     the others and give that adapter a ``ReopeningAdapter``, which fails its syncs until the
+    ///     store can be opened, instead of failing the whole session. A store that does not match
+    ///     the config, and an unreachable cloud, still fail it.
+    public static func open(
+        _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], tolerateUnavailableStores: Bool = false
+    ) async throws -> SyncSession {
+        try await GatewayStores.check(configuration, adapters: [], cloud: true)
+        var unreachable: Set<String> = []
+        for adapter in adapters {
+            do {
+                try await GatewayStores.check(configuration, adapters: [adapter], cloud: false)
+            } catch let error as GatewayError where tolerateUnavailableStores && error.code == .storeUnavailable {
+                unreachable.insert(adapter.name)
+            }
+        }
         try GatewayStores.prepareStateDirectory(configuration)
         let processLock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
         let deviceID = try DeviceIdentity.load(
             configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
         let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
         do {
-            return SyncSession(
-                deviceID: deviceID, cloud: try await GatewayStores.openCloud(configuration),
-                adapters: try await GatewayStores.open(adapters), processLock: processLock, stateLock: stateLock)
+            let cloud = try await GatewayStores.openCloud(configuration)
+            var opened: [OpenedAdapter] = []
+            for adapter in adapters {
+                if unreachable.contains(adapter.name) {
+                    opened.append(OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)))
+                    continue
+                }
+                do {
+                    opened += try await GatewayStores.open([adapter])
+                } catch let error as GatewayError where tolerateUnavailableStores && error.code == .storeUnavailable {
+                    opened.append(OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)))
+                }
+            }
+            return SyncSession(deviceID: deviceID, cloud: cloud, adapters: opened, processLock: processLock, stateLock: stateLock)
         } catch {
             await stateLock?.release()
             throw error
         }
+    }
+
+    /// The adapters whose stores could not be opened yet.
+    public var unopenedAdapters: [String] {
+        adapters.compactMap { ($0.adapter as? ReopeningAdapter).flatMap { $0.isOpen ? nil : $0.name } }
     }
 
     /// The synchronizer over the session's adapters, with each adapter's configured options.

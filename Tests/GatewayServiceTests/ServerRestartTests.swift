@@ -1,0 +1,168 @@
+import Foundation
+import GRDB
+import GatewayTesting
+import PostgresNIO
+import PostgresSupport
+import PostgresTesting
+import Testing
+
+/// The gateway when its PostgreSQL server dies or is not there yet: syncs end instead of hanging,
+/// the service keeps going and picks the server up when it is back, and nothing is lost.
+@Suite("PostgreSQL servers that die or start late", .serialized)
+struct ServerRestartTests {
+    static func sqliteRows(_ path: String, count: Int) async throws {
+        try await DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, title TEXT, n INTEGER)")
+            for index in 0..<count {
+                try db.execute(sql: "INSERT INTO item VALUES (?, ?, ?)", arguments: [index, "row \(index)", index * 3])
+            }
+        }
+    }
+
+    static func postgresCount(_ endpoint: PostgresEndpoint) async throws -> Int {
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting") { connection in
+            let rows = try await connection.query("SELECT count(*)::int8 FROM public.item", logger: connection.logger)
+            var count: Int64 = -1
+            for try await (value) in rows.decode(Int64.self) { count = value }
+            return Int(count)
+        }
+    }
+
+    static func config(_ database: PostgresEndpoint, gateway: String = "") -> String {
+        """
+        gateway: { parallelism: 2, retry: { max_attempts: 2, base_delay: 100ms }, control: { listen: "127.0.0.1:0" }\(gateway) }
+        adapters:
+          - { name: app, kind: sqlite, path: app.sqlite, zone: Items, tables: [{ table: item }] }
+          - { name: crm, kind: postgres, url: "\(database)", zone: Items, request_timeout: 5s, tables: [{ table: item }] }
+        """
+    }
+
+    @Test("gateway sync with PostgreSQL killed mid-sync ends (it used to hang), and the next sync converges", .timeLimit(.minutes(3)))
+    func syncSurvivesAKill() async throws {
+        let cluster = try await PostgresTestCluster.start(durableCommits: true)
+        let database = try await cluster.freshDatabase("killed")
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE public.item (id integer PRIMARY KEY, title text, n bigint)"], on: database, doing: "setup")
+        let directory = try TemporaryDirectory(prefix: "pg-killed")
+        defer { directory.remove() }
+        try await Self.sqliteRows(directory.path("app.sqlite"), count: 20_000)
+        try Data(Self.config(database).utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+
+        let sync = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["sync", "--progress", "json"], directory: directory.url.path,
+            standardOutput: directory.path("sync.out"), standardError: directory.path("sync.err"))
+        // Kill the server once rows have started to arrive in it.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ((try? String(contentsOfFile: directory.path("sync.err"), encoding: .utf8)) ?? "").components(separatedBy: "\"didFetch\"").count < 3 {
+            guard sync.isRunning, ContinuousClock.now < deadline else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await cluster.stop(immediately: true)
+        try await Task.sleep(for: .milliseconds(500))
+        try await cluster.start()
+        let status = try await sync.wait(timeout: .seconds(90))
+        let output = (try? String(contentsOfFile: directory.path("sync.out"), encoding: .utf8)) ?? ""
+        #expect(status == 0 || status == 1, "the sync ended by itself: \(output)")
+        if status == 1 { #expect(output.contains("crm"), "the failure names the adapter: \(output)") }
+
+        let again = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url)
+        #expect(again.status == 0, "\(again)")
+        #expect(try await Self.postgresCount(database) == 20_000)
+        let quiet = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url)
+        #expect(quiet.stdout.hasPrefix("Nothing to do"), "\(quiet)")
+        await cluster.destroy()
+    }
+
+    @Test("gateway sync with an unreachable store syncs the other adapters and names the one that failed")
+    func syncWithAStoreDown() async throws {
+        let cluster = try await PostgresTestCluster.start()
+        let database = try await cluster.freshDatabase("down")
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE public.item (id integer PRIMARY KEY, title text, n bigint)"], on: database, doing: "setup")
+        try await cluster.stop(immediately: false)
+        let directory = try TemporaryDirectory(prefix: "pg-down")
+        defer { directory.remove() }
+        try await Self.sqliteRows(directory.path("app.sqlite"), count: 10)
+        try Data(Self.config(database).utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let result = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.contains("app") && result.stdout.contains("synced"), "\(result)")
+        #expect(result.stdout.contains("adapter crm") && result.stdout.contains("cannot be opened"), "\(result)")
+        await cluster.destroy()
+    }
+
+    @Test("gateway run started while one store is down syncs the others, and that one as soon as it is back", .timeLimit(.minutes(3)))
+    func serviceOpensALateStore() async throws {
+        let cluster = try await PostgresTestCluster.start(durableCommits: true)
+        let store = try await cluster.freshDatabase("late_one")
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE public.item (id integer PRIMARY KEY, title text, n bigint)"], on: store, doing: "setup")
+        try await cluster.stop(immediately: false)
+        let directory = try TemporaryDirectory(prefix: "pg-late-store")
+        defer { directory.remove() }
+        try await Self.sqliteRows(directory.path("app.sqlite"), count: 40)
+        try Data(Self.config(store, gateway: ", sync_interval: 1s").utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
+            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
+        var deadline = ContinuousClock.now + .seconds(60)
+        while !(log().contains("adapter=app") && log().contains("adapter synced")) {
+            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("app never synced:\n\(log())") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(log().contains("store not reachable yet"), "\(log())")
+        #expect(log().contains("adapter=crm") && log().contains("cannot be opened yet"), "crm fails alone: \(log())")
+        try await cluster.start()
+        deadline = ContinuousClock.now + .seconds(90)
+        while (try? await Self.postgresCount(store)) != 40 {
+            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("the rows never arrived:\n\(log())") }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(30)) == 0)
+        await cluster.destroy()
+    }
+
+    @Test("gateway run started while its PostgreSQL cloud and store are down waits for them, then syncs without a restart", .timeLimit(.minutes(3)))
+    func serviceWaitsForServers() async throws {
+        let cluster = try await PostgresTestCluster.start(durableCommits: true)
+        let store = try await cluster.freshDatabase("late_store")
+        let cloud = try await cluster.freshDatabase("late_cloud")
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE public.item (id integer PRIMARY KEY, title text, n bigint)"], on: store, doing: "setup")
+        try await cluster.stop(immediately: false)
+        let directory = try TemporaryDirectory(prefix: "pg-late")
+        defer { directory.remove() }
+        try await Self.sqliteRows(directory.path("app.sqlite"), count: 50)
+        try Data(
+            (Self.config(store, gateway: ", sync_interval: 1s") + "\ncloud: { kind: postgres, url: \"\(cloud)\" }\n").utf8
+        ).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
+            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
+
+        var deadline = ContinuousClock.now + .seconds(60)
+        while !log().contains("cannot open the cloud") {
+            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("no retry logged:\n\(log())") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let port = try #require(log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) })
+        let waiting = try await LoopbackHTTP.send("GET", port: port, path: "/readyz")
+        #expect(waiting.status == 503 && waiting.text.contains("the cloud cannot be opened yet"), "\(waiting.text)")
+        #expect(service.isRunning, "the service waits instead of exiting")
+
+        try await cluster.start()
+        deadline = ContinuousClock.now + .seconds(90)
+        while (try? await Self.postgresCount(store)) != 50 {
+            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("the rows never arrived:\n\(log())") }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(30)) == 0)
+        await cluster.destroy()
+    }
+}
