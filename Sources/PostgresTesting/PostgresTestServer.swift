@@ -30,6 +30,23 @@ public enum PostgresTestServer {
         try await freshDatabase(label, on: try await endpoint())
     }
 
+    /// Runs a SQL script (such as a `pg_dump` output) on `endpoint` with `psql`, stopping at the
+    /// first error.
+    public static func runScript(_ path: String, on endpoint: PostgresEndpoint) async throws {
+        guard let psql = PostgresTestCluster.program("psql") else {
+            throw ConformanceFailure("psql was not found next to PostgreSQL's server programs or on PATH; install Debian's postgresql-client")
+        }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("psql-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let child = try ChildProcess(
+            psql,
+            arguments: ["-q", "-v", "ON_ERROR_STOP=1", "-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username, "-d", endpoint.database, "-f", path],
+            environment: ["PATH": "/usr/bin:/bin", "LANG": "C", "PGPASSWORD": endpoint.password ?? ""], standardOutput: log, standardError: log)
+        guard try await child.wait(timeout: .seconds(120)) == 0 else {
+            throw ConformanceFailure("psql failed on \(path):\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        }
+    }
+
     /// A new, empty database on the server of `admin`, named after `label`.
     public static func freshDatabase(_ label: String, on admin: PostgresEndpoint) async throws -> PostgresEndpoint {
         let safe = label.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
@@ -167,6 +184,16 @@ public final class PostgresTestCluster: Sendable {
             }
             try? FileManager.default.removeItem(atPath: cluster.folder)
         }
+    }
+
+    /// A PostgreSQL program: next to the server programs, else on PATH.
+    static func program(_ name: String) -> String? {
+        if let folder = serverPrograms(), FileManager.default.isExecutableFile(atPath: "\(folder)/\(name)") { return "\(folder)/\(name)" }
+        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
+        where FileManager.default.isExecutableFile(atPath: "\(folder)/\(name)") {
+            return "\(folder)/\(name)"
+        }
+        return nil
     }
 
     /// The folder with initdb and pg_ctl: the newest Debian version, else PATH.
