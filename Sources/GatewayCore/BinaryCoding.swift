@@ -120,6 +120,11 @@ public struct BinaryReader {
         Data(try take(try readLength()))
     }
 
+    /// A length-prefixed string's bytes, without making a string of them.
+    public mutating func readStringBytes() throws(BinaryDecodingError) -> UnsafeRawBufferPointer {
+        try take(try readLength())
+    }
+
     /// Moves past a length-prefixed string or data value without copying it.
     public mutating func skipLengthPrefixed() throws(BinaryDecodingError) {
         _ = try take(try readLength())

@@ -26,6 +26,63 @@ public enum FieldCoding {
         return writer.bytes
     }
 
+    /// Encodes a record's non-null fields: the same bytes as ``encode(_:)`` of its ``Record/fields``,
+    /// read by position in the layout's canonical order.
+    public static func encode(_ record: Record) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 64 + record.values.count * 24)
+        encode(record, into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends a record's encoded fields to `writer`.
+    public static func encode(_ record: Record, into writer: inout BinaryWriter) {
+        writer.writeByte(formatVersion)
+        writer.writeVarint(UInt64(record.fieldCount))
+        let names = record.layout.fieldNames
+        for position in record.layout.canonicalOrder {
+            guard let value = record.values[position] else { continue }
+            writer.writeString(names[position])
+            encode(value, into: &writer)
+        }
+    }
+
+    /// Decodes what ``encode(_:)`` produced into values by position in a layout of the stored
+    /// names, taken from `layouts` so that records of one shape share one layout (their names are
+    /// compared as bytes with the last layout's, not made into strings again).
+    public static func decode(_ bytes: UnsafeRawBufferPointer, layouts: inout DecodedLayouts) throws(BinaryDecodingError)
+        -> (layout: RecordLayout, values: [FieldValue?])
+    {
+        var reader = BinaryReader(bytes)
+        let version = try reader.readByte()
+        guard version == formatVersion else {
+            throw BinaryDecodingError(offset: 0, reason: "unknown field format version \(version)")
+        }
+        let count = try reader.readLength()
+        var values: [FieldValue?] = []
+        values.reserveCapacity(count)
+        var layout = layouts.last.flatMap { $0.layout.count == count ? $0 : nil }
+        var names: [String] = []
+        for index in 0..<count {
+            let raw = try reader.readStringBytes()
+            if let known = layout, !known.utf8Names[index].elementsEqual(raw) {
+                // Another shape: spell out the names read so far, and go on without the guess.
+                names = (0..<index).map { known.layout.fieldNames[$0] }
+                layout = nil
+            }
+            if layout == nil { names.append(String(decoding: raw, as: UTF8.self)) }
+            values.append(try decodeValue(&reader, depth: 0))
+        }
+        guard reader.isAtEnd else {
+            throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the fields")
+        }
+        if let layout { return (layout.layout, values) }
+        let decoded = layouts.layout(of: names)
+        guard decoded.layout.count == values.count else {
+            throw BinaryDecodingError(offset: reader.offset, reason: "a field is stored twice")
+        }
+        return (decoded.layout, values)
+    }
+
     /// Decodes what ``encode(_:)`` produced.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(BinaryDecodingError) -> [String: FieldValue] {
         var reader = BinaryReader(bytes)
@@ -204,5 +261,31 @@ public enum FieldCoding {
             return .list(values)
         case .encrypted: return .encrypted(try reader.readData())
         }
+    }
+}
+
+/// The layouts met while decoding stored fields (a page of a change feed): the last one, tried
+/// first, and the others by their names. Stored names are in canonical (sorted) order, so each
+/// layout lists its fields sorted.
+public struct DecodedLayouts {
+    struct Known {
+        let layout: RecordLayout
+        let utf8Names: [[UInt8]]
+    }
+
+    var last: Known?
+    private var byNames: [[String]: Known] = [:]
+
+    public init() {}
+
+    mutating func layout(of names: [String]) -> Known {
+        if let known = byNames[names] {
+            last = known
+            return known
+        }
+        let known = Known(layout: RecordLayout(names), utf8Names: names.map { Array($0.utf8) })
+        if byNames.count < 256 { byNames[names] = known }
+        last = known
+        return known
     }
 }

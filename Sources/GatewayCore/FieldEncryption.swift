@@ -236,17 +236,16 @@ public struct FieldEncryption: Sendable {
         return record
     }
 
-    /// Seals the configured fields of `record` in place: a record whose fields are not shared
+    /// Seals the configured fields of `record` in place: a record whose values are not shared
     /// is not copied.
     func encrypt(_ record: inout Record) throws(FieldEncryptionError) {
         guard let names = fields[record.recordType], !names.isEmpty else { return }
         var scratch = BinaryWriter(capacity: 256)
         for name in names {
-            guard let index = record.fields.index(forKey: name) else { continue }
-            let value = record.fields.values[index]
+            guard let position = record.layout.position(of: name), let value = record.values[position] else { continue }
             if case .encrypted = value { continue }
             let context = FieldContext(recordType: record.recordType, recordName: record.id.recordName, field: name)
-            record.fields.values[index] = .encrypted(try keyRing.seal(value, context: context, scratch: &scratch))
+            record[position: position] = .encrypted(try keyRing.seal(value, context: context, scratch: &scratch))
         }
     }
 
@@ -256,21 +255,17 @@ public struct FieldEncryption: Sendable {
     public func decrypt(_ record: Record) throws(SyncError) -> Record {
         var record = record
         var scratch = BinaryWriter(capacity: 128)
-        // Values are replaced through their index: no key is hashed again.
-        var index = record.fields.startIndex
-        while index != record.fields.endIndex {
-            if case .encrypted(let data) = record.fields.values[index] {
-                let name = record.fields.keys[index]
-                let context = FieldContext(recordType: record.recordType, recordName: record.id.recordName, field: name)
-                do {
-                    record.fields.values[index] = try keyRing.open(data, context: context, scratch: &scratch)
-                } catch {
-                    throw SyncError(
-                        .undecryptableField,
-                        "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). Add the key to encryption.keys; nothing was applied and the change token did not move")
-                }
+        for position in record.values.indices {
+            guard case .encrypted(let data)? = record.values[position] else { continue }
+            let name = record.layout.fieldNames[position]
+            let context = FieldContext(recordType: record.recordType, recordName: record.id.recordName, field: name)
+            do {
+                record[position: position] = try keyRing.open(data, context: context, scratch: &scratch)
+            } catch {
+                throw SyncError(
+                    .undecryptableField,
+                    "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). Add the key to encryption.keys; nothing was applied and the change token did not move")
             }
-            index = record.fields.index(after: index)
         }
         return record
     }
@@ -279,6 +274,6 @@ public struct FieldEncryption: Sendable {
 extension Record {
     /// Whether any field holds a sealed value.
     var hasEncryptedFields: Bool {
-        fields.values.contains { if case .encrypted = $0 { true } else { false } }
+        values.contains { if case .encrypted? = $0 { true } else { false } }
     }
 }

@@ -15,12 +15,14 @@ public enum FieldValue: Hashable, Sendable, Codable {
     case timestamp(Timestamp)
     /// Raw bytes stored inline in the record (they count towards the record size limit).
     case bytes(Data)
+    // The three large payloads are stored out of line: inline, a location made every value
+    // 105 bytes; out of line, a value is 17, and arrays of values move a sixth of the memory.
     /// A reference to another record.
-    case reference(Reference)
+    indirect case reference(Reference)
     /// A reference to an asset whose bytes are stored separately.
-    case asset(AssetReference)
+    indirect case asset(AssetReference)
     /// A geographic location.
-    case location(Location)
+    indirect case location(Location)
     /// An ordered list of values.
     case list([FieldValue])
     /// Ciphertext made by the gateway. Clouds store it opaquely; only the gateway can decrypt it.

@@ -59,6 +59,8 @@ package enum ModifyRules {
         var prepared: [Prepared] = []
         prepared.reserveCapacity(operations.count)
         var requestSize = 0
+        // Layouts whose every field name was checked: records of one shape are checked once.
+        var validLayouts = Set<ObjectIdentifier>()
         for operation in operations {
             let id = operation.recordID
             guard id.zoneID == zone else {
@@ -74,10 +76,10 @@ package enum ModifyRules {
             if let problem = nameProblem(id.recordName, what: "record name") {
                 item.failure = CloudError(.invalidArguments, problem, recordID: id)
             } else if let record = operation.record {
-                if let problem = recordProblem(record) {
+                if let problem = recordProblem(record, validLayouts: &validLayouts) {
                     item.failure = CloudError(.invalidArguments, problem, recordID: id)
                 } else {
-                    let encoded = FieldCoding.encode(record.fields)
+                    let encoded = FieldCoding.encode(record)
                     let size = encoded.count + id.recordName.utf8.count + record.recordType.utf8.count
                     requestSize += size
                     if size > limits.maxRecordSize {
@@ -208,11 +210,16 @@ package enum ModifyRules {
         return nil
     }
 
-    private static func recordProblem(_ record: Record) -> String? {
+    private static func recordProblem(_ record: Record, validLayouts: inout Set<ObjectIdentifier>) -> String? {
         if let problem = nameProblem(record.recordType, what: "record type of \(record.id)") { return problem }
-        for name in record.fields.keys {
-            if let problem = nameProblem(name, what: "field name in \(record.id)") { return problem }
+        if validLayouts.contains(ObjectIdentifier(record.layout)) { return nil }
+        var problem: String?
+        record.forEachField { name, _ in
+            if problem == nil { problem = nameProblem(name, what: "field name in \(record.id)") }
         }
-        return nil
+        if problem == nil, record.layout.fieldNames.allSatisfy({ nameProblem($0, what: "") == nil }) {
+            validLayouts.insert(ObjectIdentifier(record.layout))
+        }
+        return problem
     }
 }

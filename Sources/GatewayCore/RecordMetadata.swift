@@ -53,7 +53,7 @@ public struct RecordMetadata: Sendable, Equatable {
     public func ancestor(against server: Record?) -> [String: FieldFingerprint] {
         guard let server, !sent.isEmpty else { return fingerprints }
         var ancestor = fingerprints
-        for (name, value) in server.fields {
+        server.forEachField { name, value in
             let fingerprint = FieldFingerprint(value)
             if sent.contains(Self.pair(name, fingerprint)) { ancestor[name] = fingerprint }
         }
@@ -72,7 +72,7 @@ public struct RecordMetadata: Sendable, Equatable {
     public init(syncedRecord record: Record) {
         self.init(
             changeTag: record.changeTag, recordType: record.recordType,
-            fingerprints: FieldFingerprint.of(record.fields))
+            fingerprints: FieldFingerprint.of(record))
     }
 
     static let formatVersion: UInt8 = 2
@@ -86,7 +86,7 @@ public struct RecordMetadata: Sendable, Equatable {
     /// The blob of the metadata of `record` as the cloud holds it, like
     /// `RecordMetadata(syncedRecord: record).encoded()` without building the fingerprint dictionary.
     public static func encoded(syncedRecord record: Record) -> Data {
-        encoded(changeTag: record.changeTag, recordType: record.recordType, sortedFingerprints: FieldFingerprint.sorted(of: record.fields), sent: [])
+        encoded(changeTag: record.changeTag, recordType: record.recordType, sortedFingerprints: FieldFingerprint.sorted(of: record), sent: [])
     }
 
     /// The blob of a metadata whose fingerprints are given sorted by field name.
@@ -184,6 +184,28 @@ public struct FieldFingerprint: Hashable, Sendable {
         var writer = BinaryWriter(capacity: 64)
         var result = [String: FieldFingerprint](minimumCapacity: fields.count)
         for (name, value) in fields { result[name] = FieldFingerprint(value, using: &writer) }
+        return result
+    }
+
+    /// The fingerprints of a record's non-null fields.
+    public static func of(_ record: Record) -> [String: FieldFingerprint] {
+        var writer = BinaryWriter(capacity: 64)
+        var result = [String: FieldFingerprint](minimumCapacity: record.values.count)
+        record.forEachField { name, value in result[name] = FieldFingerprint(value, using: &writer) }
+        return result
+    }
+
+    /// The fingerprints of a record's non-null fields sorted by field name (the order metadata
+    /// blobs hold them in), read by position in the layout's canonical order: no dictionary, no sort.
+    public static func sorted(of record: Record) -> [(key: String, value: FieldFingerprint)] {
+        var writer = BinaryWriter(capacity: 64)
+        var result: [(key: String, value: FieldFingerprint)] = []
+        result.reserveCapacity(record.values.count)
+        let names = record.layout.fieldNames
+        for position in record.layout.canonicalOrder {
+            guard let value = record.values[position] else { continue }
+            result.append((names[position], FieldFingerprint(value, using: &writer)))
+        }
         return result
     }
 

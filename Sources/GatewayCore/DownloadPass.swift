@@ -1,0 +1,151 @@
+import Foundation
+
+/// The download of one adapter's pass: pages of the zone's change feed since the token, each
+/// merged with the store's pending edits and applied with its token in one transaction.
+///
+/// While the store applies page N, page N+1 is fetched, its records opened (decrypted, assets
+/// fetched) and, when the two pages share no record, its local state read and merged. A token
+/// the cloud calls expired starts a full refetch, which ends by reconciling: synced records the
+/// refetch did not return were deleted remotely.
+struct DownloadPass {
+    let context: SyncContext
+    var state: ZoneSyncState
+    var report: AdapterSyncReport
+
+    /// How many records one reconciliation apply handles.
+    static let reconciliationChunk = 500
+
+    /// A page of changes in the form the store holds them, already merged when that could be
+    /// done ahead.
+    struct FetchedPage: Sendable {
+        var incoming: [IncomingRecord]
+        var token: ChangeToken?
+        var moreComing: Bool
+        var merged: MergedPage?
+        var ids: [RecordID] { incoming.map(\.id) }
+    }
+
+    private var name: String { context.name }
+
+    mutating func run() async throws {
+        var seen = Set<RecordID>()
+        var expiries = 0
+        // While refetching, pages are fetched from `cursor` but committed with no token, so an
+        // interruption restarts the refetch (see ZoneSyncState.refetching).
+        var cursor = state.refetching ? nil : state.token
+        // The next page, fetched while the previous one was being applied.
+        var prefetched: Result<FetchedPage, any Error>?
+        while true {
+            try context.stopIfCancelled()
+            let fetched: FetchedPage
+            do {
+                if let prefetched {
+                    fetched = try prefetched.get()
+                } else {
+                    fetched = try await fetchPage(since: cursor, applying: nil, after: state)
+                }
+                prefetched = nil
+            } catch let error as CloudError where error.code == .changeTokenExpired {
+                prefetched = nil
+                expiries += 1
+                guard expiries <= 3 else {
+                    throw SyncError(
+                        .cloudFailed, "the cloud keeps expiring change tokens of zone \(context.zone)", adapter: name, underlying: error)
+                }
+                cursor = nil
+                state.token = nil
+                state.refetching = true
+                seen.removeAll()
+                continue
+            }
+            if state.refetching { seen.formUnion(fetched.incoming.lazy.filter { $0.record != nil }.map(\.id)) }
+            cursor = fetched.token
+            let next = Self.committing(fetched.token, after: state)
+            let mergedPage: MergedPage
+            if let ahead = fetched.merged {
+                mergedPage = ahead
+            } else {
+                let local = try await context.localState(of: fetched.ids)
+                mergedPage = try context.merged(fetched.incoming, local: local, zoneState: next)
+            }
+            let changes = context.count(mergedPage, into: &report)
+            context.observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
+            // The store writes this page while the next one is fetched, opened, looked up and merged.
+            let context = context
+            async let applying: Void = context.store("applying a downloaded page") { try await context.adapter.apply(changes) }
+            if fetched.moreComing {
+                let (token, applyingIDs) = (cursor, Set(fetched.ids))
+                do {
+                    prefetched = .success(try await fetchPage(since: token, applying: applyingIDs, after: next))
+                } catch {
+                    // Surfaces after this page is committed, as a fetch of the next one would.
+                    prefetched = .failure(error)
+                }
+            }
+            try await applying
+            report.downloaded += changes.writes.count
+            report.deletedLocally += changes.deletes.count
+            state = next
+            context.observer(.didFetch(adapter: name, written: changes.writes.count, deleted: changes.deletes.count))
+            if !fetched.moreComing { break }
+        }
+        if state.refetching {
+            try await reconcile(seen: seen)
+            state.token = cursor
+            state.refetching = false
+            let zoneState = state.encoded()
+            try await context.store("committing the zone state") {
+                try await context.adapter.markUploaded(SyncStateUpdate(zoneState: zoneState))
+            }
+        }
+    }
+
+    /// Fetches the page after `token` and opens its records. While another page is being applied
+    /// (`applying`, its records), it also reads the local state of these records and merges them,
+    /// with `previous` as the zone state that page commits, unless a record is in both pages: then
+    /// that waits until the page is committed.
+    private func fetchPage(since token: ChangeToken?, applying: Set<RecordID>?, after previous: ZoneSyncState) async throws -> FetchedPage {
+        let (context, zone, limit) = (context, context.zone, context.configuration.fetchLimit)
+        context.observer(.willFetch(adapter: name))
+        var page = try await context.retrying("fetching changes") {
+            try await context.cloud.fetchChanges(in: zone, since: token, limit: limit)
+        }
+        var reserved = ReservedPositions(context.configuration)
+        try context.checkCompatibility(page.modified, reserved: &reserved)
+        // Each record is moved out of the page, so that opening it changes its one copy of the values.
+        var modified: [Record] = []
+        swap(&modified, &page.modified)
+        var incoming: [IncomingRecord] = []
+        incoming.reserveCapacity(modified.count + page.deleted.count)
+        while let record = modified.popLast() { incoming.append(try await context.localForm(record, reserved: &reserved)) }
+        incoming.reverse()
+        incoming += page.deleted.map { IncomingRecord(id: $0, record: nil) }
+        var fetched = FetchedPage(incoming: incoming, token: page.token, moreComing: page.moreComing)
+        if let applying, !fetched.incoming.contains(where: { applying.contains($0.id) }) {
+            // Disjoint from the page being applied, so that write cannot change what is read here;
+            // edits made meanwhile are caught by the expected pending versions.
+            let local = try await context.localState(of: fetched.ids)
+            fetched.merged = try context.merged(fetched.incoming, local: local, zoneState: Self.committing(page.token, after: previous))
+        }
+        return fetched
+    }
+
+    /// The zone state a page commits: the previous one with the page's token, or with none while
+    /// refetching (see ZoneSyncState.refetching).
+    private static func committing(_ token: ChangeToken?, after previous: ZoneSyncState) -> ZoneSyncState {
+        var next = previous
+        next.token = previous.refetching ? nil : token
+        return next
+    }
+
+    /// After a full refetch, local records that were synced but not returned were deleted remotely.
+    private mutating func reconcile(seen: Set<RecordID>) async throws {
+        let context = context
+        let synced = try await context.store("listing synced records") { try await context.adapter.syncedRecordIDs() }
+        let missing = synced.filter { !seen.contains($0) }
+        for start in stride(from: 0, to: missing.count, by: Self.reconciliationChunk) {
+            let chunk = missing[start..<min(start + Self.reconciliationChunk, missing.count)]
+            try await context.integrate(chunk.map { IncomingRecord(id: $0, record: nil) }, zoneState: state, report: &report)
+        }
+    }
+}

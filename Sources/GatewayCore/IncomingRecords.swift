@@ -1,0 +1,106 @@
+import Foundation
+
+/// A server version of a record in the form the store holds it (see ``SyncContext/localForm(_:reserved:)``).
+struct IncomingRecord: Sendable {
+    var id: RecordID
+    /// The record without the reserved fields; `nil`: deleted on the server.
+    var record: Record?
+    /// Whether this replica wrote that version (its stamp was in the device field).
+    var writtenHere = false
+}
+
+/// Where a layout keeps the two fields the gateway reserves, remembered for the last layout seen:
+/// a page's records share a layout or two, so the names are looked up once per layout.
+struct ReservedPositions {
+    let compatibilityField: String
+    let deviceField: String
+    private var layout: RecordLayout?
+    private var positions: (compatibility: Int?, device: Int?) = (nil, nil)
+
+    init(_ configuration: SyncConfiguration) {
+        compatibilityField = configuration.compatibilityVersionField
+        deviceField = configuration.deviceIDField
+    }
+
+    mutating func of(_ layout: RecordLayout) -> (compatibility: Int?, device: Int?) {
+        if layout !== self.layout {
+            self.layout = layout
+            positions = (layout.position(of: compatibilityField), layout.position(of: deviceField))
+        }
+        return positions
+    }
+}
+
+extension SyncContext {
+    /// Refuses records written by a newer model version, before anything of their page is applied.
+    func checkCompatibility(_ records: [Record], reserved: inout ReservedPositions) throws {
+        for record in records {
+            guard let position = reserved.of(record.layout).compatibility,
+                case .int64(let version)? = record.values[position], version > configuration.compatibilityVersion
+            else { continue }
+            throw SyncError(
+                .higherModelVersionFound,
+                "record \(record.id) was written with model version \(version), newer than this gateway's \(configuration.compatibilityVersion); upgrade the gateway. Nothing of that page was applied and the change token did not move",
+                adapter: name)
+        }
+    }
+
+    func checkCompatibility(_ records: [Record]) throws {
+        var reserved = ReservedPositions(configuration)
+        try checkCompatibility(records, reserved: &reserved)
+    }
+
+    /// A cloud record as the adapter sees it: encrypted fields decrypted, asset fields replaced by
+    /// their bytes (checked against their checksum), the fields the gateway reserves for itself
+    /// made null (the device stamp says whether this replica wrote that version). Works on the
+    /// record's one copy of its values.
+    func localForm(_ record: consuming Record, reserved: inout ReservedPositions) async throws -> IncomingRecord {
+        try open(&record)
+        for position in record.values.indices {
+            guard case .asset(let reference)? = record.values[position] else { continue }
+            let data = try await retrying("downloading an asset") { try await cloud.downloadAsset(reference) }
+            guard Int64(data.count) == reference.size, AssetChecksum.of(data) == reference.checksum else {
+                throw SyncError(
+                    .cloudFailed,
+                    "the asset of field \(record.layout.fieldNames[position]) of record \(record.id.recordName) does not match its checksum; nothing of the page was applied and the change token did not move",
+                    adapter: name)
+            }
+            record[position: position] = .bytes(data)
+        }
+        let (compatibility, device) = reserved.of(record.layout)
+        var stamp: FieldValue?
+        if let device {
+            stamp = record.values[device]
+            record[position: device] = nil
+        }
+        if let compatibility { record[position: compatibility] = nil }
+        return IncomingRecord(id: record.id, record: record, writtenHere: stamp == .string(writerStamp))
+    }
+
+    func localForm(_ record: consuming Record) async throws -> IncomingRecord {
+        var reserved = ReservedPositions(configuration)
+        return try await localForm(record, reserved: &reserved)
+    }
+
+    /// The record with its encrypted fields decrypted.
+    /// - Throws: ``SyncError/Code/undecryptableField`` when a field cannot be decrypted (or this
+    ///   adapter has no keys), before anything of the page is applied.
+    private func open(_ record: inout Record) throws {
+        guard record.hasEncryptedFields else { return }
+        guard let encryption = options.encryption else {
+            let position = record.values.firstIndex { if case .encrypted? = $0 { true } else { false } }
+            let field = position.map { record.layout.fieldNames[$0] } ?? ""
+            throw SyncError(
+                .undecryptableField,
+                "field \(field) of record \(record.id.recordName) is encrypted, and adapter \(name) has no keys; configure encryption.keys",
+                adapter: name)
+        }
+        do {
+            record = try encryption.decrypt(record)
+        } catch {
+            var error = error
+            error.adapter = name
+            throw error
+        }
+    }
+}

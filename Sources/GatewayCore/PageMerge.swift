@@ -1,0 +1,115 @@
+import Foundation
+
+/// What merging a page decided: the store's writes and commit, and the conflicts it resolved,
+/// which ``SyncContext/count(_:into:)`` adds to the report once the page is the current one.
+struct MergedPage: Sendable {
+    var changes: DownloadedChanges
+    var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
+}
+
+extension SyncContext {
+    /// Merges incoming records with the store's state of them: what to write, delete and commit.
+    /// Pure work, so the download can do it for the next page while the store applies this one.
+    func merged(_ incoming: [IncomingRecord], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState) throws -> MergedPage {
+        var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
+        var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
+        changes.writes.reserveCapacity(incoming.count)
+        changes.state.metadata.reserveCapacity(incoming.count)
+        changes.expectedPendingVersions.reserveCapacity(incoming.count)
+        changes.absentLocally.reserveCapacity(incoming.count)
+        for item in incoming {
+            let (id, server, ownWrite) = (item.id, item.record, item.writtenHere)
+            let current = local[id]
+            changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
+            let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
+            if let server, server.changeTag != nil, metadata?.changeTag == server.changeTag {
+                continue  // our own write coming back
+            }
+            guard let current, let pendingVersion = current.pendingVersion else {
+                if let server {
+                    if current?.isEmpty ?? true { changes.absentLocally.insert(id) }
+                    changes.writes.append(server)
+                    changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                } else if metadata != nil {
+                    changes.deletes.append(id)
+                    changes.state.removedMetadata.insert(id)
+                }
+                continue
+            }
+            if let server, ownWrite {
+                // This replica wrote that version, but never learned it was saved (the answer was
+                // lost): it is an earlier state of the local record, not a concurrent change.
+                // Rebase onto it and upload the newer local state.
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                continue
+            }
+            if server == nil && current.record == nil {
+                // Deleted on both sides: they agree, so there is nothing to resolve.
+                changes.state.removedMetadata.insert(id)
+                changes.state.settled[id] = pendingVersion
+                continue
+            }
+            if let server, let record = current.record, record.recordType == server.recordType, record.hasSameFields(as: server) {
+                // Both sides hold the same values (two stores seeded alike, or a full resync after
+                // a reset): nothing to resolve and nothing to upload.
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                changes.state.settled[id] = pendingVersion
+                continue
+            }
+            let conflict = ConflictContext(
+                recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
+            let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
+            let resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
+            let recordType = server?.recordType ?? current.record?.recordType ?? metadata?.recordType ?? ""
+            let rebased =
+                server.map { RecordMetadata(syncedRecord: $0) }
+                ?? RecordMetadata(changeTag: nil, recordType: recordType, fingerprints: [:])
+            let outcome: ConflictOutcome
+            switch resolution {
+            case .server:
+                if let server {
+                    changes.writes.append(server)
+                    changes.state.metadata[id] = rebased.encoded()
+                } else {
+                    if current.record != nil { changes.deletes.append(id) }
+                    changes.state.removedMetadata.insert(id)
+                }
+                changes.state.settled[id] = pendingVersion
+                outcome = .serverWon
+            case .local:
+                changes.state.metadata[id] = rebased.encoded()
+                outcome = .localWon
+            case .fields(let fields):
+                changes.writes.append(Record(id: id, recordType: recordType, fields: fields))
+                changes.state.metadata[id] = rebased.encoded()
+                outcome = .merged
+            }
+            conflicts.append((id, settings.policy, outcome))
+        }
+        return MergedPage(changes: changes, conflicts: conflicts)
+    }
+
+    /// Counts and reports the conflicts of a merged page, and returns its changes.
+    func count(_ page: MergedPage, into report: inout AdapterSyncReport) -> DownloadedChanges {
+        for conflict in page.conflicts {
+            report.conflicts[conflict.outcome, default: 0] += 1
+            observer(.conflict(adapter: name, recordID: conflict.id, policy: conflict.policy, resolution: conflict.outcome))
+        }
+        return page.changes
+    }
+
+    /// The store's state of `ids`, or nothing for no ids.
+    func localState(of ids: [RecordID]) async throws -> [RecordID: LocalRecordState] {
+        ids.isEmpty ? [:] : try await store("reading local state") { try await adapter.localState(for: ids) }
+    }
+
+    /// Merges server versions into the store and commits them with `zoneState`.
+    func integrate(_ incoming: [IncomingRecord], zoneState: ZoneSyncState, report: inout AdapterSyncReport) async throws {
+        let local = try await localState(of: incoming.map(\.id))
+        let changes = count(try merged(incoming, local: local, zoneState: zoneState), into: &report)
+        observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
+        try await store("applying merged changes") { [changes] in try await adapter.apply(changes) }
+        report.downloaded += changes.writes.count
+        report.deletedLocally += changes.deletes.count
+    }
+}

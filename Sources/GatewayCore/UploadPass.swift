@@ -1,0 +1,425 @@
+import Foundation
+
+/// The upload of one adapter's pass: pending saves and deletes in batches, until nothing is
+/// pending. Each round:
+///
+/// 1. **take** a batch: the one prepared during the last round, or read now (its intents, the
+///    values about to be sent, are committed first, so a lost answer is recognised later);
+/// 2. **send** it, reading and preparing the next batch while the cloud saves this one (they are
+///    different files, so both cores work), and sort the answers into the round's update;
+/// 3. **commit** the outcome together with the next batch's intents: one store write per batch;
+/// 4. **resolve** conflicts: merge the server's versions into the store, to be sent again.
+///
+/// The batch size halves on `limitExceeded` and grows back after clean batches (``ZoneSyncState``).
+struct UploadPass {
+    let context: SyncContext
+    var state: ZoneSyncState
+    var report: AdapterSyncReport
+
+    /// How many upload rounds in a row may settle nothing (every record met a new conflict)
+    /// before the sync gives up on this adapter for now.
+    static let maximumIdleRounds = 10
+
+    private var done = 0
+    private var total = 0
+    private var idleRounds = 0
+    /// The next batch, already read, whose intents ride on this round's commit.
+    private var prepared: UploadBatch?
+
+    init(context: SyncContext, state: ZoneSyncState, report: AdapterSyncReport) {
+        self.context = context
+        self.state = state
+        self.report = report
+    }
+
+    /// What one round collects before it commits.
+    struct Round {
+        let batch: UploadBatch
+        let size: Int
+        var update: SyncStateUpdate
+        /// Records whose change is settled: saved, deleted, or failed for good.
+        var settled = 0
+        var conflicts: [(RecordID, Record?)] = []
+        var lookups: [RecordID] = []
+        var quotaError: CloudError?
+        /// The next batch, read and prepared while the cloud saved this one; a failure to prepare
+        /// it surfaces after this round's outcome is committed.
+        var upcoming: Result<UploadBatch, any Error>?
+
+        init(batch: UploadBatch, size: Int) {
+            self.batch = batch
+            self.size = size
+            update = SyncStateUpdate(settled: batch.settledLocally, zoneState: Data())
+            // Room for this batch's outcome and the next batch's intents.
+            update.metadata.reserveCapacity(2 * size)
+            update.settled.reserveCapacity(size)
+            for id in batch.settledLocally.keys where batch.metadata[id] != nil { update.removedMetadata.insert(id) }
+            settled = batch.settledLocally.count
+        }
+    }
+
+    private var name: String { context.name }
+
+    mutating func run() async throws {
+        let context = context
+        total = try await context.store("counting pending changes") { try await context.adapter.pendingChangeCount() }
+        guard total > 0 else { return }
+        context.observer(.willUpload(adapter: name, pending: total))
+        while true {
+            try context.stopIfCancelled()
+            let size = state.effectiveBatchSize(configured: context.options.batchSize)
+            guard let batch = try await take(size: size) else { break }
+            var round = Round(batch: batch, size: size)
+            if !batch.operations.isEmpty {
+                guard try await send(&round) else { continue }
+            }
+            try await commit(&round)
+            try await resolveConflicts(of: round)
+            idleRounds = round.settled > 0 ? 0 : idleRounds + 1
+            guard idleRounds < Self.maximumIdleRounds else {
+                throw SyncError(
+                    .conflictsUnresolved,
+                    "\(batch.recordIDs.count) records kept meeting concurrent changes for \(idleRounds) rounds; they stay pending for the next sync",
+                    adapter: name)
+            }
+        }
+    }
+
+    // MARK: 1. Take
+
+    /// The next batch, `nil` when nothing is pending.
+    private mutating func take(size: Int) async throws -> UploadBatch? {
+        if let next = prepared {
+            prepared = nil
+            return next
+        }
+        let context = context
+        let pending = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size) }
+        if pending.isEmpty { return nil }
+        let batch = try UploadBatch(pending, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption)
+        if !batch.operations.isEmpty {
+            // Commit what is about to be sent first: if the answer is lost or the process dies
+            // after the cloud saved it, the next sync still knows these values are its own.
+            let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: Set(batch.intents.keys))
+            try await context.store("committing upload intents") { try await context.adapter.markUploaded(intents) }
+        }
+        return batch
+    }
+
+    // MARK: 2. Send
+
+    /// Sends the round's batch and sorts the answers into the round. Returns `false` when the
+    /// batch was too large and the size shrank: the same changes go again in smaller batches.
+    private mutating func send(_ round: inout Round) async throws -> Bool {
+        let batch = round.batch
+        let results: [RecordOperationResult]
+        do {
+            let (send, refused) = try await operationsWithAssets(batch.operations)
+            let (cloud, zone, retrier) = (context.cloud, context.zone, context.retrier)
+            async let sending = send.isEmpty ? [] : retrier.run("saving a batch") { try await cloud.modify(send, in: zone, atomic: false) }
+            round.upcoming = try await readNext(after: batch, size: round.size)
+            var answers = try await sending.makeIterator()
+            results = batch.operations.map { operation in
+                refused[operation.recordID].map { .failed(operation.recordID, $0) } ?? answers.next()!
+            }
+            growBatchSize(after: round.size)
+        } catch let error as CloudError where error.code == .limitExceeded && batch.operations.count > 1 {
+            state.recordLimitExceeded(size: batch.operations.count, configured: context.options.batchSize, now: context.environment.now())
+            context.observer(.batchSizeChanged(adapter: name, size: state.effectiveBatchSize(configured: context.options.batchSize)))
+            var update = round.update
+            update.zoneState = state.encoded()
+            let context = context
+            try await context.store("committing a batch's outcome") { [update] in try await context.adapter.markUploaded(update) }
+            return false
+        } catch let error as CloudError where error.code == .limitExceeded {
+            results = [.failed(batch.operations[0].recordID, error)]
+        } catch let error as CloudError where error.code == .quotaExceeded {
+            results = []
+            round.quotaError = error
+        }
+        try sort(results, into: &round)
+        return true
+    }
+
+    /// Reads the batch after `batch` and prepares it (fingerprints, encryption, stamps). What was
+    /// read, minus this batch's records: their outcome is committed first, and a record edited
+    /// again meanwhile goes in a later round.
+    private func readNext(after batch: UploadBatch, size: Int) async throws -> Result<UploadBatch, any Error>? {
+        let (context, cursor) = (context, batch.latestVersion)
+        let read = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size, after: cursor) }
+        let next = read.excluding(batch.recordIDs, limit: size)
+        guard !next.isEmpty else { return nil }
+        return Result { try UploadBatch(next, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption) }
+    }
+
+    /// After a batch of the full current size went through, the size may grow back.
+    private mutating func growBatchSize(after size: Int) {
+        let configured = context.options.batchSize
+        guard state.effectiveBatchSize(configured: configured) == size else { return }
+        state.recordCleanBatch(configured: configured, now: context.environment.now())
+        let grown = state.effectiveBatchSize(configured: configured)
+        if grown != size { context.observer(.batchSizeChanged(adapter: name, size: grown)) }
+    }
+
+    /// Sorts the cloud's answers: saved and deleted records settle, conflicts wait to be merged,
+    /// transient failures stay pending, permanent ones are marked failed.
+    private mutating func sort(_ results: [RecordOperationResult], into round: inout Round) throws {
+        let batch = round.batch
+        for (operation, result) in zip(batch.operations, results) {
+            let id = operation.recordID
+            let version = batch.versions[id]!
+            switch result {
+            case .saved(let saved):
+                round.update.metadata[id] = RecordMetadata.encoded(
+                    changeTag: saved.changeTag, recordType: saved.recordType, sortedFingerprints: batch.fingerprints[id]!, sent: [])
+                round.update.settled[id] = version
+                report.uploaded += 1
+                round.settled += 1
+            case .deleted:
+                round.update.removedMetadata.insert(id)
+                round.update.settled[id] = version
+                report.deletedRemotely += 1
+                round.settled += 1
+            case .failed(_, let error):
+                switch error.code {
+                case .serverRecordChanged:
+                    if let server = error.serverRecord { round.conflicts.append((id, server)) } else { round.lookups.append(id) }
+                case .unknownItem:
+                    if case .delete = operation {
+                        round.update.removedMetadata.insert(id)
+                        round.update.settled[id] = version
+                        round.settled += 1
+                    } else {
+                        round.conflicts.append((id, nil))
+                    }
+                case .quotaExceeded:
+                    round.quotaError = error
+                case .zoneNotFound, .userDeletedZone, .notAuthenticated:
+                    throw error
+                case let code where code.isTransient || code == .batchRequestFailed:
+                    break  // stays pending; the next round sends it again
+                default:
+                    round.update.failures[id] = RecordFailure(
+                        version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: operation.record))
+                    report.failedRecords += 1
+                    round.settled += 1
+                }
+            }
+        }
+    }
+
+    // MARK: 3. Commit
+
+    /// Commits the round's outcome with the next batch's intents.
+    private mutating func commit(_ round: inout Round) async throws {
+        if round.quotaError == nil, case .success(let next) = round.upcoming {
+            round.update.sending.reserveCapacity(next.intents.count)
+            for (id, intent) in next.intents where round.update.metadata[id] == nil {
+                round.update.metadata[id] = intent
+                round.update.sending.insert(id)
+            }
+            prepared = next
+        }
+        round.update.zoneState = state.encoded()
+        context.observer(.willCommit(adapter: name, records: round.batch.operations.count))
+        let (context, update) = (context, round.update)
+        try await context.store("committing a batch's outcome") { try await context.adapter.markUploaded(update) }
+        if round.quotaError == nil, case .failure(let error) = round.upcoming { throw error }
+        done += round.settled
+        context.observer(
+            .didUpload(
+                adapter: name, saved: update.metadata.count - update.sending.count, deleted: update.removedMetadata.count,
+                failed: update.failures.count))
+        context.observer(.progress(adapter: name, done: min(done, total), total: total))
+        if let quotaError = round.quotaError {
+            throw SyncError(
+                .quotaExceeded, "the cloud is out of storage (\(quotaError.message)); uploads stopped and everything unsent stays pending",
+                adapter: name, underlying: quotaError)
+        }
+    }
+
+    // MARK: 4. Resolve
+
+    /// Merges the server versions that refused this round's records into the store.
+    private mutating func resolveConflicts(of round: Round) async throws {
+        var conflicts = round.conflicts
+        let context = context
+        if !round.lookups.isEmpty {
+            let lookups = round.lookups
+            let servers = try await context.retrying("looking up conflicting records") { try await context.cloud.lookup(lookups) }
+            conflicts += zip(lookups, servers).map { ($0, $1) }
+        }
+        guard !conflicts.isEmpty else { return }
+        var reserved = ReservedPositions(context.configuration)
+        try context.checkCompatibility(conflicts.compactMap(\.1), reserved: &reserved)
+        var incoming: [IncomingRecord] = []
+        for (id, server) in conflicts {
+            if let server {
+                incoming.append(try await context.localForm(server, reserved: &reserved))
+            } else {
+                incoming.append(IncomingRecord(id: id, record: nil))
+            }
+        }
+        try await context.integrate(incoming, zoneState: state, report: &report)
+    }
+
+    // MARK: Assets and hints
+
+    /// The batch's operations with binary fields uploaded as assets. A record whose asset the
+    /// cloud refuses (too large) fails alone, with the cloud's error.
+    private func operationsWithAssets(_ operations: [RecordOperation]) async throws -> (send: [RecordOperation], refused: [RecordID: CloudError]) {
+        var send: [RecordOperation] = []
+        send.reserveCapacity(operations.count)
+        var refused: [RecordID: CloudError] = [:]
+        for operation in operations {
+            do {
+                switch operation {
+                case .create(let record): send.append(.create(try await withAssets(record)))
+                case .replace(let record): send.append(.replace(try await withAssets(record)))
+                default: send.append(operation)
+                }
+            } catch let error as CloudError where error.code == .limitExceeded {
+                refused[operation.recordID] = CloudError(
+                    .limitExceeded, "a binary field of record \(operation.recordID.recordName) is too large for an asset: \(error.message)",
+                    recordID: operation.recordID)
+            }
+        }
+        return (send, refused)
+    }
+
+    /// Uploads the binary fields of `record` that travel as assets, and puts their references in
+    /// their place.
+    private func withAssets(_ record: Record) async throws -> Record {
+        var record = record
+        let context = context
+        for position in record.values.indices {
+            guard case .bytes(let data)? = record.values[position],
+                context.options.assets.sendsAsAsset(record.layout.fieldNames[position], recordType: record.recordType)
+            else { continue }
+            let reference = try await context.retrying("uploading an asset") { try await context.cloud.uploadAsset(data) }
+            record[position: position] = .asset(reference)
+        }
+        return record
+    }
+
+    /// For a record over the size limit, which field to turn into an asset.
+    static func sizeHint(_ error: CloudError, sent: Record?) -> String {
+        guard error.code == .limitExceeded, let sent else { return "" }
+        var largest: (field: String, size: Int, isBytes: Bool)?
+        sent.forEachField { name, value in
+            let size = FieldCoding.encode(value).count
+            if size > largest?.size ?? -1 {
+                let isBytes = if case .bytes = value { true } else { false }
+                largest = (name, size, isBytes)
+            }
+        }
+        guard let largest else { return "" }
+        if largest.isBytes {
+            return "; its largest field is \(largest.field) (\(largest.size) bytes): send it as an asset (turn force_data off, or list it in assets)"
+        }
+        return "; its largest field is \(largest.field) (\(largest.size) bytes)"
+    }
+}
+
+/// The cloud operations for one batch of pending changes.
+struct UploadBatch {
+    /// Every record of the batch, sent or settled locally.
+    var recordIDs: Set<RecordID> { Set(versions.keys).union(settledLocally.keys) }
+    /// The highest change-log version in the batch.
+    var latestVersion: Int64? { (Array(versions.values) + Array(settledLocally.values)).max() }
+
+    /// Each saved record's metadata with the values about to be sent remembered. Encoded with the
+    /// batch, so that for the next batch this happens while the cloud saves the current one.
+    private(set) var intents: [RecordID: Data] = [:]
+
+    /// Fingerprints of the user fields sent for each saved record, sorted by field name.
+    var fingerprints: [RecordID: [(key: String, value: FieldFingerprint)]] = [:]
+
+    var operations: [RecordOperation] = []
+    /// The change-log version read for each record.
+    var versions: [RecordID: Int64] = [:]
+    /// Each record's metadata as read; absent for records never synced.
+    var metadata: [RecordID: RecordMetadata] = [:]
+    /// Local deletions of records the cloud never had: settled without a request.
+    var settledLocally: [RecordID: Int64] = [:]
+
+    init(_ pending: consuming PendingChanges, configuration: SyncConfiguration, writerStamp: String, encryption: FieldEncryption?) throws {
+        let count = pending.count
+        operations.reserveCapacity(count)
+        versions.reserveCapacity(count)
+        fingerprints.reserveCapacity(count)
+        metadata.reserveCapacity(count)
+        intents.reserveCapacity(count)
+        var stamps = Stamps(configuration, writerStamp: writerStamp)
+        // Each record is moved out of the pending changes, so that encrypting and stamping it
+        // change its one copy of the values.
+        var saves: [PendingSave] = []
+        swap(&saves, &pending.saves)
+        saves.reverse()
+        while var save = saves.popLast() {
+            let id = save.record.id
+            var record = save.record
+            // Leaves `record` the only owner of the values.
+            save.record = Record(id: id, recordType: "")
+            let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
+            self.metadata[id] = metadata
+            record.changeTag = metadata?.changeTag
+            let sortedFingerprints = FieldFingerprint.sorted(of: record)
+            fingerprints[id] = sortedFingerprints
+            versions[id] = save.version
+            if let encryption {
+                do {
+                    try encryption.encrypt(&record)
+                } catch {
+                    throw SyncError(.encryptionFailed, "record \(id.recordName) cannot be encrypted: \(error.message)")
+                }
+            }
+            stamps.stamp(&record)
+            operations.append(record.changeTag == nil ? .create(record) : .replace(record))
+            var intent = metadata ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])
+            intent.recordSending(sortedFingerprints.lazy.map { ($0.key, $0.value) })
+            intents[id] = intent.encoded()
+        }
+        for delete in pending.deletes {
+            let id = delete.recordID
+            let metadata = try delete.metadata.map(RecordMetadata.init(decoding:))
+            self.metadata[id] = metadata
+            if let tag = metadata?.changeTag {
+                versions[id] = delete.version
+                operations.append(.delete(id, changeTag: tag))
+            } else {
+                settledLocally[id] = delete.version
+            }
+        }
+    }
+
+    /// Writes the compatibility version and the writer stamp into records, through a layout with
+    /// the two fields, made once per source layout.
+    struct Stamps {
+        let compatibilityField: String
+        let deviceField: String
+        let version: FieldValue
+        let writer: FieldValue
+        private var source: RecordLayout?
+        private var target: (layout: RecordLayout, compatibility: Int, device: Int)?
+
+        init(_ configuration: SyncConfiguration, writerStamp: String) {
+            compatibilityField = configuration.compatibilityVersionField
+            deviceField = configuration.deviceIDField
+            version = .int64(configuration.compatibilityVersion)
+            writer = .string(writerStamp)
+        }
+
+        mutating func stamp(_ record: inout Record) {
+            if record.layout !== source || target == nil {
+                let layout = record.layout.adding([compatibilityField, deviceField])
+                source = record.layout
+                target = (layout, layout.position(of: compatibilityField)!, layout.position(of: deviceField)!)
+            }
+            let (layout, compatibility, device) = target!
+            record.grow(to: layout)
+            record[position: compatibility] = version
+            record[position: device] = writer
+        }
+    }
+}
