@@ -25,6 +25,7 @@ extension EmbeddedCloud {
                         """))
             var modified: [Record] = []
             modified.reserveCapacity(limit)
+            var layouts = DecodedLayouts()
             var deleted: [RecordID] = []
             var lastSequence = after
             var count = 0
@@ -40,10 +41,10 @@ extension EmbeddedCloud {
                 if row.int64(at: 4) != 0 {
                     deleted.append(id)
                 } else {
+                    let (layout, values) = try row.withUnsafeBytes(at: 6) { try Self.decodeValues($0, id: id, layouts: &layouts) }
                     modified.append(
                         Record(
-                            id: id, recordType: row.text(at: 1) ?? "", changeTag: row.text(at: 2),
-                            fields: try row.withUnsafeBytes(at: 6) { try Self.decodeFields($0, id: id) },
+                            id: id, recordType: row.text(at: 1) ?? "", changeTag: row.text(at: 2), layout: layout, values: values,
                             modifiedAt: Timestamp(millisecondsSince1970: row.int64(at: 5))))
                 }
             }

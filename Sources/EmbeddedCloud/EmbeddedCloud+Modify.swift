@@ -122,6 +122,19 @@ extension EmbeddedCloud {
         }
     }
 
+    /// Decodes a record's stored fields by position, in a layout shared with the records before
+    /// it of the same shape (`nil`: none stored).
+    static func decodeValues(_ buffer: UnsafeRawBufferPointer?, id: RecordID, layouts: inout DecodedLayouts) throws
+        -> (RecordLayout, [FieldValue?])
+    {
+        guard let buffer else { return (.empty, []) }
+        do {
+            return try Result { () throws(BinaryDecodingError) in try FieldCoding.decode(buffer, layouts: &layouts) }.get()
+        } catch {
+            throw CloudError(.internalError, "the stored fields of record \(id) are corrupt: \(error)", recordID: id, underlying: error)
+        }
+    }
+
     /// Decodes a record's stored fields (`nil`: none stored).
     static func decodeFields(_ buffer: UnsafeRawBufferPointer?, id: RecordID) throws -> [String: FieldValue] {
         guard let buffer else { return [:] }

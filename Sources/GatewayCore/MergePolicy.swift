@@ -56,17 +56,20 @@ public struct ConflictContext: Sendable {
 
     /// Whether the local record's `field` differs from the last synced value.
     public func changedLocally(_ field: String) -> Bool {
-        Self.fingerprint(local?.fields[field]) != ancestor[field]
+        Self.fingerprint(local?[field]) != ancestor[field]
     }
 
     /// Whether the server record's `field` differs from the last synced value.
     public func changedOnServer(_ field: String) -> Bool {
-        Self.fingerprint(server?.fields[field]) != ancestor[field]
+        Self.fingerprint(server?[field]) != ancestor[field]
     }
 
     /// Every field name either side or the ancestor has.
     public var fieldNames: Set<String> {
-        Set(ancestor.keys).union(local?.fields.keys ?? [:].keys).union(server?.fields.keys ?? [:].keys)
+        var names = Set(ancestor.keys)
+        local?.forEachField { name, _ in names.insert(name) }
+        server?.forEachField { name, _ in names.insert(name) }
+        return names
     }
 
     /// Whether the local side changed any field (a deletion is not an edit).

@@ -40,8 +40,8 @@ package enum ThreeWayMerge {
         case (.some(let local), .some(let server)):
             var merged: [String: FieldValue] = [:]
             for field in conflict.fieldNames {
-                let localValue = local.fields[field]
-                let serverValue = server.fields[field]
+                let localValue = local[field]
+                let serverValue = server[field]
                 let chosen: FieldValue?
                 if localValue == serverValue || !conflict.changedLocally(field) {
                     chosen = serverValue

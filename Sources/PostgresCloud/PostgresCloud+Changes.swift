@@ -26,6 +26,7 @@ extension PostgresCloud {
                 """, logger: connection.logger)
             var modified: [Record] = []
             var deleted: [RecordID] = []
+            var layouts = DecodedLayouts()
             var lastSequence = after
             var count = 0
             var moreComing = false
@@ -42,9 +43,10 @@ extension PostgresCloud {
                 if isDeleted {
                     deleted.append(id)
                 } else {
+                    let (layout, values) = try Self.decodeValues(fields, id: id, layouts: &layouts)
                     modified.append(
                         Record(
-                            id: id, recordType: type, changeTag: tag, fields: try Self.decodeFields(fields, id: id),
+                            id: id, recordType: type, changeTag: tag, layout: layout, values: values,
                             modifiedAt: Timestamp(millisecondsSince1970: modifiedAt)))
                 }
             }

@@ -139,6 +139,18 @@ extension PostgresCloud {
             modifiedAt: Timestamp(millisecondsSince1970: row.modifiedAt))
     }
 
+    /// Decodes stored fields by position, in a layout shared with earlier records of the same shape.
+    static func decodeValues(_ buffer: ByteBuffer?, id: RecordID, layouts: inout DecodedLayouts) throws -> (RecordLayout, [FieldValue?]) {
+        guard let buffer else { return (.empty, []) }
+        do {
+            return try buffer.withUnsafeReadableBytes { bytes in
+                try Result { () throws(BinaryDecodingError) in try FieldCoding.decode(bytes, layouts: &layouts) }.get()
+            }
+        } catch {
+            throw CloudError(.internalError, "the stored fields of record \(id) are corrupt: \(error)", recordID: id, underlying: error)
+        }
+    }
+
     static func decodeFields(_ buffer: ByteBuffer?, id: RecordID) throws -> [String: FieldValue] {
         guard let buffer else { return [:] }
         do {

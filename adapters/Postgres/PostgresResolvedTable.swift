@@ -14,6 +14,8 @@ struct PostgresResolvedTable: Sendable {
     let valueColumns: [PostgresColumn]
     /// The schema-qualified, quoted table name.
     let qualifiedName: String
+    /// The record layout of the table's rows: the value columns, in order.
+    let layout: RecordLayout
 
     var table: String { mapping.table }
     var recordType: String { mapping.recordType }
@@ -91,7 +93,8 @@ struct PostgresResolvedTable: Sendable {
         }
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keys.map(\.column), valueColumns: synced.map(\.column),
-            qualifiedName: PostgresSQL.identifier(schema) + "." + PostgresSQL.identifier(mapping.table))
+            qualifiedName: PostgresSQL.identifier(schema) + "." + PostgresSQL.identifier(mapping.table),
+            layout: RecordLayout(synced.map(\.column.name)))
     }
 
     // MARK: SQL
@@ -151,9 +154,13 @@ struct PostgresResolvedTable: Sendable {
     func upsertManyArguments(for records: [Record]) throws -> [PostgresTextArray] {
         var keys = keyColumns.map { _ in PostgresTextArray(reservingBytes: records.count * 16) }
         var values = valueColumns.map { _ in PostgresTextArray(reservingBytes: records.count * 32) }
+        var mappings = LayoutMappings(target: layout)
         for record in records {
             for (index, text) in try keyTexts(of: record.id.recordName).enumerated() { keys[index].append(text) }
-            for (index, column) in valueColumns.enumerated() { values[index].append(column.text(for: record.fields[column.name])) }
+            let positions = mappings.mapping(from: record.layout).sourcePositions
+            for (index, column) in valueColumns.enumerated() {
+                values[index].append(column.text(for: positions[index].flatMap { record.values[$0] }))
+            }
         }
         return keys + values
     }
@@ -182,11 +189,11 @@ struct PostgresResolvedTable: Sendable {
     }
 
     /// The record for the texts of a row selected with ``selectRowsSQL`` (after the name).
-    func record(id: RecordID, values: [String?]) -> Record {
-        var fields: [String: FieldValue] = [:]
-        for (column, text) in zip(valueColumns, values) {
-            if let text, let value = column.field(fromText: text) { fields[column.name] = value }
-        }
-        return Record(id: id, recordType: recordType, fields: fields)
+    func record(id: RecordID, values texts: [String?]) -> Record {
+        // Room for the two stamps an upload adds, so the values never grow on the way.
+        var values: [FieldValue?] = []
+        values.reserveCapacity(valueColumns.count + 2)
+        for (column, text) in zip(valueColumns, texts) { values.append(text.flatMap { column.field(fromText: $0) }) }
+        return Record(id: id, recordType: recordType, layout: layout, values: values)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GatewayCore
 import SQLiteSupport
+import Synchronization
 
 /// A configured table checked against the database: its key, its synced columns and the SQL the
 /// adapter uses for it. A class: every pending row refers to its table, and copying the struct
@@ -18,6 +19,11 @@ final class ResolvedTable: Sendable {
     let keyColumns: [Column]
     /// The synced columns outside the key: the record's fields. (The key is the record name.)
     let valueColumns: [Column]
+
+    /// The record layout of the table's rows: the value columns, in order.
+    let layout: RecordLayout
+    /// How the layouts of incoming records map onto ``layout``, made once per layout.
+    private let mappings = Mutex<[ObjectIdentifier: LayoutMapping]>([:])
 
     var table: String { mapping.table }
     var recordType: String { mapping.recordType }
@@ -63,6 +69,7 @@ final class ResolvedTable: Sendable {
         self.mapping = mapping
         self.keyColumns = keys.map(column)
         self.valueColumns = synced.map(column)
+        self.layout = RecordLayout(synced.map(\.name))
         (selectRowSQL, deleteRowSQL, upsertSQL) = Self.statements(
             table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
         selectRowsSQL = Self.selectRowsStatement(table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
@@ -147,22 +154,34 @@ final class ResolvedTable: Sendable {
     }
 
     private func record(id: RecordID, value: (Int) -> DatabaseValue) -> Record {
-        // Room for the two stamps an upload adds, so the dictionary never grows on the way.
-        var fields = [String: FieldValue](minimumCapacity: valueColumns.count + 2)
-        for (index, column) in valueColumns.enumerated() {
-            if let field = ValueMapping.field(value(index), kind: column.kind) { fields[column.name] = field }
-        }
-        return Record(id: id, recordType: recordType, fields: fields)
+        // Room for the two stamps an upload adds, so the values never grow on the way.
+        var values: [FieldValue?] = []
+        values.reserveCapacity(valueColumns.count + 2)
+        for (index, column) in valueColumns.enumerated() { values.append(ValueMapping.field(value(index), kind: column.kind)) }
+        return Record(id: id, recordType: recordType, layout: layout, values: values)
     }
 
-    /// The values for ``upsertSQL``: the key from the record name, the other columns from fields.
-    func upsertValues(for record: Record) throws -> [BindableValue] {
+    /// Where the fields of records of `source` go in this table's columns.
+    func mapping(from source: RecordLayout) -> LayoutMapping {
+        mappings.withLock { known in
+            if let mapping = known[ObjectIdentifier(source)], mapping.source === source { return mapping }
+            if known.count >= 64 { known.removeAll() }
+            let mapping = LayoutMapping(from: source, to: layout)
+            known[ObjectIdentifier(source)] = mapping
+            return mapping
+        }
+    }
+
+    /// The values for ``upsertSQL``: the key from the record name, the other columns from fields
+    /// by position (a field this table has no column for is not stored).
+    func upsertValues(for record: Record, mapping: LayoutMapping) throws -> [BindableValue] {
         let keys = try keyValues(of: record.id.recordName)
         var values: [BindableValue] = []
         values.reserveCapacity(keys.count + valueColumns.count)
         for key in keys { values.append(.value(key)) }
-        for column in valueColumns {
-            values.append(.value(ValueMapping.databaseValue(record.fields[column.name], kind: column.kind)))
+        for (index, column) in valueColumns.enumerated() {
+            let value = mapping.sourcePositions[index].flatMap { record.values[$0] }
+            values.append(.value(ValueMapping.databaseValue(value, kind: column.kind)))
         }
         return values
     }

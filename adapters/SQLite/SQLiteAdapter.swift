@@ -258,12 +258,16 @@ public final class SQLiteAdapter: ModelAdapter {
                 skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]
+            var mapped: (layout: RecordLayout, table: ResolvedTable, mapping: LayoutMapping, statement: BoundStatement)?
             for record in changes.writes where !skipped.contains(record.id) {
                 guard let table = catalog.byType[record.recordType] else {
                     skipped.insert(record.id)  // a record type this store does not hold
                     continue
                 }
-                try BoundStatement(db.cachedStatement(sql: table.upsertSQL)).execute(try table.upsertValues(for: record))
+                if mapped?.layout !== record.layout || mapped?.table !== table {
+                    mapped = (record.layout, table, table.mapping(from: record.layout), BoundStatement(try db.cachedStatement(sql: table.upsertSQL)))
+                }
+                try mapped!.statement.execute(try table.upsertValues(for: record, mapping: mapped!.mapping))
                 tables[record.id] = table.table
             }
             for id in changes.deletes where !skipped.contains(id) {
