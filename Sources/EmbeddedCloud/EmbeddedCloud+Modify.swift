@@ -48,15 +48,19 @@ extension EmbeddedCloud {
         results.reserveCapacity(prepared.count)
         var sequence = zoneRow.lastSequence
         let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
-        let upsert = BoundStatement(
+        // The request's records were read above, so each save is a plain insert or an update.
+        let insert = BoundStatement(
             try db.cachedStatement(
-            sql: """
-                INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
-                VALUES (?, ?, ?, ?, ?, 0, ?, ?)
-                ON CONFLICT (zone_key, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
-                    deleted = 0, modified_at = excluded.modified_at, fields = excluded.fields
-                """))
+                sql: """
+                    INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
+                    VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                    """))
+        let update = BoundStatement(
+            try db.cachedStatement(
+                sql: """
+                    UPDATE records SET record_type = ?3, change_tag = ?4, seq = ?5, deleted = 0, modified_at = ?6, fields = ?7
+                    WHERE zone_key = ?1 AND record_name = ?2
+                    """))
         let tombstone = try db.cachedStatement(
             sql: """
                 UPDATE records SET change_tag = NULL, seq = ?, deleted = 1, modified_at = ?, fields = NULL
@@ -74,7 +78,7 @@ extension EmbeddedCloud {
                 var record = item.operation.record!
                 record.changeTag = String(sequence, radix: 36) + tagSuffix
                 record.modifiedAt = Timestamp(millisecondsSince1970: now)
-                try upsert.execute(
+                try (current[id.recordName] == nil ? insert : update).execute(
                     .integer(zoneRow.key), .text(id.recordName), .text(record.recordType), .text(record.changeTag!), .integer(sequence),
                     .integer(now), .bytes(item.encodedFields!))
                 results.append(.saved(record))

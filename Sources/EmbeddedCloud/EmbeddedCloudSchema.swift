@@ -5,7 +5,9 @@ import GRDB
 /// The version lives in `PRAGMA user_version` and is read inside an IMMEDIATE transaction, so two
 /// processes opening a new file at once cannot both create the tables.
 enum EmbeddedCloudSchema {
-    static let currentVersion = 1
+    /// 1: the first release. 2: `records` is keyed by (zone, record name) `WITHOUT ROWID`, one
+    /// B-tree insert fewer per saved record.
+    static let currentVersion = 2
 
     static func migrate(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -15,6 +17,16 @@ enum EmbeddedCloudSchema {
             }
             return
         }
+        if version == 0 {
+            try createVersion2(db)
+        } else {
+            try migrateVersion1(db)
+        }
+        try db.execute(sql: "PRAGMA user_version = \(currentVersion)")
+    }
+
+    /// A new file.
+    private static func createVersion2(_ db: Database) throws {
         // Zones keep their change-feed position: `generation` is new on every creation, so tokens
         // of a deleted zone never match its successor; `last_seq` is the commit sequence;
         // `purged_seq` is the newest tombstone removed, below which tokens have expired.
@@ -30,7 +42,21 @@ enum EmbeddedCloudSchema {
                     created_at INTEGER NOT NULL,
                     UNIQUE (owner_name, zone_name)
                 );
-                CREATE TABLE IF NOT EXISTS records (
+                CREATE TABLE IF NOT EXISTS assets (
+                    checksum TEXT PRIMARY KEY,
+                    size INTEGER NOT NULL,
+                    data BLOB NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                """)
+        try createRecords(db, named: "records")
+        try createRecordIndexes(db)
+    }
+
+    private static func createRecords(_ db: Database, named name: String) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE \(name) (
                     zone_key INTEGER NOT NULL REFERENCES zones(zone_key) ON DELETE CASCADE,
                     record_name TEXT NOT NULL,
                     record_type TEXT NOT NULL,
@@ -39,18 +65,30 @@ enum EmbeddedCloudSchema {
                     deleted INTEGER NOT NULL DEFAULT 0,
                     modified_at INTEGER NOT NULL,
                     fields BLOB,
-                    UNIQUE (zone_key, record_name)
-                );
+                    PRIMARY KEY (zone_key, record_name)
+                ) WITHOUT ROWID
+                """)
+    }
+
+    private static func createRecordIndexes(_ db: Database) throws {
+        try db.execute(
+            sql: """
                 CREATE UNIQUE INDEX IF NOT EXISTS records_by_seq ON records (zone_key, seq);
                 CREATE INDEX IF NOT EXISTS tombstones_by_age ON records (zone_key, modified_at) WHERE deleted = 1;
-                CREATE TABLE IF NOT EXISTS assets (
-                    checksum TEXT PRIMARY KEY,
-                    size INTEGER NOT NULL,
-                    data BLOB NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
-                PRAGMA user_version = \(currentVersion);
                 """)
+    }
+
+    /// A file of the first release: its records move, in this transaction, into the keyed table.
+    private static func migrateVersion1(_ db: Database) throws {
+        try createRecords(db, named: "records_v2")
+        try db.execute(
+            sql: """
+                INSERT INTO records_v2 (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
+                SELECT zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields FROM records;
+                DROP TABLE records;
+                ALTER TABLE records_v2 RENAME TO records;
+                """)
+        try createRecordIndexes(db)
     }
 }
 
