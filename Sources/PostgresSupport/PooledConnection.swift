@@ -53,6 +53,25 @@ public struct PooledConnection: Sendable {
         }
     }
 
+    /// Copies rows into `table` of `schema` with `COPY … FROM STDIN` (text format), sending
+    /// `data` as it is: rows separated by newlines, columns by tabs, values escaped as COPY's
+    /// text format wants (``PostgresCopyText``). Must run inside a transaction: the schema is put
+    /// on the transaction's `search_path`, since PostgresNIO quotes the table name whole.
+    public func copy(into table: String, of schema: String, columns: [String], data: ByteBuffer, logger: Logger) async throws {
+        try await query(PostgresQuery(unsafeSQL: "SET LOCAL search_path TO " + Self.identifier(schema)), logger: logger)
+        let connection = connection
+        try await withTaskExecutorPreference(loop) {
+            try Self.checkOpen(connection)
+            try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
+                try await writer.write(data)
+            }
+        }
+    }
+
+    private static func identifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
     /// Listens on `channel` while `consume` runs; see `PostgresConnection.listen(on:consume:)`
     /// (its messages are sent with a write promise, so a closed connection fails them).
     public func listen<Value>(on channel: String, consume: (PostgresNotificationSequence) async throws -> Value) async throws -> Value {

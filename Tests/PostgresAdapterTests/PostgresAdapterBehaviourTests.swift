@@ -107,6 +107,62 @@ struct PostgresAdapterBehaviourTests {
         await pool.close()
     }
 
+    @Test("new records go in by COPY with every type exactly as statements write them; array columns fall back to statements")
+    func copyWritesTypesExactly() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("copy_types")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        var statements: [String] = []
+        // COPY takes names without double quotes: the same table under a plain name.
+        for schema in ["source", "by_statement", "by_copy"] {
+            statements += Self.createTypes(in: schema) + [#"ALTER TABLE "\#(schema)"."Odd ""Table""" RENAME TO "Odd Table""#]
+        }
+        statements.append(Self.row.replacingOccurrences(of: "%@", with: "source").replacingOccurrences(of: #"."Odd ""Table""""#, with: #"."Odd Table""#))
+        for statement in statements {
+            try await pool.withConnection(doing: "setting up") { try await $0.query(PostgresQuery(unsafeSQL: statement), logger: $0.logger) }
+        }
+        let withoutArrays = PostgresTableMapping(table: "Odd Table", recordType: "Odd", exclude: ["tags", "counts"])
+        let source = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "source", endpoint: endpoint, schema: "source", zoneID: Self.zone, tables: [withoutArrays]))
+        var record = try #require(try await source.pendingChanges(limit: 10).saves.first?.record)
+        // Values at the edges of what COPY's text input reads.
+        record["exact"] = .string("-0.0000000001")
+        record["r"] = .double(-1.0e-5)
+        record["d"] = .double(.infinity)
+        record["label"] = .string("tab\there \\N")
+        for (schema, absent) in [("by_statement", false), ("by_copy", true)] {
+            let target = try await PostgresAdapter.open(
+                PostgresAdapterConfiguration(name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [withoutArrays]))
+            var update = SyncStateUpdate(zoneState: Data("z".utf8))
+            update.metadata[record.id] = Data("m".utf8)
+            try await target.apply(
+                DownloadedChanges(writes: [record], state: update, expectedPendingVersions: [record.id: 0], absentLocally: absent ? [record.id] : []))
+            #expect(try await target.hasChanges() == false, "the gateway's own writes are not captured")
+            let local = try await target.localState(for: [record.id])
+            #expect(local[record.id]?.metadata == Data("m".utf8), "the metadata went in with the row")
+            await target.close()
+        }
+        let compare = #"""
+            SELECT "region", "n°", small, big, exact, r, d, flag, bytes, stamp, plain, day, id, doc, feeling, label, initial
+            FROM "%@"."Odd Table"
+            """#
+        var texts: [String] = []
+        for schema in ["by_statement", "by_copy"] {
+            texts.append(
+                try await pool.withConnection(doing: "reading") { connection in
+                    let rows = try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT row_to_json(t)::text FROM (\(compare.replacingOccurrences(of: "%@", with: schema))) t"),
+                        logger: connection.logger)
+                    var text = ""
+                    for try await (value) in rows.decode(String.self) { text += value }
+                    return text
+                })
+        }
+        #expect(!texts[0].isEmpty)
+        #expect(texts[0] == texts[1], "COPY wrote the row exactly as the statements did")
+        await source.close()
+        await pool.close()
+    }
+
     @Test("a column added to a synced table is picked up without a restart")
     func addedColumn() async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("added_column", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
@@ -166,15 +222,18 @@ struct PostgresAdapterBehaviourTests {
         #expect(await failure(PostgresTableMapping(table: "note")) == nil)
     }
 
-    @Test("text with quotes, backslashes, control characters and non-ASCII is written exactly", arguments: [
+    @Test("text with quotes, backslashes, control characters and non-ASCII is written exactly, by COPY and by statements", arguments: [
         "plain", "quote \" inside", "back\\slash", "line\nbreak\ttab\r", "bell \u{7} and \u{1f}", "snow ☃ and 𝄞", "", "{\"json\": [1]}",
-    ])
-    func textRoundTrip(_ text: String) async throws {
+        "\\N", "tab\tand \\x00",
+    ], [false, true])
+    func textRoundTrip(_ text: String, absent: Bool) async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("text", table: "CREATE TABLE public.note (id text PRIMARY KEY, title text)")
         let id = RecordID(recordName: "id \"\(text)\"", zoneID: Self.zone)
         let record = Record(id: id, recordType: "note", fields: ["title": .string(text)])
         try await adapter.apply(
-            DownloadedChanges(writes: [record], state: SyncStateUpdate(metadata: [id: Data("m".utf8)], zoneState: Data("z".utf8))))
+            DownloadedChanges(
+                writes: [record], state: SyncStateUpdate(metadata: [id: Data("m".utf8)], zoneState: Data("z".utf8)),
+                absentLocally: absent ? [id] : []))
         let stored = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
             let rows = try await connection.query("SELECT id, title FROM public.note", logger: connection.logger)
             var found: [String] = []
@@ -185,8 +244,8 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
-    @Test("one page mixes absent fields (NULL), empty texts and the text NULL, row by row")
-    func nullsAndEmptyTexts() async throws {
+    @Test("one page mixes absent fields (NULL), empty texts and the text NULL, row by row, by COPY and by statements", arguments: [false, true])
+    func nullsAndEmptyTexts(absent: Bool) async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("nulls", table: "CREATE TABLE public.note (id bigint PRIMARY KEY, title text, rank bigint)")
         let fields: [[String: FieldValue]] = [
             [:], ["title": .string("")], ["title": .string("NULL"), "rank": .int64(0)], ["rank": .int64(-5)], ["title": .string("{a,\"b\"}")],
@@ -198,7 +257,7 @@ struct PostgresAdapterBehaviourTests {
             records.append(Record(id: id, recordType: "note", fields: values))
             update.metadata[id] = Data("m".utf8)
         }
-        try await adapter.apply(DownloadedChanges(writes: records, state: update))
+        try await adapter.apply(DownloadedChanges(writes: records, state: update, absentLocally: absent ? Set(records.map(\.id)) : []))
         let stored = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
             let rows = try await connection.query(
                 "SELECT coalesce(title, '<null>') || '|' || coalesce(rank::text, '<null>') FROM public.note ORDER BY id", logger: connection.logger)

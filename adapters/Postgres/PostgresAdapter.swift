@@ -230,11 +230,15 @@ public final class PostgresAdapter: ModelAdapter {
                 let table = catalog.byTable[tableName]!
                 let new = records.filter { inserted.contains($0.id) }
                 let known = new.count == records.count ? [] : records.filter { !inserted.contains($0.id) }
-                for (records, sql) in [(new, table.insertManySQL), (known, table.upsertManySQL)] where !records.isEmpty {
-                    var bindings = PostgresBindings()
-                    for column in try table.upsertManyArguments(for: records) { bindings.append(column) }
-                    try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger)
+                if !new.isEmpty, let rows = try table.copyRows(for: new) {
+                    // New rows go in with COPY, PostgreSQL's bulk path: no statement to plan, no
+                    // arrays to unnest, values read by each type's own input function.
+                    try await connection.copy(
+                        into: table.table, of: table.schema, columns: table.copyColumns, data: rows.buffer, logger: connection.logger)
+                } else if !new.isEmpty {
+                    try await Self.write(new, with: table.insertManySQL, of: table, connection: connection)
                 }
+                if !known.isEmpty { try await Self.write(known, with: table.upsertManySQL, of: table, connection: connection) }
             }
             if !changes.deletes.isEmpty {
                 let names = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
@@ -361,6 +365,14 @@ public final class PostgresAdapter: ModelAdapter {
         return found
     }
 
+    /// Inserts or upserts `records` of `table` with `sql` (``PostgresResolvedTable/insertManySQL``
+    /// or ``PostgresResolvedTable/upsertManySQL``), one array per column.
+    private static func write(_ records: [Record], with sql: String, of table: PostgresResolvedTable, connection: PooledConnection) async throws {
+        var bindings = PostgresBindings()
+        for column in try table.upsertManyArguments(for: records) { bindings.append(column) }
+        try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger)
+    }
+
     /// Commits a sync state update. The metadata of `inserting` records (written in this
     /// transaction, with their table in `knownTables`) is inserted without a conflict check.
     private static func commit(
@@ -371,14 +383,17 @@ public final class PostgresAdapter: ModelAdapter {
         let new = inserting.isEmpty ? [:] : saved.filter { inserting.contains($0.key) && knownTables[$0.key] != nil }
         if !new.isEmpty {
             saved = saved.filter { new[$0.key] == nil }
-            let names = new.keys.map(\.recordName)
-            let data = new.values.map { ByteBuffer(bytes: $0) }
-            let tables = new.keys.map { knownTables[$0]! }
-            try await connection.query(
-                """
-                INSERT INTO \(unescaped: state.records) (scope, record_name, table_name, metadata)
-                SELECT \(state.scope), u.n, u.t, u.m FROM unnest(\(names)::text[], \(tables)::text[], \(data)::bytea[]) AS u(n, t, m)
-                """, logger: connection.logger)
+            var rows = PostgresCopyText(reservingBytes: new.count * 160)
+            for (id, metadata) in new {
+                rows.append(state.scope)
+                rows.append(id.recordName)
+                rows.append(knownTables[id]!)
+                rows.append("\\x" + metadata.hexText)
+                rows.endRow()
+            }
+            try await connection.copy(
+                into: "records", of: state.schema, columns: ["scope", "record_name", "table_name", "metadata"], data: rows.buffer,
+                logger: connection.logger)
         }
         if !saved.isEmpty {
             let names = saved.keys.map(\.recordName)

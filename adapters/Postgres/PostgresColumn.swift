@@ -164,6 +164,47 @@ struct PostgresColumn: Sendable, Equatable {
         }
     }
 
+    /// What a field value is in `COPY`'s text format for this column: the type's own input text.
+    enum CopyValue {
+        /// The text (`nil`: NULL), before COPY's escaping.
+        case text(String?)
+        /// This value goes through ``writeSQL(_:)`` only (an array column, a timestamp out of
+        /// years 1–9999, a kind the column's input would read differently): no COPY for its page.
+        case unsupported
+    }
+
+    /// Timestamps `COPY` takes as ISO 8601 text: years 1 through 9999.
+    static let copyableTimestamps: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
+
+    /// The value as `COPY` reads it for this column, with the same result as binding
+    /// ``text(for:)`` through ``writeSQL(_:)``.
+    func copyValue(for field: FieldValue?) -> CopyValue {
+        guard let field else { return .text(nil) }
+        switch (kind, field) {
+        case (.array, _):
+            return .unsupported
+        case (.bytes, .bytes(let data)), (.bytes, .encrypted(let data)):
+            return .text("\\x" + data.hexText)
+        case (.bytes, _):
+            return .unsupported
+        case (.timestampWithZone, .timestamp(let timestamp)), (.timestamp, .timestamp(let timestamp)):
+            guard Self.copyableTimestamps.contains(timestamp.millisecondsSince1970) else { return .unsupported }
+            return .text(ISO8601Timestamps.format(timestamp))
+        case (.date, .timestamp(let timestamp)):
+            guard Self.copyableTimestamps.contains(timestamp.millisecondsSince1970) else { return .unsupported }
+            return .text(String(ISO8601Timestamps.format(timestamp).prefix(10)))
+        case (.timestampWithZone, _), (.timestamp, _), (.date, _):
+            return .unsupported
+        default:
+            return .text(text(for: field))
+        }
+    }
+
+    /// A key text (from a record name) as `COPY` reads it for this column.
+    func copyKeyText(_ text: String) -> String {
+        kind == .bytes ? "\\x" + text : text
+    }
+
     /// A JSON rendering, for arrays, json columns and values with no column type.
     static func json(_ field: FieldValue) -> String {
         switch field {

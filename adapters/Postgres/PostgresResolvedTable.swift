@@ -14,6 +14,8 @@ struct PostgresResolvedTable: Sendable {
     let valueColumns: [PostgresColumn]
     /// The schema-qualified, quoted table name.
     let qualifiedName: String
+    /// The table's schema, unquoted.
+    let schema: String
     /// The record layout of the table's rows: the value columns, in order.
     let layout: RecordLayout
 
@@ -93,7 +95,7 @@ struct PostgresResolvedTable: Sendable {
         }
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keys.map(\.column), valueColumns: synced.map(\.column),
-            qualifiedName: PostgresSQL.identifier(schema) + "." + PostgresSQL.identifier(mapping.table),
+            qualifiedName: PostgresSQL.identifier(schema) + "." + PostgresSQL.identifier(mapping.table), schema: schema,
             layout: RecordLayout(synced.map(\.column.name)))
     }
 
@@ -164,6 +166,29 @@ struct PostgresResolvedTable: Sendable {
         }
         return keys + values
     }
+
+    /// The rows of `records` in `COPY`'s text format (key columns, then value columns), or `nil`
+    /// when a value can only go through ``insertManySQL`` (see ``PostgresColumn/copyValue(for:)``).
+    func copyRows(for records: [Record]) throws -> PostgresCopyText? {
+        // PostgresNIO writes the table and column names into COPY between double quotes without
+        // doubling the ones inside: such names take the statement path.
+        guard !([table] + copyColumns).contains(where: { $0.contains("\"") }) else { return nil }
+        var rows = PostgresCopyText(reservingBytes: records.count * 96)
+        var mappings = LayoutMappings(target: layout)
+        for record in records {
+            for (column, text) in zip(keyColumns, try keyTexts(of: record.id.recordName)) { rows.append(column.copyKeyText(text)) }
+            let positions = mappings.mapping(from: record.layout).sourcePositions
+            for (index, column) in valueColumns.enumerated() {
+                guard case .text(let text) = column.copyValue(for: positions[index].flatMap { record.values[$0] }) else { return nil }
+                rows.append(text)
+            }
+            rows.endRow()
+        }
+        return rows
+    }
+
+    /// The columns ``copyRows(for:)`` fills, in order, unquoted (the COPY call quotes them).
+    var copyColumns: [String] { (keyColumns + valueColumns).map(\.name) }
 
     /// Deletes many rows at once by their key texts, one text array per key column.
     var deleteManySQL: String {
