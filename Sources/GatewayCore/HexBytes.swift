@@ -26,6 +26,15 @@ extension Data {
 
     /// The bytes as lowercase hex text.
     package var hexText: String {
-        map { String(format: "%02x", $0) }.joined()
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: count * 2) { buffer in
+            var index = 0
+            for byte in self {
+                buffer[index] = digits[Int(byte >> 4)]
+                buffer[index + 1] = digits[Int(byte & 0x0f)]
+                index += 2
+            }
+            return index
+        }
     }
 }

@@ -38,6 +38,25 @@ public struct PostgresCopyText: Sendable {
         buffer.writeBytes(escaped)
     }
 
+    /// Appends one `bytea` value of the current row, in its hex input form (`\x…`), escaped.
+    public mutating func appendHex(_ bytes: UnsafeRawBufferPointer) {
+        if !atRowStart { buffer.writeInteger(UInt8(ascii: "\t")) }
+        atRowStart = false
+        buffer.writeStaticString("\\\\x")
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bytes.count * 2) { target in
+            let digits: StaticString = "0123456789abcdef"
+            return digits.withUTF8Buffer { digits in
+                var index = 0
+                for byte in bytes {
+                    target[index] = digits[Int(byte >> 4)]
+                    target[index + 1] = digits[Int(byte & 0x0f)]
+                    index += 2
+                }
+                return index
+            }
+        }
+    }
+
     /// Ends the current row.
     public mutating func endRow() {
         buffer.writeInteger(UInt8(ascii: "\n"))

@@ -388,7 +388,7 @@ public final class PostgresAdapter: ModelAdapter {
                 rows.append(state.scope)
                 rows.append(id.recordName)
                 rows.append(knownTables[id]!)
-                rows.append("\\x" + metadata.hexText)
+                metadata.withUnsafeBytes { rows.appendHex($0) }
                 rows.endRow()
             }
             try await connection.copy(
