@@ -29,6 +29,15 @@ struct UpgradeTests {
         }
     }
 
+    static func postgresScalars(_ endpoint: PostgresEndpoint, _ sql: String) async throws -> [String] {
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading the catalog") { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+            var values: [String] = []
+            for try await value in rows.decode(String.self) { values.append(value) }
+            return values
+        }
+    }
+
     @Test("the previous release's cloud file and adapter state open and sync, and the changes made before the upgrade arrive everywhere")
     func upgrade() async throws {
         let directory = try TemporaryDirectory(prefix: "upgrade")
@@ -39,6 +48,16 @@ struct UpgradeTests {
         let store = try await PostgresTestServer.freshDatabase("upgrade")
         try await PostgresTestServer.runScript(Self.fixtures.appendingPathComponent("postgres-store.sql").path, on: store)
         let environment = ["STORE_URL": store.description]
+
+        // Opening the stores replaces the previous release's row-level trigger with this one's
+        // statement-level triggers, without queuing the table's rows again: the three changes
+        // made before the upgrade stay the only pending ones.
+        let opened = try await GatewayCLI.run(["status"], in: directory.url, environment: environment)
+        #expect(opened.status == 0, "\(opened)")
+        #expect(try await Self.postgresScalars(store, "SELECT record_name FROM gateway.changes ORDER BY record_name") == ["1001", "1002", "900"])
+        #expect(
+            try await Self.postgresScalars(store, "SELECT tgname::text FROM pg_trigger WHERE tgrelid = 'public.note'::regclass ORDER BY tgname")
+                == ["_gateway_capture_delete", "_gateway_capture_insert", "_gateway_capture_update"])
 
         let first = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url, environment: environment)
         #expect(first.status == 0, "\(first)")
@@ -63,5 +82,10 @@ struct UpgradeTests {
         #expect(zones.status == 0 && zones.stdout.contains("Docs"), "\(zones)")
         let status = try await GatewayCLI.run(["status", "--fail-on-changes"], in: directory.url, environment: environment)
         #expect(status.status == 0, "nothing pending after the upgrade: \(status)")
+        try await PostgresConnectionPool.withOneConnection(to: store, doing: "writing after the upgrade") { connection in
+            _ = try await connection.query("UPDATE public.note SET title = 'edited after the upgrade' WHERE id = 1001", logger: connection.logger)
+        }
+        let captured = try await GatewayCLI.run(["status", "--fail-on-changes"], in: directory.url, environment: environment)
+        #expect(captured.status != 0, "a write after the upgrade is captured: \(captured)")
     }
 }

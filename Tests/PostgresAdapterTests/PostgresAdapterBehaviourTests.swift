@@ -174,6 +174,27 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("one statement's many rows, a key changed by an update, an unchanged update and a delete are each captured once")
+    func statementCapture() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("statement_capture", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
+        try await PostgresConnectionPool.execute(
+            ["INSERT INTO public.note SELECT i, 'n' || i FROM generate_series(1, 500) AS i"], on: endpoint, doing: "writing")
+        #expect(try await adapter.pendingChangeCount() == 500)
+        #expect(try await adapter.markPendingSavesUploaded().count == 500)
+
+        try await PostgresConnectionPool.execute(
+            [
+                "UPDATE public.note SET id = id + 1000 WHERE id <= 2",  // 1, 2 gone; 1001, 1002 new
+                "UPDATE public.note SET title = title WHERE id = 3",  // same values: still a change to compare
+                "DELETE FROM public.note WHERE id IN (4, 5)",
+                "INSERT INTO public.note VALUES (6, 'six') ON CONFLICT (id) DO UPDATE SET title = 'six'",
+            ], on: endpoint, doing: "changing")
+        let pending = try await adapter.pendingChanges(limit: 100)
+        #expect(Set(pending.saves.map(\.record.id.recordName)) == ["1001", "1002", "3", "6"])
+        #expect(Set(pending.deletes.map(\.recordID.recordName)) == ["1", "2", "4", "5"])
+        await adapter.close()
+    }
+
     @Test("a synced table dropped and created again is captured again, its rows compared with what was synced")
     func recreatedTable() async throws {
         let create = "CREATE TABLE public.note (id integer PRIMARY KEY, title text)"

@@ -4,7 +4,8 @@ import PostgresNIO
 import PostgresSupport
 
 /// The adapter's own tables (in the state schema, `gateway` by default) and the plpgsql triggers
-/// that capture changes, installed idempotently and versioned.
+/// that capture changes (statement-level, one per event, reading the statement's transition
+/// tables), installed idempotently and versioned.
 ///
 /// Every row is keyed by a scope, the synced schema, so several schemas of one database can sync
 /// with different zones. Triggers skip changes made while `gateway.applying` is on, which the
@@ -12,7 +13,15 @@ import PostgresSupport
 /// The trigger's `WHEN` clause checks it, so the gateway's own bulk writes never enter plpgsql.
 struct PostgresGatewaySchema: Sendable {
     /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
-    static let version = 2
+    static let version = 3
+    /// The capture triggers, one per event, each with the transition tables its event has.
+    static let triggers: [(name: String, event: String, transitionTables: String)] = [
+        ("_gateway_capture_insert", "INSERT", "NEW TABLE AS new_rows"),
+        ("_gateway_capture_update", "UPDATE", "NEW TABLE AS new_rows OLD TABLE AS old_rows"),
+        ("_gateway_capture_delete", "DELETE", "OLD TABLE AS old_rows"),
+    ]
+    /// Trigger names of earlier versions, dropped when the triggers are replaced.
+    static let retiredTriggers = ["_gateway_capture"]
     /// The channel triggers notify, with the scope as payload.
     static let channel = "gateway_changes"
     /// Serializes installs of gateways starting together (an arbitrary constant: "gwadapt").
@@ -94,52 +103,69 @@ struct PostgresGatewaySchema: Sendable {
         let rows = try await connection.query(
             """
             SELECT t.trigger_version, t.record_name_sql,
-                   EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName)) AND g.tgname = '_gateway_capture')
+                   (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
+                    AND g.tgname = ANY(\(Self.triggers.map(\.name)))) = \(Self.triggers.count),
+                   EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
+                    AND g.tgname = ANY(\(Self.retiredTriggers + Self.triggers.map(\.name))))
             FROM \(unescaped: tables) t WHERE t.scope = \(scope) AND t.table_name = \(table.table)
             """,
             logger: connection.logger)
-        var installed: (version: Int, sql: String, present: Bool)?
-        for try await (version, sql, present) in rows.decode((Int, String, Bool).self) { installed = (version, sql, present) }
-        if let installed, installed.present, installed.version == Self.version, installed.sql == newName { return }
+        // `complete`: this version's triggers are all there. `present`: some capture trigger is,
+        // of this version or an earlier one; with none, the table was recreated behind our back.
+        var installed: (version: Int, sql: String, complete: Bool, present: Bool)?
+        for try await (version, sql, complete, present) in rows.decode((Int, String, Bool, Bool).self) {
+            installed = (version, sql, complete, present)
+        }
+        if let installed, installed.complete, installed.version == Self.version, installed.sql == newName { return }
 
-        let oldName = table.nameSQL("OLD")
         let function = "\(quotedSchema).\(functionName(table.table))"
-        let log = { (name: String) in
+        // Statement-level triggers over transition tables: one call per statement, which logs
+        // every row the statement touched with one INSERT … SELECT, where a row-level trigger
+        // ran plpgsql once per row (a bulk load paid that per row). An update logs the new name
+        // and, when the key changed, the old one; UNION keeps a name once, as ON CONFLICT needs.
+        let log = { (names: String) in
             """
             INSERT INTO \(changes) (scope, record_name, table_name, version)
-                VALUES (\(PostgresSQL.literal(scope)), \(name), \(PostgresSQL.literal(table.table)), nextval('\(versions.replacingOccurrences(of: "'", with: "''"))'))
+                SELECT \(PostgresSQL.literal(scope)), logged.name, \(PostgresSQL.literal(table.table)), nextval('\(versions.replacingOccurrences(of: "'", with: "''"))')
+                FROM (\(names)) AS logged(name)
                 ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
             """
         }
+        let newNames = "SELECT \(table.nameSQL("new_rows")) FROM new_rows"
+        let oldNames = "SELECT \(table.nameSQL("old_rows")) FROM old_rows"
         try await connection.query(
             PostgresQuery(
                 unsafeSQL: """
                     CREATE OR REPLACE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $gateway$
                     BEGIN
-                        IF current_setting('gateway.applying', true) = 'on' THEN RETURN NULL; END IF;
-                        IF TG_OP <> 'DELETE' THEN
-                            \(log(newName))
-                        END IF;
-                        IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND (\(oldName)) IS DISTINCT FROM (\(newName))) THEN
-                            \(log(oldName))
+                        IF TG_OP = 'INSERT' THEN
+                            \(log(newNames))
+                        ELSIF TG_OP = 'UPDATE' THEN
+                            \(log("\(newNames) UNION \(oldNames)"))
+                        ELSE
+                            \(log(oldNames))
                         END IF;
                         PERFORM pg_notify(\(PostgresSQL.literal(Self.channel)), \(PostgresSQL.literal(scope)));
                         RETURN NULL;
                     END
                     $gateway$
                     """), logger: connection.logger)
-        try await connection.query(
-            PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \"_gateway_capture\" ON \(table.qualifiedName)"), logger: connection.logger)
-        try await connection.query(
-            PostgresQuery(
-                unsafeSQL: """
-                    CREATE TRIGGER "_gateway_capture" AFTER INSERT OR UPDATE OR DELETE ON \(table.qualifiedName)
-                    FOR EACH ROW WHEN (current_setting('gateway.applying', true) IS DISTINCT FROM 'on')
-                    EXECUTE FUNCTION \(function)()
-                    """), logger: connection.logger)
-        if installed == nil {
-            try await backfill(table, connection: connection)
-        } else if installed?.present == false {
+        for trigger in Self.retiredTriggers + Self.triggers.map(\.name) {
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(PostgresSQL.identifier(trigger)) ON \(table.qualifiedName)"), logger: connection.logger)
+        }
+        for trigger in Self.triggers {
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        CREATE TRIGGER \(PostgresSQL.identifier(trigger.name)) AFTER \(trigger.event) ON \(table.qualifiedName)
+                        REFERENCING \(trigger.transitionTables) FOR EACH STATEMENT
+                        WHEN (current_setting('gateway.applying', true) IS DISTINCT FROM 'on')
+                        EXECUTE FUNCTION \(function)()
+                        """), logger: connection.logger)
+        }
+        if let installed, !installed.present || (installed.version == Self.version && !installed.complete) {
+            // Changes may have gone uncaptured: compare every row and every synced record again.
             try await connection.query(
                 """
                 INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)
@@ -147,6 +173,8 @@ struct PostgresGatewaySchema: Sendable {
                 WHERE scope = \(scope) AND table_name = \(table.table)
                 ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
                 """, logger: connection.logger)
+            try await backfill(table, connection: connection)
+        } else if installed == nil {
             try await backfill(table, connection: connection)
         }
         try await connection.query(
@@ -160,8 +188,10 @@ struct PostgresGatewaySchema: Sendable {
     /// Removes the trigger of a table no longer synced, and its pending changes.
     func uninstall(table: String, syncedSchema: String, connection: PooledConnection) async throws {
         let qualified = PostgresSQL.identifier(syncedSchema) + "." + PostgresSQL.identifier(table)
-        try await connection.query(
-            PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \"_gateway_capture\" ON \(qualified)"), logger: connection.logger)
+        for trigger in Self.retiredTriggers + Self.triggers.map(\.name) {
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(PostgresSQL.identifier(trigger)) ON \(qualified)"), logger: connection.logger)
+        }
         try await connection.query(
             PostgresQuery(unsafeSQL: "DROP FUNCTION IF EXISTS \(quotedSchema).\(functionName(table))()"), logger: connection.logger)
         for statement in ["DELETE FROM \(changes)", "DELETE FROM \(tables)"] {

@@ -14,7 +14,7 @@ import PostgresNIO
 /// Each table is looked up by a correlated subquery, an index probe on `pg_class`, whatever the
 /// size of the catalog.
 struct PostgresShapeFingerprint: PostgresPreparedStatement {
-    static let name = "gateway_shape_fingerprint_v1"
+    static let name = "gateway_shape_fingerprint_v2"
     static let sql = """
         SELECT coalesce(string_agg(
                    q.name || '/' || coalesce(
@@ -23,7 +23,7 @@ struct PostgresShapeFingerprint: PostgresPreparedStatement {
                                                                      || ':' || a.attgenerated::text, ';' ORDER BY a.attnum)
                                                    FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '')
                                || '/' || coalesce((SELECT i.indkey::text FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary), '')
-                               || '/' || (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = '_gateway_capture')
+                               || '/' || (SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname LIKE '\\_gateway\\_capture%')
                         FROM pg_class c WHERE c.oid = to_regclass(q.name)),
                        'missing'),
                    ',' ORDER BY q.name), '')
