@@ -46,6 +46,10 @@ struct CrashRun {
     let maximumSkip: Int
     /// Aim the runs at each phase in turn, so even a small run has kills in every phase.
     let eachPhase: Bool
+    /// The gateway's `parallelism` (`nil`: its default, both adapters at once). With `1`, adapter
+    /// b downloads only after a has uploaded, so every phase has moments to kill in even with
+    /// few records; at once, a small upload may finish before a kill aimed at it lands.
+    let parallelism: Int?
     let seed: UInt64
     let directory: URL
     let gateway: String
@@ -62,7 +66,7 @@ struct CrashRun {
         try HarnessData.createDatabase(at: path("b.sqlite"), rows: rowsB)
         let config = HarnessData.config(
             stateDirectory: "state", cloud: "  kind: embedded\n  path: cloud.sqlite",
-            adapters: [("a", "a.sqlite"), ("b", "b.sqlite")], batchSize: batchSize)
+            adapters: [("a", "a.sqlite"), ("b", "b.sqlite")], batchSize: batchSize, parallelism: parallelism)
         try Data(config.utf8).write(to: directory.appendingPathComponent("config.yaml"))
 
         // Each run is killed a random number of phase starts in, a moment later, so the kills

@@ -40,6 +40,8 @@ struct HarnessCommand: AsyncParsableCommand {
         @Option(help: "Records in all, half written in each of the two databases.") var records = 50_000
         @Option(help: "Kills that must land (spread over download, apply, upload, commit).") var kills = 30
         @Option(help: "The gateway's upload batch size; smaller makes more moments to kill in.") var batchSize = 200
+        @Option(help: "The gateway's parallelism (default: the gateway's, every adapter at once); 1 syncs the adapters in order.")
+        var parallelism: Int?
         @Option(help: "Phase starts (fetches, applies, uploads, commits) a run may pass before its kill.") var maximumSkip = 24
         @Flag(help: "Aim the runs at each phase in turn (for small runs), instead of at random phase starts.") var eachPhase = false
         @Option(help: "Seed of the data and of the kill moments.") var seed: UInt64 = 1
@@ -49,7 +51,7 @@ struct HarnessCommand: AsyncParsableCommand {
 
         func run() async throws {
             let result = try await CrashRun(
-                records: records, kills: kills, batchSize: batchSize, maximumSkip: maximumSkip, eachPhase: eachPhase, seed: seed, directory: URL(fileURLWithPath: directory),
+                records: records, kills: kills, batchSize: batchSize, maximumSkip: maximumSkip, eachPhase: eachPhase, parallelism: parallelism, seed: seed, directory: URL(fileURLWithPath: directory),
                 gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway")
             ).run()
             try HarnessCommand.report(result, to: json)

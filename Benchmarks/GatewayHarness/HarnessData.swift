@@ -116,12 +116,15 @@ enum HarnessData {
         AssetChecksum.of(Data(lines.values.sorted().joined(separator: "\n").utf8))
     }
 
-    /// A config with one SQLite adapter per store on the harness zone.
-    static func config(stateDirectory: String, cloud: String, adapters: [(name: String, path: String)], batchSize: Int = 200) -> String {
+    /// A config with one SQLite adapter per store on the harness zone; `parallelism` `nil` leaves
+    /// the gateway's default.
+    static func config(
+        stateDirectory: String, cloud: String, adapters: [(name: String, path: String)], batchSize: Int = 200, parallelism: Int? = nil
+    ) -> String {
         var text = """
             gateway:
               state_dir: \(stateDirectory)
-              batch_size: \(batchSize)
+              batch_size: \(batchSize)\(parallelism.map { "\n  parallelism: \($0)" } ?? "")
               retry: { max_attempts: 4, base_delay: 5ms, max_delay: 50ms }
             cloud:
             \(cloud)

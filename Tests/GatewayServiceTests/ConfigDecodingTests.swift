@@ -35,7 +35,12 @@ struct ConfigDecodingTests {
         #expect(settings.onZoneDeleted == .recreate)
         #expect(settings.control.host == "127.0.0.1" && settings.control.port == 8787 && settings.control.token.isEmpty)
         #expect(settings.deviceID == nil)
-        #expect(configuration.syncConfiguration(deviceID: "d").parallelism == 1, "adapters sync in order by default")
+        #expect(settings.parallelism == nil)
+        #expect(
+            configuration.syncConfiguration(deviceID: "d").parallelism == max(1, min(configuration.adapters.count, ProcessInfo.processInfo.activeProcessorCount)),
+            "every adapter at once by default, up to the cores")
+        #expect(settings.parallelism(adapterCount: 1000) == ProcessInfo.processInfo.activeProcessorCount)
+        #expect(settings.parallelism(adapterCount: 0) == 1)
         #expect(configuration.context.stateDirectory == directory.url.appendingPathComponent(".gateway").standardizedFileURL.path)
         #expect(configuration.cloud.kind == "embedded")
         #expect(configuration.cloud.plan.limits == CloudLimits())

@@ -29,12 +29,28 @@ struct ReliabilityTests {
         return try await child.wait(timeout: .seconds(600))
     }
 
+    @Test("gateway sync with both adapters at once (the default parallelism), killed with SIGKILL, loses and duplicates nothing")
+    func crashWhileParallel() async throws {
+        let directory = try TemporaryDirectory(prefix: "reliability-crash-parallel")
+        defer { directory.remove() }
+        let status = try await Self.harness(
+            ["crash", "--records", "4000", "--kills", "6", "--batch-size", "25", "--maximum-skip", "40", "--directory", directory.path("run"), "--json",
+             directory.path("result.json")], in: directory)
+        let log = (try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? ""
+        #expect(status == 0, "\(log)\((try? String(contentsOfFile: directory.path("harness.err"), encoding: .utf8)) ?? "")")
+        let result = try JSONDecoder().decode(CrashResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
+        #expect(result.kills == 6)
+        #expect(result.lost == 0)
+        #expect(result.duplicated == 0)
+        #expect(Set(result.checksums.values).count == 1, "both stores and the cloud hold identical data")
+    }
+
     @Test("gateway sync killed with SIGKILL in every phase loses and duplicates nothing")
     func crash() async throws {
         let directory = try TemporaryDirectory(prefix: "reliability-crash")
         defer { directory.remove() }
         let status = try await Self.harness(
-            ["crash", "--records", "2000", "--kills", "8", "--batch-size", "25", "--each-phase", "--directory", directory.path("run"), "--json",
+            ["crash", "--records", "2000", "--kills", "8", "--batch-size", "25", "--each-phase", "--parallelism", "1", "--directory", directory.path("run"), "--json",
              directory.path("result.json")], in: directory)
         let log = (try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? ""
         #expect(status == 0, "\(log)\((try? String(contentsOfFile: directory.path("harness.err"), encoding: .utf8)) ?? "")")

@@ -112,7 +112,7 @@ public struct GatewayConfiguration: Sendable {
     public func syncConfiguration(deviceID: String) -> SyncConfiguration {
         SyncConfiguration(
             compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, retry: settings.retry.policy,
-            resolvers: resolvers, parallelism: settings.parallelism.value,
+            resolvers: resolvers, parallelism: settings.parallelism(adapterCount: adapters.count),
             stallTimeout: settings.stallTimeout.duration > .zero ? settings.stallTimeout.duration : nil,
             stopTimeout: settings.shutdownTimeout.duration)
     }
