@@ -43,12 +43,12 @@ struct PostgresInitialSyncScenario: Scenario {
             print("  pgloader is not installed (Debian: apt-get install pgloader); its figures are left out")
             return measurements
         }
-        let pgloaderSeconds = try await runPgloader(pgloader, source: source, database: database, workDirectory: workDirectory)
+        let pgloaderSeconds = try await Self.runPgloader(pgloader, source: source, database: database, workDirectory: workDirectory)
         let pgloaderLog = (try? String(contentsOfFile: workDirectory.appendingPathComponent("pgloader.log").path, encoding: .utf8)) ?? ""
         // pgloader picks the schema itself (for SQLite, after the file); find where it put the table.
-        let schemas = try await count(
+        let schemas = try await Self.count(
             on: database, "information_schema.tables WHERE table_name = 'note' AND table_schema NOT IN ('app', 'app_parallel')", column: "string_agg(table_schema, ',')")
-        let loaded = (try? await count(on: database, "\"\(schemas)\".note")) ?? -1
+        let loaded = (try? await Self.count(on: database, "\"\(schemas)\".note")) ?? -1
         guard loaded == records else { throw BenchmarkError("pgloader loaded \(loaded) rows, expected \(records):\n\(pgloaderLog)") }
         measurements += [
             Measurement(name: "pgloader, one hop", value: pgloaderSeconds, unit: "s"),
@@ -80,7 +80,7 @@ struct PostgresInitialSyncScenario: Scenario {
         guard uploaded.uploaded == records, downloaded.downloaded == records else {
             throw BenchmarkError("moved \(uploaded.uploaded) up and \(downloaded.downloaded) down, expected \(records)")
         }
-        let copied = try await count(on: database, "app.note")
+        let copied = try await Self.count(on: database, "app.note")
         guard copied == records else { throw BenchmarkError("PostgreSQL has \(copied) rows, expected \(records)") }
         return (upSeconds + downSeconds, upSeconds, downSeconds)
     }
@@ -107,7 +107,7 @@ struct PostgresInitialSyncScenario: Scenario {
             throw BenchmarkError(
                 "one parallel sync moved \(report.adapters[0].uploaded) up and \(report.adapters[1].downloaded) down, expected \(records): \(report.adapters.map(\.outcome))")
         }
-        let copied = try await count(on: database, "app_parallel.note")
+        let copied = try await Self.count(on: database, "app_parallel.note")
         guard copied == records else { throw BenchmarkError("PostgreSQL has \(copied) rows, expected \(records)") }
         return seconds
     }
@@ -124,7 +124,7 @@ struct PostgresInitialSyncScenario: Scenario {
     }
 
     /// Times pgloader migrating the `note` table (schema and data) into the database's public schema.
-    private func runPgloader(_ pgloader: String, source: String, database: PostgresEndpoint, workDirectory: URL) async throws -> Double {
+    static func runPgloader(_ pgloader: String, source: String, database: PostgresEndpoint, workDirectory: URL) async throws -> Double {
         let script = workDirectory.appendingPathComponent("load.pgl")
         let target = "postgresql://\(database.username)@\(database.host):\(database.port)/\(database.database)"
         try Data(
@@ -147,11 +147,11 @@ struct PostgresInitialSyncScenario: Scenario {
         return seconds
     }
 
-    private func count(on endpoint: PostgresEndpoint, _ table: String) async throws -> Int {
-        Int(try await count(on: endpoint, table, column: "count(*)::text")) ?? -1
+    static func count(on endpoint: PostgresEndpoint, _ table: String) async throws -> Int {
+        Int(try await Self.count(on: endpoint, table, column: "count(*)::text")) ?? -1
     }
 
-    private func count(on endpoint: PostgresEndpoint, _ table: String, column: String) async throws -> String {
+    static func count(on endpoint: PostgresEndpoint, _ table: String, column: String) async throws -> String {
         try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting") { connection in
             let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT \(column) FROM \(table)"), logger: connection.logger)
             var text = ""
