@@ -20,9 +20,11 @@ public final class ChildProcess: Sendable {
     ///   - directory: the child's working directory (the current one when `nil`).
     ///   - environment: the child's whole environment (this process's when `nil`).
     ///   - standardOutput, standardError: files the output goes to (discarded when `nil`).
+    ///   - descriptors: more descriptors the child gets, by its number: this process's
+    ///     descriptor `value` becomes the child's `key` (a pipe to talk to it, say).
     public init(
         _ executable: String, arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
-        standardOutput: String? = nil, standardError: String? = nil
+        standardOutput: String? = nil, standardError: String? = nil, descriptors: [Int32: Int32] = [:]
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -30,6 +32,9 @@ public final class ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, standardOutput ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        for (child, parent) in descriptors.sorted(by: { $0.key < $1.key }) {
+            posix_spawn_file_actions_adddup2(&actions, parent, child)
+        }
         // glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift; env(1) changes
         // the folder and then execs the program.
         let program = directory == nil ? executable : "/usr/bin/env"

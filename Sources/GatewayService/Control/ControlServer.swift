@@ -5,7 +5,8 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// The control server of `gateway run` (Hummingbird): `GET /healthz`, `GET /readyz`,
+/// The control server of `gateway run` (Hummingbird): `GET /` (the status page, with its
+/// `POST /login`, `POST /actions/sync` and `POST /actions/retry`), `GET /healthz`, `GET /readyz`,
 /// `GET /status`, `GET /metrics` (Prometheus) and `POST /sync[?adapter=N][&wait=1]`.
 ///
 /// `POST` needs `Authorization: Bearer <control.token>`; with no token configured it is refused.
@@ -66,6 +67,8 @@ public enum ControlServer {
             return try json(lines.allSatisfy { $0.result == "synced" } ? .ok : .internalServerError, lines)
         }
 
+        StatusPageRoutes(scheduler: scheduler, token: token, everything: everything).add(to: router)
+
         let address = settings
         return Application(
             router: router,
@@ -77,7 +80,7 @@ public enum ControlServer {
             logger: logger)
     }
 
-    private static func authorize(_ request: Request, token: String, required: Bool) -> Response? {
+    static func authorize(_ request: Request, token: String, required: Bool) -> Response? {
         guard required else { return nil }
         guard !token.isEmpty else { return text(.forbidden, "set control.token to allow this request\n") }
         guard request.headers[.authorization] == "Bearer \(token)" else {
@@ -86,7 +89,7 @@ public enum ControlServer {
         return nil
     }
 
-    private static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
+    static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
         Response(
             status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: body)))
     }

@@ -18,8 +18,38 @@ public final class GatewayMonitor: Sendable {
         public var reasons: [String]
     }
 
+    /// A finished sync, as the status page lists and charts it.
+    public struct SyncSample: Sendable, Codable, Equatable {
+        public var startedAt: Date
+        public var finishedAt: Date
+        public var reasons: [String]
+        /// Records written to the stores (saves and deletes).
+        public var downloaded: Int
+        /// Records sent to the cloud (saves and deletes).
+        public var uploaded: Int
+        public var conflicts: Int
+        public var failed: Int
+        /// Adapters whose pass did not end synced, with why.
+        public var problems: [String]
+
+        public var duration: TimeInterval { finishedAt.timeIntervalSince(startedAt) }
+    }
+
+    /// Pending changes of all adapters together, read after a sync.
+    public struct PendingSample: Sendable, Codable, Equatable {
+        public var at: Date
+        public var pending: Int
+    }
+
+    /// How far back the history goes, and how many entries it keeps at most (a sync every
+    /// second for an hour): memory stays bounded however busy the service is.
+    public static let historyWindow: TimeInterval = 3600
+    public static let historyLimit = 3600
+
     struct State {
         var adapters: [OpenedAdapter] = []
+        var syncs: [SyncSample] = []
+        var pending: [PendingSample] = []
         var health: [String: AdapterHealth] = [:]
         var inProgress: SyncInProgress?
         var completedSyncs = 0
@@ -52,6 +82,26 @@ public final class GatewayMonitor: Sendable {
 
     func syncFinished(_ report: SyncReport?, error: (any Error)?) {
         state.withLock { state in
+            let now = Date()
+            if let started = state.inProgress {
+                let adapters = report?.adapters ?? []
+                var problems: [String] = adapters.compactMap { adapter in
+                    switch adapter.outcome {
+                    case .synced: nil
+                    case .paused(let reason): "\(adapter.adapter) paused: \(reason)"
+                    case .failed(let code, let message): "\(adapter.adapter) failed: \(code): \(message)"
+                    }
+                }
+                if let error { problems.append("the sync could not start: \(error)") }
+                state.syncs.append(
+                    SyncSample(
+                        startedAt: started.startedAt, finishedAt: now, reasons: started.reasons,
+                        downloaded: adapters.reduce(0) { $0 + $1.downloaded + $1.deletedLocally },
+                        uploaded: adapters.reduce(0) { $0 + $1.uploaded + $1.deletedRemotely },
+                        conflicts: adapters.reduce(0) { $0 + $1.conflictCount }, failed: adapters.reduce(0) { $0 + $1.failedRecords },
+                        problems: problems))
+                Self.trim(&state.syncs, now: now, date: \.finishedAt)
+            }
             state.inProgress = nil
             state.completedSyncs += 1
             state.lastReport = report
@@ -80,6 +130,30 @@ public final class GatewayMonitor: Sendable {
             }
         }
     }
+
+    /// Records the pending changes of all adapters together, read after a sync.
+    func pendingChanges(_ count: Int, at date: Date = Date()) {
+        state.withLock { state in
+            state.pending.append(PendingSample(at: date, pending: count))
+            Self.trim(&state.pending, now: date, date: \.at)
+        }
+    }
+
+    private static func trim<Sample>(_ samples: inout [Sample], now: Date, date: KeyPath<Sample, Date>) {
+        let horizon = now.addingTimeInterval(-historyWindow)
+        if let keep = samples.firstIndex(where: { $0[keyPath: date] >= horizon }) {
+            samples.removeFirst(keep)
+        } else {
+            samples.removeAll()
+        }
+        if samples.count > historyLimit { samples.removeFirst(samples.count - historyLimit) }
+    }
+
+    /// The syncs of the last hour, oldest first.
+    public var recentSyncs: [SyncSample] { state.withLock { $0.syncs } }
+
+    /// Pending changes after each sync of the last hour, oldest first.
+    public var recentPending: [PendingSample] { state.withLock { $0.pending } }
 
     /// The opened adapters (empty until the service has opened its stores).
     var adapters: [OpenedAdapter] { state.withLock { $0.adapters } }

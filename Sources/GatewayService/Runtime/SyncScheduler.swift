@@ -211,6 +211,9 @@ public struct SyncScheduler: Service {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
             backoff.record(report, at: ContinuousClock.now)
             monitor.syncFinished(report, error: nil)
+            var pending = 0
+            for opened in adapters { pending += (try? await opened.adapter.pendingChangeCount()) ?? 0 }
+            monitor.pendingChanges(pending)
             await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
             metrics.record(
                 report, duration: ContinuousClock.now - started,
