@@ -115,6 +115,20 @@ struct StatusPageTests {
             #expect(reasons.prefix(reasons.count - syncsBefore).contains { $0.contains("http") }, "the new sync says why it ran: \(reasons)")
             let charts = try await browser.evaluate("document.querySelectorAll('.charts svg polyline').length") as? Int
             #expect(charts == 3, "the three charts have data")
+
+            // The Grafana dashboard and the alert rules query only what /metrics exports.
+            let metrics = try await gateway.call("GET", "/metrics").text
+            let exported = Set(metrics.matches(of: /(?m)^(gateway_[a-z_]+)/).map { String($0.1) })
+                .union(["gateway_conflicts_total"])  // exported from the first conflict on
+            for file in ["grafana-dashboard.json", "prometheus-alerts.yml"] {
+                let text = try String(contentsOf: Repository.root.appendingPathComponent("examples/service/\(file)"), encoding: .utf8)
+                let used = Set(text.matches(of: /gateway_[a-z_]+/).map { String($0.0) })
+                #expect(!used.isEmpty)
+                #expect(used.subtracting(exported).isEmpty, "\(file) queries metrics the gateway does not export: \(used.subtracting(exported))")
+            }
+            let dashboard = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: Repository.root.appendingPathComponent("examples/service/grafana-dashboard.json"))) as? [String: Any]
+            #expect((dashboard?["panels"] as? [Any])?.count ?? 0 >= 6)
         } catch {
             try await gateway.stop()
             throw error
