@@ -315,7 +315,7 @@ struct SQLiteMemoryScenario: Scenario {
         var measurements = try await SQLiteInitialSyncScenario().run(records: records, workDirectory: workDirectory)
         measurements.removeLast()
         measurements.append(
-            Measurement(name: "peak resident memory, \(records) rows", value: peakResidentMegabytes(), unit: "MB", goal: .atMost(300)))
+            Measurement(name: "peak resident memory, \(records) rows", value: peakResidentMegabytes(), unit: "MB", goal: .atMost(100)))
         return measurements
     }
 }
