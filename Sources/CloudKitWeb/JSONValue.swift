@@ -47,42 +47,18 @@ public enum JSONValue: Hashable, Sendable, Codable {
         }
     }
 
-    /// Parses JSON text.
-    ///
-    /// Foundation's `JSONSerialization` parses; its numbers are told apart by their storage type,
-    /// so integers stay exact. (Decoding through `Codable` would try each case in turn and throw
-    /// for every miss, which made pages of records ten times slower.)
+    /// Parses JSON text (RFC 8259) straight from its UTF-8 bytes. Numbers without a fraction or
+    /// exponent that fit in 64 bits are integers, so `INT64` values stay exact; whole numbers
+    /// written with a fraction (`35.0`) are integers too, as Foundation's parser made them.
+    /// - Throws: `CloudError` `invalidArguments` naming what is wrong and at which byte.
     public static func parse(_ data: Data) throws -> JSONValue {
-        try JSONValue(foundation: JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]))
-    }
-
-    private init(foundation value: Any) throws {
-        switch value {
-        case let text as String: self = .string(text)
-        case let number as NSNumber:
-            let type = String(cString: number.objCType)
-            if type == "c" || type == "B" {
-                self = .bool(number.boolValue)
-            } else if type == "d" || type == "f" {
-                // Some integers (large negative ones) arrive typed as doubles; their int64Value is exact.
-                let double = number.doubleValue
-                let isInteger = double.rounded() == double && abs(double) <= 9.223372036854775807e18
-                self = isInteger ? .integer(number.int64Value) : .double(double)
-            } else {
-                self = .integer(number.int64Value)
-            }
-        case let array as [Any]: self = .array(try array.map(JSONValue.init(foundation:)))
-        case let object as [String: Any]: self = .object(try object.mapValues(JSONValue.init(foundation:)))
-        case is NSNull: self = .null
-        default: throw CloudError(.internalError, "the JSON holds a value of an unknown kind")
-        }
+        try JSONText.parse(data)
     }
 
     /// The JSON text, with sorted keys so equal trees give equal bytes.
+    /// - Throws: `CloudError` `invalidArguments` for a number JSON cannot hold (infinite, NaN).
     public func serialized() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(self)
+        try JSONText.serialize(self)
     }
 
     /// The member `key` of an object; `nil` for other values or a missing key.
