@@ -12,7 +12,8 @@ import HTTPTypes
 /// share one cloud with `cloud: kind: cloudkit`.
 ///
 /// Served under `/database/1/<container>/<environment>/private/`: `zones/list` (GET),
-/// `zones/lookup`, `zones/modify`, `changes/zone`, `records/changes`, `records/modify`,
+/// `zones/lookup`, `zones/modify`, `zones/changes`, `changes/database`, `changes/zone`,
+/// `records/changes`, `records/modify`,
 /// `records/lookup`, `assets/upload`, `assets/data` (the upload URL) and
 /// `assets/download/<checksum>/<size>`; and `…/public/users/caller` for the account check.
 /// Every request must be signed with a registered server-to-server key (dates more than
@@ -31,6 +32,8 @@ public enum CloudKitEndpoint {
             ("zones/lookup", false, { try await $0.lookupZones($1) }),
             ("zones/modify", false, { try await $0.modifyZones($1) }),
             ("records/changes", false, { try await $0.recordChanges($1) }),
+            ("changes/database", false, { try await $0.databaseChanges($1, tokenKey: "syncToken", operation: "changes/database") }),
+            ("zones/changes", false, { try await $0.databaseChanges($1, tokenKey: "metaSyncToken", operation: "zones/changes") }),
             ("records/modify", false, { try await $0.modifyRecords($1) }),
             ("records/lookup", false, { try await $0.lookupRecords($1) }),
             ("assets/upload", false, { try $0.uploadTokens($1) }),

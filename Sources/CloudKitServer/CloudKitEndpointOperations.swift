@@ -69,6 +69,37 @@ struct CloudKitEndpointOperations: Sendable {
 
     // MARK: Change feed
 
+    /// `changes/database` (token key `syncToken`) and `zones/changes` (`metaSyncToken`): the zones
+    /// that changed since the token, each as a zone dictionary with its current `syncToken`, and
+    /// the zones deleted since as `{zoneID, deleted: true}`, in zone order, at most `resultsLimit`
+    /// of them (default 200); `moreComing` while more remain. Without a token, every zone.
+    func databaseChanges(_ body: JSONValue, tokenKey: String, operation: String) async throws -> JSONValue {
+        let previous = try body[tokenKey]?.stringValue.map { text throws(CloudError) in try DatabaseChangeToken(text: text, operation: operation) }
+            ?? DatabaseChangeToken()
+        let requested = body["resultsLimit"]?.int64Value ?? 200
+        guard requested >= 1 else { throw CloudError(.invalidArguments, "\(operation): resultsLimit must be at least 1") }
+        let limit = Int(clamping: requested)
+        var current: [String: (zone: ZoneID, token: String)] = [:]
+        for zone in try await cloud.zones() {
+            current[DatabaseChangeToken.key(zone)] = (zone, CloudKitWireCoding.encode(try await cloud.currentChangeToken(in: zone)))
+        }
+        let changed = current.filter { previous.zones[$0.key] != $0.value.token }.map(\.key)
+        let deleted = previous.zones.keys.filter { current[$0] == nil }
+        let due = (changed + deleted).sorted()
+        var next = previous
+        var zones: [JSONValue] = []
+        for key in due.prefix(limit) {
+            if let (zone, token) = current[key] {
+                zones.append(["zoneID": CloudKitWireCoding.encode(zone), "syncToken": .string(token), "atomic": true])
+                next.zones[key] = token
+            } else {
+                zones.append(["zoneID": CloudKitWireCoding.encode(DatabaseChangeToken.zone(fromKey: key)), "deleted": true])
+                next.zones[key] = nil
+            }
+        }
+        return .object(["zones": .array(zones), tokenKey: .string(next.text), "moreComing": .bool(due.count > limit)])
+    }
+
     func zoneChanges(_ body: JSONValue) async throws -> JSONValue {
         let defaultLimit = body["resultsLimit"]?.int64Value
         var zones: [JSONValue] = []
