@@ -12,19 +12,28 @@ import Synchronization
 ///
 /// CloudKit reports a conflict without the server's record, so after a `CONFLICT` the record is
 /// looked up and attached to ``CloudError/serverRecord``, as the merge needs. CloudKit has no
-/// push channel for servers: ``changeSignals(in:)`` polls the zone's change token.
+/// push channel for servers: ``changeSignals(in:)`` polls `changes/database`, once per interval
+/// for all zones.
 public final class CloudKitWebDatabase: CloudDatabase {
     public let configuration: CloudKitWebConfiguration
     let transport: CloudKitTransport
     /// Set once the service answered that it has no `changes/zone`.
     private let usesRecordsChanges = Mutex(false)
+    /// One `changes/database` poll for every zone's change signals.
+    private let databaseChanges: DatabaseChangeWatcher
 
     /// - Throws: ``CloudError/Code/invalidArguments`` for a configuration that cannot sync (the
     ///   public database, a server-to-server key against iCloud's private database).
     public init(configuration: CloudKitWebConfiguration) throws(CloudError) {
         try configuration.validate()
         self.configuration = configuration
-        self.transport = CloudKitTransport(configuration: configuration)
+        let transport = CloudKitTransport(configuration: configuration)
+        self.transport = transport
+        self.databaseChanges = DatabaseChangeWatcher(interval: configuration.signalPollInterval) { token in
+            var body: [String: JSONValue] = ["resultsLimit": 200]
+            if let token { body["syncToken"] = .string(token) }
+            return try await transport.call("changes/database", body: .object(body))
+        }
     }
 
     public var limits: CloudLimits { configuration.limits }
@@ -80,8 +89,19 @@ public final class CloudKitWebDatabase: CloudDatabase {
         return try CloudKitWireCoding.decodeToken(token)
     }
 
+    /// Polls `changes/database` every `signalPollInterval`, one request for all zones of this
+    /// client; against a service without it, the zone's own token (`zones/lookup`).
     public func changeSignals(in zone: ZoneID) -> ChangeSignals {
-        .polling(every: configuration.signalPollInterval) { [self] in try await currentChangeToken(in: zone) }
+        .polling(every: configuration.signalPollInterval) { [self] in
+            if let stamp = try await databaseChanges.stamp(for: zone) { return SignalStamp.database(stamp) }
+            return SignalStamp.zone(try await currentChangeToken(in: zone))
+        }
+    }
+
+    /// What a zone's change signals compare between polls.
+    private enum SignalStamp: Equatable, Sendable {
+        case database(Int)
+        case zone(ChangeToken)
     }
 
     // MARK: Change feed
