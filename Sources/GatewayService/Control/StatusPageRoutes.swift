@@ -43,29 +43,29 @@ struct StatusPageRoutes: Sendable {
             return response
         }
         router.post("actions/sync") { request, _ -> Response in
-            let form: ControlForm
-            switch await authorizedForm(request) {
-            case .success(let parsed): form = parsed
-            case .failure(let refusal): return refusal.response
-            }
-            if let refused = unknownAdapter(form) { return refused }
-            scheduler.requestSync(.http)
-            return redirect(done: "sync")
+            try await action(request, done: "sync") { _ in }
         }
         router.post("actions/retry") { request, _ -> Response in
-            let form: ControlForm
-            switch await authorizedForm(request) {
-            case .success(let parsed): form = parsed
-            case .failure(let refusal): return refusal.response
+            try await action(request, done: "retry") { adapter in
+                for opened in scheduler.monitor.adapters where adapter == nil || opened.name == adapter {
+                    try await opened.adapter.retryFailedRecords()
+                }
             }
-            if let refused = unknownAdapter(form) { return refused }
-            let wanted = form["adapter"].flatMap { $0.isEmpty ? nil : $0 }
-            for opened in scheduler.monitor.adapters where wanted == nil || opened.name == wanted {
-                try await opened.adapter.retryFailedRecords()
-            }
-            scheduler.requestSync(.http)
-            return redirect(done: "retry")
         }
+    }
+
+    /// Runs an action of the page once its form carries the token and names a known adapter (or
+    /// none: all of them), then asks for a sync and sends the browser back to the page.
+    private func action(_ request: Request, done: String, perform: (_ adapter: String?) async throws -> Void) async throws -> Response {
+        let form: ControlForm
+        switch await authorizedForm(request) {
+        case .success(let parsed): form = parsed
+        case .failure(let refusal): return refusal.response
+        }
+        if let refused = unknownAdapter(form) { return refused }
+        try await perform(form["adapter"].flatMap { $0.isEmpty ? nil : $0 })
+        scheduler.requestSync(.http)
+        return redirect(done: done)
     }
 
     /// A refused request, with the response that says why.
