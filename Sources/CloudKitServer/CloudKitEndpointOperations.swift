@@ -106,7 +106,9 @@ struct CloudKitEndpointOperations: Sendable {
         for request in body["zones"]?.arrayValue ?? [] {
             let zone = try CloudKitWireCoding.decodeZoneID(request["zoneID"] ?? .null)
             do {
-                let page = try await changes(in: zone, token: request["syncToken"], limit: request["resultsLimit"]?.int64Value ?? defaultLimit)
+                let page = try await changes(
+                    in: zone, token: request["syncToken"], limit: request["resultsLimit"]?.int64Value ?? defaultLimit,
+                    desiredKeys: try Self.desiredKeys(request["desiredKeys"] ?? body["desiredKeys"], operation: "changes/zone"))
                 guard case .object(var object) = page else { continue }
                 object["zoneID"] = CloudKitWireCoding.encode(zone)
                 zones.append(.object(object))
@@ -119,16 +121,18 @@ struct CloudKitEndpointOperations: Sendable {
 
     func recordChanges(_ body: JSONValue) async throws -> JSONValue {
         let zone = try CloudKitWireCoding.decodeZoneID(body["zoneID"] ?? .null)
-        return try await changes(in: zone, token: body["syncToken"], limit: body["resultsLimit"]?.int64Value)
+        return try await changes(
+            in: zone, token: body["syncToken"], limit: body["resultsLimit"]?.int64Value,
+            desiredKeys: try Self.desiredKeys(body["desiredKeys"], operation: "records/changes"))
     }
 
-    private func changes(in zone: ZoneID, token: JSONValue?, limit: Int64?) async throws -> JSONValue {
+    private func changes(in zone: ZoneID, token: JSONValue?, limit: Int64?, desiredKeys: Set<String>? = nil) async throws -> JSONValue {
         let since = try token?.stringValue.map { text throws(CloudError) in try CloudKitWireCoding.decodeToken(text) }
         let requested = Int(clamping: limit ?? Int64(cloud.limits.maxResultsPerFetch))
         let page = try await cloud.fetchChanges(in: zone, since: since, limit: max(1, requested))
         var records: [JSONValue] = []
         records.reserveCapacity(page.modified.count + page.deleted.count)
-        for record in page.modified { records.append(try encode(record)) }
+        for record in page.modified { records.append(try encode(record, desiredKeys: desiredKeys)) }
         for id in page.deleted { records.append(["recordName": .string(id.recordName), "deleted": true]) }
         return [
             "records": .array(records), "syncToken": .string(CloudKitWireCoding.encode(page.token)), "moreComing": .bool(page.moreComing),
@@ -205,6 +209,7 @@ struct CloudKitEndpointOperations: Sendable {
             }
             return name
         }
+        let desired = try Self.desiredKeys(body["desiredKeys"], operation: "records/lookup")
         let found = try await cloud.lookup(names.map { RecordID(recordName: $0, zoneID: zone) })
         return [
             "records": .array(
@@ -212,7 +217,7 @@ struct CloudKitEndpointOperations: Sendable {
                     guard let record else {
                         return CloudKitErrorCoding.encode(CloudError(.unknownItem, "record \(name) does not exist"), recordName: name)
                     }
-                    return try encode(record)
+                    return try encode(record, desiredKeys: desired)
                 })
         ]
     }
@@ -252,10 +257,23 @@ struct CloudKitEndpointOperations: Sendable {
 
     // MARK: Encoding
 
-    private func encode(_ record: Record) throws(CloudError) -> JSONValue {
+    /// The record's wire dictionary; with `desiredKeys`, only those fields (CloudKit's way of
+    /// asking for less).
+    private func encode(_ record: Record, desiredKeys: Set<String>? = nil) throws(CloudError) -> JSONValue {
         var record = record
-        record.fields = record.fields.mapValues(withDownloadURLs)
+        var fields = record.fields
+        if let desiredKeys { fields = fields.filter { desiredKeys.contains($0.key) } }
+        record.fields = fields.mapValues(withDownloadURLs)
         return try CloudKitWireCoding.encode(record)
+    }
+
+    /// A request's `desiredKeys`: `nil` when absent (every field), else the names asked for.
+    private static func desiredKeys(_ value: JSONValue?, operation: String) throws(CloudError) -> Set<String>? {
+        guard let value, value != .null else { return nil }
+        guard let names = value.arrayValue?.compactMap(\.stringValue), names.count == value.arrayValue?.count else {
+            throw CloudError(.invalidArguments, "\(operation): desiredKeys must be a list of field names")
+        }
+        return Set(names)
     }
 
     private func withDownloadURLs(_ value: FieldValue) -> FieldValue {

@@ -108,6 +108,41 @@ struct DatabaseChangesTests {
         await fixture.stop()
     }
 
+    @Test("desiredKeys trims the fields of records/changes, changes/zone and records/lookup; a bad one is BAD_REQUEST")
+    func desiredKeys() async throws {
+        let fixture = try await Fixture()
+        do {
+            let zone = ZoneID(zoneName: "Notes")
+            try await fixture.server.cloud.createZone(zone)
+            _ = try await fixture.server.cloud.modify(
+                [.create(Record(id: RecordID(recordName: "n1", zoneID: zone), recordType: "Note", fields: ["a": .int64(1), "b": .string("two"), "c": .double(3.5)]))],
+                in: zone, atomic: true)
+            func fieldNames(_ record: JSONValue?) -> [String] { (record?["fields"]?.objectValue?.keys).map { Array($0).sorted() } ?? [] }
+            let zoneID: JSONValue = ["zoneName": "Notes"]
+
+            let all = try await fixture.post("records/changes", ["zoneID": zoneID])
+            #expect(fieldNames(all.body["records"]?.arrayValue?.first) == ["a", "b", "c"])
+            let some = try await fixture.post("records/changes", ["zoneID": zoneID, "desiredKeys": ["a", "nope"]])
+            #expect(fieldNames(some.body["records"]?.arrayValue?.first) == ["a"])
+            #expect(some.body["records"]?.arrayValue?.first?["recordType"] == "Note", "the record's other keys stay")
+            let none = try await fixture.post("records/changes", ["zoneID": zoneID, "desiredKeys": []])
+            #expect(fieldNames(none.body["records"]?.arrayValue?.first) == [])
+
+            let perZone = try await fixture.post("changes/zone", ["zones": [["zoneID": zoneID, "desiredKeys": ["b"]]]])
+            #expect(fieldNames(perZone.body["zones"]?.arrayValue?.first?["records"]?.arrayValue?.first) == ["b"])
+
+            let lookup = try await fixture.post("records/lookup", ["zoneID": zoneID, "records": [["recordName": "n1"]], "desiredKeys": ["b", "c"]])
+            #expect(fieldNames(lookup.body["records"]?.arrayValue?.first) == ["b", "c"])
+
+            let bad = try await fixture.post("records/changes", ["zoneID": zoneID, "desiredKeys": "a"])
+            #expect(bad.status == 400 && bad.body["serverErrorCode"] == "BAD_REQUEST", "\(bad.body)")
+        } catch {
+            await fixture.stop()
+            throw error
+        }
+        await fixture.stop()
+    }
+
     @Test("a token the endpoint did not issue and a resultsLimit below 1 are BAD_REQUEST")
     func badRequests() async throws {
         let fixture = try await Fixture()
