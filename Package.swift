@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "PostgresTesting", targets: ["PostgresTesting"]),
         .library(name: "FaultProxy", targets: ["FaultProxy"]),
         .library(name: "JSONFilesAdapter", targets: ["JSONFilesAdapter"]),
+        .library(name: "AdapterKit", targets: ["AdapterKit"]),
+        .library(name: "PluginAdapter", targets: ["PluginAdapter"]),
         .library(name: "CloudKitWeb", targets: ["CloudKitWeb"]),
         .library(name: "CloudKitServer", targets: ["CloudKitServer"]),
         .library(name: "GatewayService", targets: ["GatewayService"]),
@@ -136,6 +138,24 @@ let package = Package(
             path: "adapters/JSONFiles",
             swiftSettings: strictSettings
         ),
+        // The adapter kit: sync state in a sidecar database for stores without transactions.
+        .target(
+            name: "AdapterKit",
+            dependencies: [
+                "GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Process plugins: adapters in any language, spoken to over stdin/stdout, on the kit.
+        .target(
+            name: "PluginAdapter",
+            dependencies: [
+                "GatewayCore", "AdapterKit", "CloudKitWeb", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "adapters/Plugin",
+            swiftSettings: strictSettings
+        ),
         // Config, registry and runtime of the gateway; no database library (kinds bring theirs).
         .target(
             name: "GatewayService",
@@ -156,7 +176,7 @@ let package = Package(
             name: "GatewayKinds",
             dependencies: [
                 "GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresAdapter", "PostgresSupport",
-                "CloudKitWeb",
+                "CloudKitWeb", "AdapterKit", "PluginAdapter", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,0 +1,84 @@
+import GRDB
+import GatewayCore
+
+/// Turns what the store showed into change-log entries: a record whose version or values differ
+/// from what the kit last saw is a local save; one that is gone is a local delete.
+enum KitListingRecorder {
+    static func record(_ listing: KitListing, db: Database) throws {
+        var known: [String: (type: String, observed: String)] = [:]
+        if listing.isComplete {
+            for row in try Row.fetchAll(db, sql: "SELECT record_name, record_type, observed FROM records") {
+                known[row[0]] = (row[1], row[2])
+            }
+        }
+        let problemNames = Set(listing.problems.map(\.recordName))
+        var seen = Set<String>()
+        for entry in listing.entries where !problemNames.contains(entry.key.recordName) {
+            guard let observed = KitRecordObservation.observed(entry) else { continue }
+            let name = entry.key.recordName
+            seen.insert(name)
+            let previous = listing.isComplete ? known[name] : try row(name, db: db)
+            if previous?.observed != observed || previous?.type != entry.key.recordType {
+                try save(name, type: entry.key.recordType, observed: observed, db: db)
+            }
+        }
+        if listing.isComplete {
+            try db.execute(sql: "DELETE FROM problems")
+            for (name, previous) in known where !seen.contains(name) && !problemNames.contains(name) {
+                _ = previous
+                try remove(name, db: db)
+            }
+        } else {
+            for name in seen.union(listing.deleted) {
+                try db.execute(sql: "DELETE FROM problems WHERE record_name = ?", arguments: [name])
+            }
+            for name in listing.deleted where try row(name, db: db) != nil {
+                try remove(name, db: db)
+            }
+        }
+        for problem in listing.problems {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO problems (record_name, code, message) VALUES (?, ?, ?)",
+                arguments: [problem.recordName, problem.code, problem.message])
+        }
+        if let cursor = listing.cursor {
+            try db.execute(sql: "INSERT OR REPLACE INTO cursor (id, value) VALUES (1, ?)", arguments: [cursor])
+        } else {
+            try db.execute(sql: "DELETE FROM cursor")
+        }
+    }
+
+    /// Compares the store's current form of `keys` (the records it holds among them are
+    /// `current`) with what the kit saw, logging a change for each difference.
+    /// - Returns: what the store held of each key before the coming write (absent: nothing).
+    static func notice(_ current: [KitEntry], keys: [KitRecordKey], db: Database) throws -> [String: String] {
+        var held: [String: KitEntry] = [:]
+        for entry in current { held[entry.key.recordName] = entry }
+        var before: [String: String] = [:]
+        for key in keys {
+            let previous = try row(key.recordName, db: db)
+            if let entry = held[key.recordName], let observed = KitRecordObservation.observed(entry) {
+                before[key.recordName] = observed
+                if previous?.observed != observed { try save(key.recordName, type: entry.key.recordType, observed: observed, db: db) }
+            } else if previous != nil {
+                try remove(key.recordName, db: db)
+            }
+        }
+        return before
+    }
+
+    private static func row(_ name: String, db: Database) throws -> (type: String, observed: String)? {
+        try Row.fetchOne(db, sql: "SELECT record_type, observed FROM records WHERE record_name = ?", arguments: [name]).map { ($0[0], $0[1]) }
+    }
+
+    private static func save(_ name: String, type: String, observed: String, db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)", arguments: [name, type, observed])
+        try KitStateDatabase.logChange(name, recordType: type, db: db)
+    }
+
+    private static func remove(_ name: String, db: Database) throws {
+        try db.execute(sql: "DELETE FROM records WHERE record_name = ?", arguments: [name])
+        try KitStateDatabase.logChange(name, recordType: nil, db: db)
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import GRDB
+import GatewayCore
+import SQLiteSupport
+
+/// The sidecar database where a kit adapter keeps its sync state: what it last saw of each
+/// record, the change log, metadata, failures, the zone state, the store's cursor and the
+/// journal of a write in progress.
+struct KitStateDatabase: Sendable {
+    static let schemaVersion = 1
+    let queue: DatabaseQueue
+    let path: String
+
+    init(path: String) throws {
+        self.path = path
+        do {
+            try FileManager.default.createDirectory(
+                at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+            var configuration = GRDB.Configuration()
+            configuration.busyMode = .timeout(30)
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.write { db in try Self.createTables(db) }
+        } catch let error as KitAdapterError {
+            throw error
+        } catch {
+            throw KitAdapterError(.stateFailed, "cannot open the adapter state: \(SQLiteFailureReason.describe(error, path: path))", underlying: error)
+        }
+    }
+
+    static func createTables(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS kit_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                INSERT OR IGNORE INTO kit_schema (id, version) VALUES (1, \(schemaVersion));
+                CREATE TABLE IF NOT EXISTS records (
+                    record_name TEXT PRIMARY KEY, record_type TEXT NOT NULL, observed TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS changes (record_name TEXT PRIMARY KEY, version INTEGER NOT NULL, record_type TEXT) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS changes_by_version ON changes (version);
+                CREATE TABLE IF NOT EXISTS metadata (record_name TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS failures (
+                    record_name TEXT PRIMARY KEY, version INTEGER NOT NULL, code TEXT NOT NULL, message TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS problems (record_name TEXT PRIMARY KEY, code TEXT NOT NULL, message TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS zone (id INTEGER PRIMARY KEY CHECK (id = 1), state BLOB NOT NULL);
+                CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+                INSERT OR IGNORE INTO counter (id, version) VALUES (1, 0);
+                CREATE TABLE IF NOT EXISTS cursor (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
+                """)
+        let version = try Int.fetchOne(db, sql: "SELECT version FROM kit_schema WHERE id = 1") ?? 0
+        guard version <= schemaVersion else {
+            throw KitAdapterError(
+                .corruptState, "the adapter state was written by a newer release (schema \(version)); upgrade the gateway")
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await queue.read(body)
+        } catch let error as KitAdapterError {
+            throw error
+        } catch {
+            throw KitAdapterError(.stateFailed, SQLiteFailureReason.describe(error, path: path), underlying: error)
+        }
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await queue.write(body)
+        } catch let error as KitAdapterError {
+            throw error
+        } catch {
+            throw KitAdapterError(.stateFailed, SQLiteFailureReason.describe(error, path: path), underlying: error)
+        }
+    }
+
+    // MARK: Statements shared by the operations
+
+    /// Gives `recordName` the next change-log version: it is pending, as saved (`recordType`
+    /// given) or deleted.
+    static func logChange(_ recordName: String, recordType: String?, db: Database) throws {
+        try db.execute(sql: "UPDATE counter SET version = version + 1 WHERE id = 1")
+        try db.execute(
+            sql: """
+                INSERT INTO changes (record_name, version, record_type) VALUES (?, (SELECT version FROM counter WHERE id = 1), ?)
+                ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, record_type = excluded.record_type
+                """, arguments: [recordName, recordType])
+    }
+
+    /// Commits a sync-state update, leaving out the records in `skipped` (edited meanwhile).
+    static func commit(_ update: SyncStateUpdate, skipping skipped: Set<String>, db: Database) throws {
+        for (id, data) in update.metadata where !skipped.contains(id.recordName) {
+            try db.execute(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)", arguments: [id.recordName, data])
+        }
+        for id in update.removedMetadata where !skipped.contains(id.recordName) {
+            try db.execute(sql: "DELETE FROM metadata WHERE record_name = ?", arguments: [id.recordName])
+        }
+        for (id, version) in update.settled where !skipped.contains(id.recordName) {
+            try db.execute(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?", arguments: [id.recordName, version])
+            try db.execute(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?", arguments: [id.recordName, version])
+        }
+        for (id, failure) in update.failures {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO failures (record_name, version, code, message) VALUES (?, ?, ?, ?)",
+                arguments: [id.recordName, failure.version, failure.code, failure.message])
+        }
+        try db.execute(sql: "INSERT OR REPLACE INTO zone (id, state) VALUES (1, ?)", arguments: [update.zoneState])
+    }
+
+    /// Names as a JSON array, the argument of `json_each(?)`.
+    static func jsonArray(_ names: some Sequence<String>) -> String {
+        JSONArrayText.of(names)
+    }
+}

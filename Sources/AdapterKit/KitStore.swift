@@ -1,0 +1,104 @@
+import Foundation
+import GatewayCore
+
+/// A store the adapter kit syncs: the few operations a backend without transactions of its own
+/// offers. The kit (``KitAdapter``) keeps all sync state (change log, metadata, zone state, what
+/// it last saw of each record) in a sidecar database, so a store implements no bookkeeping.
+///
+/// Writes must be idempotent: after a crash the kit writes the same records again.
+public protocol KitStore: Sendable {
+    /// What the store holds now. With a `cursor` from an earlier listing and a store that has
+    /// cursors, only what changed since (``KitListing/isComplete`` false); otherwise every record.
+    func list(since cursor: String?) async throws -> KitListing
+
+    /// The records with these names, as the store holds them now; names the store does not hold
+    /// are left out.
+    func read(_ keys: [KitRecordKey]) async throws -> [KitEntry]
+
+    /// Saves and deletes these records. Deleting a record the store does not hold succeeds.
+    /// - Returns: what the store holds after the write for records whose stored form differs
+    ///   from what was sent or that carry a version (omit the others).
+    func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry]
+
+    /// Whether ``list(since:)`` finds changes only by looking (a scan), so the kit should look
+    /// again before trusting what it knows (`hasChanges`, the next batch).
+    var pushesChanges: Bool { get }
+
+    /// A number that grows whenever the store itself reported a change (a notification); `nil`
+    /// when it never reports any and must be polled.
+    func notificationCount() async -> Int?
+
+    /// Releases the store (a process is stopped, files closed).
+    func close() async
+}
+
+extension KitStore {
+    public var pushesChanges: Bool { false }
+    public func notificationCount() async -> Int? { nil }
+    public func close() async {}
+}
+
+/// A record's name and type, which a store needs to find it.
+public struct KitRecordKey: Sendable, Hashable, Codable {
+    public var recordName: String
+    public var recordType: String
+
+    public init(recordName: String, recordType: String) {
+        self.recordName = recordName
+        self.recordType = recordType
+    }
+}
+
+/// One record as the store holds it.
+public struct KitEntry: Sendable, Equatable {
+    public var key: KitRecordKey
+    /// The record's values; `nil` when the store listed only a ``version``.
+    public var record: Record?
+    /// A version the store keeps per record (a modification time, an etag). When present, the kit
+    /// compares it instead of the record's values to find changes.
+    public var version: String?
+
+    public init(key: KitRecordKey, record: Record?, version: String? = nil) {
+        self.key = key
+        self.record = record
+        self.version = version
+    }
+}
+
+/// A listing of the store: everything, or the changes since a cursor.
+public struct KitListing: Sendable {
+    /// Records present (all of them when ``isComplete``, else those changed since the cursor).
+    public var entries: [KitEntry]
+    /// Records deleted since the cursor (ignored when ``isComplete``: absence says it).
+    public var deleted: [String]
+    /// Records the store holds but cannot offer (a value it cannot express, a broken file): each
+    /// with a message naming the problem, shown as a failed record and never uploaded.
+    public var problems: [KitProblem]
+    /// Whether ``entries`` are every record of the store, so a record not among them was deleted.
+    public var isComplete: Bool
+    /// Where the next listing starts; `nil` for stores without cursors.
+    public var cursor: String?
+
+    public init(entries: [KitEntry], deleted: [String] = [], problems: [KitProblem] = [], isComplete: Bool, cursor: String? = nil) {
+        self.entries = entries
+        self.deleted = deleted
+        self.problems = problems
+        self.isComplete = isComplete
+        self.cursor = cursor
+    }
+}
+
+/// A record the store holds but cannot offer for sync.
+public struct KitProblem: Sendable, Equatable {
+    public var recordName: String
+    /// A short code, such as `unknownRecordType`.
+    public var code: String
+    /// What is wrong, naming the place but never field values.
+    public var message: String
+
+    public init(recordName: String, code: String, message: String) {
+        self.recordName = recordName
+        self.code = code
+        self.message = message
+    }
+}

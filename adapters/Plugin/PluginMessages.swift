@@ -1,0 +1,85 @@
+import AdapterKit
+import CloudKitWeb
+import GatewayCore
+
+/// The protocol's message bodies: records to and from JSON (fields in CloudKit Web Services'
+/// `{"value": …, "type": …}` form, bytes in base64).
+enum PluginMessages {
+    /// The protocol version this gateway speaks.
+    static let protocolVersion: Int64 = 1
+
+    static func encode(_ record: Record, zone: ZoneID) throws(CloudError) -> JSONValue {
+        var fields: [String: JSONValue] = [:]
+        var failure: CloudError?
+        record.forEachField { name, value in
+            guard failure == nil else { return }
+            do throws(CloudError) {
+                fields[name] = try CloudKitFieldCoding.encode(value, in: zone)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return .object(["recordName": .string(record.id.recordName), "recordType": .string(record.recordType), "fields": .object(fields)])
+    }
+
+    static func encode(_ key: KitRecordKey) -> JSONValue {
+        .object(["recordName": .string(key.recordName), "recordType": .string(key.recordType)])
+    }
+
+    /// A record the plugin sent, or the problem that keeps it out of sync.
+    enum Decoded {
+        case entry(KitEntry)
+        case problem(KitProblem)
+    }
+
+    /// Reads one record object of a `list`, `read` or `write` answer.
+    /// - Throws: a description when the object has no usable record name (nothing to blame).
+    static func decodeRecord(_ json: JSONValue, recordTypes: Set<String>, zone: ZoneID) throws(MessageProblem) -> Decoded {
+        guard case .object(let members) = json else { throw MessageProblem("a record that is not a JSON object") }
+        guard let name = members["recordName"]?.stringValue else { throw MessageProblem("a record without a string recordName") }
+        guard !name.isEmpty, name.utf8.count <= 255, !name.unicodeScalars.contains(where: { $0.value < 32 || $0.value == 127 }) else {
+            throw MessageProblem("a record whose name is empty, longer than 255 bytes or holds control characters")
+        }
+        guard let type = members["recordType"]?.stringValue else {
+            return .problem(KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) without a recordType"))
+        }
+        guard recordTypes.contains(type) else {
+            return .problem(
+                KitProblem(
+                    recordName: name, code: "unknownRecordType",
+                    message: "the plugin sent record \(name) of type \(type), which its handshake did not declare"))
+        }
+        let key = KitRecordKey(recordName: name, recordType: type)
+        let version = members["version"]?.stringValue
+        guard let fieldsValue = members["fields"], fieldsValue != .null else {
+            guard version != nil else {
+                return .problem(KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) with neither fields nor version"))
+            }
+            return .entry(KitEntry(key: key, record: nil, version: version))
+        }
+        guard case .object(let encoded) = fieldsValue else {
+            return .problem(KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) whose fields are not an object"))
+        }
+        var fields: [String: FieldValue] = [:]
+        for (field, value) in encoded {
+            guard !field.isEmpty, field.utf8.count <= 255 else {
+                return .problem(
+                    KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) with an empty or over-long field name"))
+            }
+            if value == .null { continue }
+            do {
+                fields[field] = try CloudKitFieldCoding.decode(value, in: zone, name: field)
+            } catch {
+                return .problem(
+                    KitProblem(recordName: name, code: "invalidField", message: "the plugin sent record \(name): \(error.message)"))
+            }
+        }
+        return .entry(KitEntry(key: key, record: Record(id: RecordID(recordName: name, zoneID: zone), recordType: type, fields: fields), version: version))
+    }
+
+    struct MessageProblem: Error {
+        var text: String
+        init(_ text: String) { self.text = text }
+    }
+}

@@ -1,0 +1,363 @@
+import CloudKitWeb
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One running plugin: a child process with its standard input and output as a JSON-lines
+/// channel, and its standard error forwarded to the log.
+///
+/// One request is outstanding at a time (the kit runs one operation at a time). Anything that
+/// breaks the protocol (a malformed or oversized line, an answer to another request, the output
+/// ending, a timeout) fails the waiting request and every later one: the caller stops the
+/// process and starts a new one on its next call.
+final class PluginProcess: Sendable {
+    let pid: pid_t
+    private let configuration: PluginConfiguration
+    private let channel: any Channel
+    private let errorChannel: any Channel
+    private let state = Mutex(State())
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    private struct State {
+        var nextID = 1
+        var waiting: (id: Int, continuation: CheckedContinuation<JSONValue, any Error>)?
+        var failure: PluginError?
+        var notifications = 0
+    }
+
+    /// Starts the process. It is not spoken to yet.
+    static func start(_ configuration: PluginConfiguration, logger: Logger) async throws -> PluginProcess {
+        var input: [Int32] = [0, 0]
+        var output: [Int32] = [0, 0]
+        var errors: [Int32] = [0, 0]
+        guard pipe(&input) == 0, pipe(&output) == 0, pipe(&errors) == 0 else {
+            throw PluginError(.startFailed, adapter: configuration.adapterName, plugin: configuration.displayName, "cannot create pipes: \(String(cString: strerror(errno)))")
+        }
+        // Our ends must not leak into other children (glibc's pipe2 is not visible to Swift).
+        for descriptor in input + output + errors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        let pid: pid_t
+        do {
+            pid = try spawn(configuration, stdin: input[0], stdout: output[1], stderr: errors[1])
+        } catch {
+            for descriptor in input + output + errors { close(descriptor) }
+            throw error
+        }
+        close(input[0])
+        close(output[1])
+        close(errors[1])
+        let process = PluginProcessChannels(configuration: configuration, logger: logger)
+        do {
+            let channel = try await NIOPipeBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(process.outputHandler())
+                    }
+                }
+                .takingOwnershipOfDescriptors(input: output[0], output: input[1]).get()
+            let errorChannel = try await NIOPipeBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(process.errorHandler())
+                    }
+                }
+                .takingOwnershipOfDescriptor(input: errors[0]).get()
+            let running = PluginProcess(pid: pid, configuration: configuration, channel: channel, errorChannel: errorChannel)
+            process.attach(running)
+            return running
+        } catch {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            throw PluginError(.startFailed, adapter: configuration.adapterName, plugin: configuration.displayName, "cannot attach to the process's pipes: \(error)", underlying: error)
+        }
+    }
+
+    private init(pid: pid_t, configuration: PluginConfiguration, channel: any Channel, errorChannel: any Channel) {
+        self.pid = pid
+        self.configuration = configuration
+        self.channel = channel
+        self.errorChannel = errorChannel
+    }
+
+    /// How many change notifications the plugin has sent.
+    var notifications: Int { state.withLock { $0.notifications } }
+
+    /// Sends a request and waits for its answer's `result`.
+    func request(_ method: String, params: JSONValue, timeout: Duration) async throws -> JSONValue {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        let message: JSONValue = .object(["id": .integer(Int64(id)), "method": .string(method), "params": params])
+        var encoded = try message.serialized()
+        encoded.append(UInt8(ascii: "\n"))
+        let line = encoded
+        guard line.count <= configuration.maxMessageBytes else {
+            throw error(.oversizedMessage, "the \(method) request would be \(line.count) bytes, more than max_message_bytes (\(configuration.maxMessageBytes)); lower max_records_per_message")
+        }
+        let answer = try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+            group.addTask { try await self.send(line, id: id) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        guard let answer else {
+            fail(error(.timedOut, "no answer to \(method) within \(timeout.formatted(.units(allowed: [.seconds, .milliseconds]))); the process was stopped"))
+            throw currentFailure!
+        }
+        return answer
+    }
+
+    private var currentFailure: PluginError? { state.withLock { $0.failure } }
+
+    private func send(_ line: Data, id: Int) async throws -> JSONValue {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
+                let failure = state.withLock { state -> PluginError? in
+                    if let failure = state.failure { return failure }
+                    state.waiting = (id, continuation)
+                    return nil
+                }
+                if let failure {
+                    continuation.resume(throwing: failure)
+                    return
+                }
+                var buffer = channel.allocator.buffer(capacity: line.count)
+                buffer.writeBytes(line)
+                channel.writeAndFlush(buffer).whenFailure { [self] error in
+                    fail(self.error(.exited, "its standard input is closed (\(error))"))
+                }
+            }
+        } onCancel: {
+            let waiting = state.withLock { state -> CheckedContinuation<JSONValue, any Error>? in
+                guard let waiting = state.waiting, waiting.id == id else { return nil }
+                state.waiting = nil
+                return waiting.continuation
+            }
+            waiting?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// A line from the plugin's standard output.
+    func receive(_ line: [UInt8]) {
+        if line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) { return }
+        let message: JSONValue
+        do {
+            message = try JSONValue.parse(Data(line))
+        } catch {
+            fail(self.error(.malformedMessage, "wrote a line of \(line.count) bytes that is not JSON (\(error))"))
+            return
+        }
+        guard case .object(let members) = message else {
+            fail(error(.malformedMessage, "wrote a line that is not a JSON object"))
+            return
+        }
+        if members["id"] == nil || members["id"] == .null {
+            if members["method"]?.stringValue == "changed" { state.withLock { $0.notifications += 1 } }
+            // Other notifications are for later protocol versions: ignored.
+            return
+        }
+        guard let id = members["id"]?.int64Value else {
+            fail(error(.malformedMessage, "wrote a message whose id is not a number"))
+            return
+        }
+        let waiting = state.withLock { state -> CheckedContinuation<JSONValue, any Error>? in
+            guard let waiting = state.waiting, Int64(waiting.id) == id else { return nil }
+            state.waiting = nil
+            return waiting.continuation
+        }
+        guard let waiting else {
+            fail(error(.unexpectedAnswer, "answered request \(id), which is not the request waiting for an answer"))
+            return
+        }
+        if let failure = members["error"], failure != .null {
+            let code = failure["code"]?.stringValue ?? "error"
+            let text = String((failure["message"]?.stringValue ?? "no message").prefix(500))
+            waiting.resume(throwing: error(.pluginReportedError, "answered with an error: \(code): \(text)"))
+        } else if let result = members["result"] {
+            waiting.resume(returning: result)
+        } else {
+            waiting.resume(throwing: error(.malformedMessage, "answered request \(id) with neither result nor error"))
+            fail(error(.malformedMessage, "answered request \(id) with neither result nor error"))
+        }
+    }
+
+    /// The plugin broke the protocol or went away: everything waiting, and every later request,
+    /// fails with `failure`; the process is stopped.
+    func fail(_ failure: PluginError) {
+        let waiting = state.withLock { state -> CheckedContinuation<JSONValue, any Error>? in
+            if state.failure == nil { state.failure = failure }
+            defer { state.waiting = nil }
+            return state.waiting?.continuation
+        }
+        waiting?.resume(throwing: state.withLock { $0.failure! })
+        channel.close(promise: nil)
+    }
+
+    /// The output ended.
+    func outputEnded() {
+        fail(error(.exited, "exited or closed its standard output"))
+    }
+
+    /// Why the process stopped answering, with its exit status when it has exited.
+    func failureWithStatus(_ failure: PluginError) async -> PluginError {
+        guard failure.code == .exited else { return failure }
+        for _ in 0..<50 {
+            if let status = reapIfExited() {
+                var described = failure
+                described.detail = (status >= 128 ? "was killed by signal \(status - 128)" : "exited with status \(status)")
+                return described
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return failure
+    }
+
+    /// Stops the process: closes its input so a well-behaved plugin exits, then kills it after
+    /// `grace`, and reaps it.
+    func stop(grace: Duration = .seconds(2)) async {
+        channel.close(promise: nil)
+        let deadline = ContinuousClock.now + grace
+        while ContinuousClock.now < deadline {
+            if reapIfExited() != nil { break }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if reapIfExited() == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            if waitpid(pid, &status, 0) == pid { exitStatus.withLock { $0 = Self.decode(status) } }
+        }
+        errorChannel.close(promise: nil)
+    }
+
+    /// The exit status if the process has exited (reaping it), else `nil`.
+    private func reapIfExited() -> Int32? {
+        exitStatus.withLock { known in
+            if let known { return known }
+            var status: Int32 = 0
+            guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+            known = Self.decode(status)
+            return known
+        }
+    }
+
+    private static func decode(_ status: Int32) -> Int32 {
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    private func error(_ code: PluginError.Code, _ detail: String) -> PluginError {
+        PluginError(code, adapter: configuration.adapterName, plugin: configuration.displayName, detail)
+    }
+
+    private static func spawn(_ configuration: PluginConfiguration, stdin: Int32, stdout: Int32, stderr: Int32) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        // glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift; env(1) changes
+        // the folder and then execs the program.
+        let program = configuration.workingDirectory == nil ? configuration.command : "/usr/bin/env"
+        let arguments = configuration.workingDirectory.map { ["-C", $0, configuration.command] } ?? []
+        var environment = ProcessInfo.processInfo.environment
+        for (key, value) in configuration.environment { environment[key] = value }
+        let argv = ([program] + arguments + configuration.arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        if let directory = configuration.workingDirectory {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw PluginError(
+                    .startFailed, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "its working_directory \(directory) does not exist")
+            }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawnp(&pid, program, &actions, nil, argv, envp)
+        guard result == 0 else {
+            throw PluginError(
+                .startFailed, adapter: configuration.adapterName, plugin: configuration.displayName,
+                "cannot start \(configuration.command): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+}
+
+/// The handlers of a starting process, which exist before the process object does.
+private final class PluginProcessChannels: Sendable {
+    let configuration: PluginConfiguration
+    let logger: Logger
+    private let process = Mutex<PluginProcess?>(nil)
+    private let early = Mutex<[[UInt8]]>([])
+    private let ended = Mutex(false)
+
+    init(configuration: PluginConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func attach(_ running: PluginProcess) {
+        let (lines, hasEnded) = process.withLock { process in
+            process = running
+            return (early.withLock { lines in defer { lines = [] }; return lines }, ended.withLock { $0 })
+        }
+        for line in lines { running.receive(line) }
+        if hasEnded { running.outputEnded() }
+    }
+
+    func outputHandler() -> PluginLineHandler {
+        PluginLineHandler(
+            maxLineBytes: configuration.maxMessageBytes,
+            onLine: { [self] line in
+                let running = process.withLock { process -> PluginProcess? in
+                    if process == nil { early.withLock { $0.append(line) } }
+                    return process
+                }
+                running?.receive(line)
+            },
+            onOversized: { [self] count in
+                let failure = PluginError(
+                    .oversizedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "wrote a line of more than \(configuration.maxMessageBytes) bytes (max_message_bytes); send fewer records per message")
+                process.withLock { $0 }?.fail(failure)
+            },
+            onEnd: { [self] in
+                let running = process.withLock { process -> PluginProcess? in
+                    if process == nil { ended.withLock { $0 = true } }
+                    return process
+                }
+                running?.outputEnded()
+            })
+    }
+
+    func errorHandler() -> PluginLineHandler {
+        var logger = self.logger
+        logger[metadataKey: "adapter"] = .string(configuration.adapterName)
+        logger[metadataKey: "plugin"] = .string(configuration.command)
+        let tagged = logger
+        return PluginLineHandler(
+            maxLineBytes: 64 << 10,
+            onLine: { line in
+                let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                if !text.isEmpty { tagged.notice("\(text)", metadata: ["source": "plugin stderr"]) }
+            },
+            onOversized: { count in tagged.warning("the plugin wrote a standard-error line of more than 64 KiB; the rest of its standard error is dropped") },
+            onEnd: {})
+    }
+}

@@ -1,0 +1,255 @@
+import AdapterKit
+import CloudKitWeb
+import GatewayCore
+import Logging
+import Synchronization
+
+/// A ``KitStore`` served by a plugin process over the JSON-lines protocol (see
+/// `docs/writing-adapters.md`). The process is started on first use and again after it fails;
+/// the kit's state lives in the gateway, so a plugin keeps no sync bookkeeping.
+public final class PluginStore: KitStore {
+    public let configuration: PluginConfiguration
+    private let logger: Logger
+    private let session = Mutex<Session?>(nil)
+    private let notificationBase = Mutex(0)
+
+    /// What a plugin said of itself in the handshake.
+    public struct Handshake: Sendable, Equatable {
+        /// The plugin's own name and version, for logs.
+        public var plugin: String
+        public var recordTypes: [RecordTypeDeclaration]
+        /// Whether `list` takes a cursor and answers with changes only.
+        public var listsChangesSinceCursor: Bool
+        /// Whether the plugin sends `changed` notifications.
+        public var notifiesChanges: Bool
+    }
+
+    /// A record type a plugin serves, with the fields it knows of.
+    public struct RecordTypeDeclaration: Sendable, Equatable {
+        public var name: String
+        public var fields: [String]
+    }
+
+    private struct Session: Sendable {
+        var process: PluginProcess
+        var handshake: Handshake
+    }
+
+    public init(configuration: PluginConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Starts the plugin if it is not running and returns its handshake.
+    public func handshake() async throws -> Handshake {
+        try await connected().handshake
+    }
+
+    // MARK: KitStore
+
+    public func list(since cursor: String?) async throws -> KitListing {
+        let handshake = try await connected().handshake
+        let types = Set(handshake.recordTypes.map(\.name))
+        let sentCursor = handshake.listsChangesSinceCursor ? cursor : nil
+        var listing = KitListing(entries: [], isComplete: sentCursor == nil)
+        var seen = Set<String>()
+        var continuation: JSONValue = .null
+        var pages = 0
+        repeat {
+            let answer = try await call(
+                "list", ["cursor": sentCursor.map(JSONValue.string) ?? .null, "continuation": continuation])
+            guard let records = answer["records"]?.arrayValue else { throw malformed("answered list without a records array") }
+            for json in records {
+                switch try decode(json, types: types) {
+                case .entry(let entry):
+                    if seen.insert(entry.key.recordName).inserted {
+                        listing.entries.append(entry)
+                    } else {
+                        listing.problems.append(
+                            KitProblem(recordName: entry.key.recordName, code: "duplicateRecord", message: "the plugin listed record \(entry.key.recordName) twice"))
+                    }
+                case .problem(let problem):
+                    listing.problems.append(problem)
+                }
+            }
+            if let deleted = answer["deleted"], deleted != .null {
+                guard let names = deleted.arrayValue?.compactMap(\.stringValue), names.count == deleted.arrayValue?.count else {
+                    throw malformed("answered list with a deleted member that is not an array of record names")
+                }
+                listing.deleted += names
+            }
+            if sentCursor != nil, let complete = answer["complete"]?.boolValue { listing.isComplete = complete }
+            listing.cursor = handshake.listsChangesSinceCursor ? answer["cursor"]?.stringValue : nil
+            continuation = answer["continuation"] ?? .null
+            pages += 1
+            if pages > 1_000_000 { throw malformed("answered list with continuations that never end") }
+        } while continuation != .null
+        let problemNames = Set(listing.problems.map(\.recordName))
+        listing.entries.removeAll { problemNames.contains($0.key.recordName) }
+        return listing
+    }
+
+    public func read(_ keys: [KitRecordKey]) async throws -> [KitEntry] {
+        let types = Set(try await connected().handshake.recordTypes.map(\.name))
+        var entries: [KitEntry] = []
+        for chunk in chunks(keys) {
+            let answer = try await call("read", ["records": .array(chunk.map(PluginMessages.encode))])
+            guard let records = answer["records"]?.arrayValue else { throw malformed("answered read without a records array") }
+            let asked = Set(chunk.map(\.recordName))
+            for json in records {
+                // A record it cannot offer is left out here; the next listing reports it.
+                if case .entry(let entry) = try decode(json, types: types), asked.contains(entry.key.recordName) { entries.append(entry) }
+            }
+        }
+        return entries
+    }
+
+    public func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry] {
+        let types = Set(try await connected().handshake.recordTypes.map(\.name))
+        var stored: [KitEntry] = []
+        let zone = configuration.zoneID
+        var encoded: [JSONValue] = []
+        encoded.reserveCapacity(saves.count)
+        for record in saves {
+            do {
+                encoded.append(try PluginMessages.encode(record, zone: zone))
+            } catch {
+                throw PluginError(
+                    .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "record \(record.id.recordName) cannot be sent: \(error.message)", underlying: error)
+            }
+        }
+        let limit = configuration.maxRecordsPerMessage
+        var start = 0
+        var deleteStart = 0
+        while start < encoded.count || deleteStart < deletes.count || (encoded.isEmpty && deletes.isEmpty && start == 0) {
+            let saveEnd = min(encoded.count, start + limit)
+            let deleteEnd = min(deletes.count, deleteStart + max(0, limit - (saveEnd - start)))
+            let answer = try await call(
+                "write",
+                [
+                    "saves": .array(Array(encoded[start..<saveEnd])),
+                    "deletes": .array(deletes[deleteStart..<deleteEnd].map(PluginMessages.encode)),
+                ])
+            if let records = answer["records"], records != .null {
+                guard let array = records.arrayValue else { throw malformed("answered write with a records member that is not an array") }
+                for json in array {
+                    if case .entry(let entry) = try decode(json, types: types) { stored.append(entry) }
+                }
+            }
+            start = saveEnd
+            deleteStart = deleteEnd
+            if encoded.isEmpty && deletes.isEmpty { break }
+        }
+        return stored
+    }
+
+    public var pushesChanges: Bool { session.withLock { $0?.handshake.notifiesChanges ?? false } }
+
+    public func notificationCount() async -> Int? {
+        session.withLock { session in
+            guard let session, session.handshake.notifiesChanges else { return nil }
+            return notificationBase.withLock { $0 } + session.process.notifications
+        }
+    }
+
+    public func close() async {
+        let running = session.withLock { session in
+            defer { session = nil }
+            return session?.process
+        }
+        await running?.stop()
+    }
+
+    // MARK: Talking to the process
+
+    private func connected() async throws -> Session {
+        if let session = session.withLock({ $0 }) { return session }
+        let process = try await PluginProcess.start(configuration, logger: logger)
+        do {
+            var params: [String: JSONValue] = [
+                "protocol": .integer(PluginMessages.protocolVersion), "gateway": "sync-gateway",
+                "adapter": .string(configuration.adapterName), "zone": .string(configuration.zoneID.zoneName),
+                "settings": configuration.settings,
+            ]
+            if let scratch = configuration.scratchDirectory { params["scratch"] = .string(scratch) }
+            let answer = try await process.request("hello", params: .object(params), timeout: configuration.startTimeout)
+            let handshake = try parseHandshake(answer)
+            let started = Session(process: process, handshake: handshake)
+            session.withLock { $0 = started }
+            logger.info(
+                "plugin started", metadata: ["adapter": .string(configuration.adapterName), "plugin": .string(handshake.plugin), "pid": "\(process.pid)"])
+            return started
+        } catch {
+            let described = await describe(error, process: process)
+            await process.stop(grace: .milliseconds(200))
+            throw described
+        }
+    }
+
+    private func call(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
+        let current = try await connected()
+        do {
+            return try await current.process.request(method, params: .object(params), timeout: configuration.requestTimeout)
+        } catch let error as PluginError where error.code == .pluginReportedError {
+            throw error
+        } catch {
+            // Anything else leaves the process in an unknown state: a new one serves the next call.
+            session.withLock { session in
+                if session?.process === current.process { session = nil }
+            }
+            notificationBase.withLock { $0 += current.process.notifications }
+            let described = await describe(error, process: current.process)
+            await current.process.stop(grace: .milliseconds(200))
+            logger.warning("\(described)", metadata: ["adapter": .string(configuration.adapterName)])
+            throw described
+        }
+    }
+
+    private func describe(_ error: any Error, process: PluginProcess) async -> any Error {
+        guard let failure = error as? PluginError else { return error }
+        return await process.failureWithStatus(failure)
+    }
+
+    private func parseHandshake(_ answer: JSONValue) throws -> Handshake {
+        guard let version = answer["protocol"]?.int64Value else { throw malformed("answered hello without a protocol version") }
+        guard version == PluginMessages.protocolVersion else {
+            throw PluginError(
+                .protocolMismatch, adapter: configuration.adapterName, plugin: configuration.displayName,
+                "speaks protocol version \(version); this gateway speaks version \(PluginMessages.protocolVersion)")
+        }
+        guard let declared = answer["recordTypes"]?.arrayValue, !declared.isEmpty else {
+            throw malformed("answered hello without recordTypes (a non-empty array of {name, fields})")
+        }
+        var types: [RecordTypeDeclaration] = []
+        for entry in declared {
+            guard let name = entry["name"]?.stringValue, !name.isEmpty, name.utf8.count <= 255 else {
+                throw malformed("answered hello with a record type without a valid name")
+            }
+            types.append(RecordTypeDeclaration(name: name, fields: entry["fields"]?.arrayValue?.compactMap(\.stringValue) ?? []))
+        }
+        let capabilities = answer["capabilities"]
+        return Handshake(
+            plugin: answer["plugin"]?.stringValue ?? configuration.command, recordTypes: types,
+            listsChangesSinceCursor: capabilities?["cursor"]?.boolValue ?? false,
+            notifiesChanges: capabilities?["notifications"]?.boolValue ?? false)
+    }
+
+    private func decode(_ json: JSONValue, types: Set<String>) throws -> PluginMessages.Decoded {
+        do {
+            return try PluginMessages.decodeRecord(json, recordTypes: types, zone: configuration.zoneID)
+        } catch {
+            throw malformed("sent \(error.text)")
+        }
+    }
+
+    private func malformed(_ detail: String) -> PluginError {
+        PluginError(.malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName, detail)
+    }
+
+    private func chunks(_ keys: [KitRecordKey]) -> [ArraySlice<KitRecordKey>] {
+        stride(from: 0, to: keys.count, by: max(1, configuration.maxRecordsPerMessage)).map {
+            keys[$0..<min(keys.count, $0 + max(1, configuration.maxRecordsPerMessage))]
+        }
+    }
+}

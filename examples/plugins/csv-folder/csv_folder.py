@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""A Sync Gateway process plugin: a folder of CSV files, one per record type.
+
+`<directory>/<RecordType>.csv` holds one record per row. The first column is `recordName`; the
+others are fields, their header `name:type` with type string (the default), int64, double,
+timestamp (milliseconds since 1970), bytes (base64) or json (any CloudKit field object, kept as
+is). A column is added, typed by its first value, when a record brings a new field.
+
+Only the Python standard library is used. The gateway keeps all sync state; this program only
+lists, reads and writes rows. Protocol: docs/writing-adapters.md in the Sync Gateway repository.
+"""
+import base64
+import csv
+import hashlib
+import json
+import os
+import sys
+import tempfile
+
+PROTOCOL = 1
+PAGE = 5000
+csv.field_size_limit(1 << 30)
+
+
+class Folder:
+    def __init__(self, directory, record_types):
+        self.directory = directory
+        self.record_types = record_types
+        self.cache = {}  # record type -> (stamp, columns, rows: {name: cells})
+        self.snapshot = []  # the listing being paged
+        os.makedirs(directory, exist_ok=True)
+
+    def path(self, record_type):
+        return os.path.join(self.directory, record_type + ".csv")
+
+    def load(self, record_type):
+        path = self.path(record_type)
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            return [], {}
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        cached = self.cache.get(record_type)
+        if cached and cached[0] == stamp:
+            return cached[1], cached[2]
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None) or ["recordName"]
+            columns = [parse_column(text) for text in header[1:]]
+            rows = {}
+            for cells in reader:
+                if cells and cells[0]:
+                    rows[cells[0]] = cells[1:] + [""] * (len(columns) - len(cells) + 1)
+        self.cache[record_type] = (stamp, columns, rows)
+        return columns, rows
+
+    def record(self, record_type, name, columns, cells):
+        fields = {}
+        for (column, kind), cell in zip(columns, cells):
+            if cell != "":
+                fields[column] = decode_cell(kind, cell)
+        return {"recordName": name, "recordType": record_type, "fields": fields, "version": version(columns, cells)}
+
+    def listing(self, continuation):
+        if continuation is None:
+            self.snapshot = []
+            for record_type in self.record_types:
+                columns, rows = self.load(record_type)
+                for name, cells in rows.items():
+                    self.snapshot.append({"recordName": name, "recordType": record_type, "version": version(columns, cells)})
+        start = int(continuation or 0)
+        page = self.snapshot[start:start + PAGE]
+        following = start + PAGE if start + PAGE < len(self.snapshot) else None
+        return {"records": page, "complete": True, "continuation": None if following is None else str(following)}
+
+    def read(self, keys):
+        found = []
+        for key in keys:
+            columns, rows = self.load(key["recordType"])
+            cells = rows.get(key["recordName"])
+            if cells is not None:
+                found.append(self.record(key["recordType"], key["recordName"], columns, cells))
+        return {"records": found}
+
+    def write(self, saves, deletes):
+        stored = []
+        touched = {}
+        for record in saves:
+            touched.setdefault(record["recordType"], ([], []))[0].append(record)
+        for key in deletes:
+            touched.setdefault(key["recordType"], ([], []))[1].append(key["recordName"])
+        for record_type, (type_saves, type_deletes) in touched.items():
+            if record_type not in self.record_types:
+                raise PluginFailure("unknownRecordType", "this folder has no record type " + record_type)
+            columns, rows = self.load(record_type)
+            columns = list(columns)
+            rows = dict(rows)
+            known = {name for name, _ in columns}
+            appended = []
+            for record in type_saves:
+                for field, value in sorted(record.get("fields", {}).items()):
+                    if field not in known:
+                        columns.append((field, column_kind(value)))
+                        known.add(field)
+            for record in type_saves:
+                fields = record.get("fields", {})
+                cells = [encode_cell(kind, fields.get(name)) for name, kind in columns]
+                if record["recordName"] not in rows:
+                    appended.append(record["recordName"])
+                rows[record["recordName"]] = cells
+                stored.append({"recordName": record["recordName"], "recordType": record_type, "version": version(columns, cells)})
+            for name in type_deletes:
+                rows.pop(name, None)
+            old_columns, _ = self.load(record_type)
+            if not type_deletes and len(appended) == len(type_saves) and columns == list(old_columns) and os.path.exists(self.path(record_type)):
+                self.append(record_type, columns, rows, appended)
+            else:
+                self.rewrite(record_type, columns, rows)
+        return {"records": stored}
+
+    def append(self, record_type, columns, rows, names):
+        path = self.path(record_type)
+        with open(path, "a", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            for name in names:
+                writer.writerow([name] + rows[name])
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.remember(record_type, columns, rows)
+
+    def rewrite(self, record_type, columns, rows):
+        path = self.path(record_type)
+        descriptor, temporary = tempfile.mkstemp(dir=self.directory, prefix="." + record_type, suffix=".tmp")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(descriptor, 0o666 & ~umask)
+        with os.fdopen(descriptor, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(["recordName"] + [name if kind == "string" else name + ":" + kind for name, kind in columns])
+            for name, cells in rows.items():
+                writer.writerow([name] + cells)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+        self.remember(record_type, columns, rows)
+
+    def remember(self, record_type, columns, rows):
+        stat = os.stat(self.path(record_type))
+        self.cache[record_type] = ((stat.st_mtime_ns, stat.st_size), columns, rows)
+
+
+class PluginFailure(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def parse_column(text):
+    name, _, kind = text.partition(":")
+    return (name, kind or "string")
+
+
+def version(columns, cells):
+    digest = hashlib.blake2b(digest_size=12)
+    for (name, kind), cell in sorted(zip(columns, cells)):
+        if cell != "":
+            digest.update(f"{name}:{kind}\0{cell}\0".encode())
+    return digest.hexdigest()
+
+
+def column_kind(field):
+    kind = field.get("type")
+    value = field.get("value")
+    if kind is None:
+        kind = "STRING" if isinstance(value, str) else "INT64" if isinstance(value, int) else "DOUBLE" if isinstance(value, float) else "JSON"
+    return {"STRING": "string", "INT64": "int64", "DOUBLE": "double", "TIMESTAMP": "timestamp", "BYTES": "bytes"}.get(kind, "json")
+
+
+def encode_cell(kind, field):
+    if field is None:
+        return ""
+    if column_kind(field) != kind:
+        kind = "json"
+    value = field.get("value")
+    if kind == "json":
+        return json.dumps(field, separators=(",", ":"), sort_keys=True)
+    if kind == "double":
+        return repr(float(value))
+    return str(value)
+
+
+def decode_cell(kind, cell):
+    if cell.startswith("{") and (kind == "json" or cell.startswith('{"type"') or cell.startswith('{"value"')):
+        return json.loads(cell)
+    if kind == "int64":
+        return {"value": int(cell), "type": "INT64"}
+    if kind == "double":
+        return {"value": float(cell), "type": "DOUBLE"}
+    if kind == "timestamp":
+        return {"value": int(cell), "type": "TIMESTAMP"}
+    if kind == "bytes":
+        base64.b64decode(cell, validate=True)
+        return {"value": cell, "type": "BYTES"}
+    return {"value": cell, "type": "STRING"}
+
+
+def main():
+    folder = None
+    out = sys.stdout
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        ident = message.get("id")
+        method = message.get("method")
+        params = message.get("params") or {}
+        try:
+            if method == "hello":
+                settings = params.get("settings") or {}
+                directory = params.get("scratch") or settings.get("directory") or "."
+                types = list(settings.get("record_types") or [])
+                if params.get("scratch") and "Note" not in types:
+                    types.append("Note")  # the conformance check's record type
+                if not types:
+                    raise PluginFailure("badSettings", "settings.record_types must list at least one record type")
+                folder = Folder(directory, types)
+                result = {
+                    "protocol": PROTOCOL,
+                    "plugin": "csv-folder 1.0",
+                    "capabilities": {"cursor": False, "notifications": False},
+                    "recordTypes": [{"name": name, "fields": [c for c, _ in folder.load(name)[0]]} for name in types],
+                }
+            elif method == "list":
+                result = folder.listing(params.get("continuation"))
+            elif method == "read":
+                result = folder.read(params.get("records") or [])
+            elif method == "write":
+                result = folder.write(params.get("saves") or [], params.get("deletes") or [])
+            else:
+                raise PluginFailure("unknownMethod", "this plugin does not know " + str(method))
+            answer = {"id": ident, "result": result}
+        except PluginFailure as failure:
+            answer = {"id": ident, "error": {"code": failure.code, "message": failure.message}}
+        except (OSError, ValueError) as failure:
+            answer = {"id": ident, "error": {"code": "storeFailed", "message": type(failure).__name__ + ": " + str(failure)}}
+        out.write(json.dumps(answer, separators=(",", ":")) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
