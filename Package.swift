@@ -184,7 +184,7 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "GatewayCore", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb",
+                "GatewayCore", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb", "GatewayTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -27,8 +27,9 @@ public struct KitAdapterConfiguration: Sendable {
 /// SQLite database: what it last saw of each record (a version or a hash of the values), the
 /// change log, sync metadata, failures and the zone state. Local edits are found by comparing
 /// listings with what it saw. A download is journaled before the store is written and committed
-/// after, so a crash between the two replays the same (idempotent) write instead of mistaking it
-/// for a local edit; a record edited in the store meanwhile is left alone and uploaded later.
+/// after, so a crash of the gateway between the two replays the same (idempotent) write instead
+/// of mistaking it for a local edit; a record edited in the store meanwhile is left alone and
+/// uploaded later. A write the store fails commits nothing.
 public final class KitAdapter: ModelAdapter {
     public let configuration: KitAdapterConfiguration
     /// The store this adapter syncs.
@@ -102,26 +103,38 @@ public final class KitAdapter: ModelAdapter {
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         try await exclusively {
-            let names = recordIDs.map(\.recordName)
-            let rows = try await self.state.read { db in
+            let names = KitStateDatabase.jsonArray(recordIDs.map(\.recordName))
+            // The store's current form of the records the kit knows, so an edit made since the
+            // last listing is pending here, before the synchronizer merges.
+            let keys = try await self.state.read { db in
                 try Row.fetchAll(
+                    db, sql: "SELECT r.record_name, r.record_type FROM json_each(?) n JOIN records r ON r.record_name = n.value",
+                    arguments: [names]
+                ).map { KitRecordKey(recordName: $0[0], recordType: $0[1]) }
+            }
+            let current = keys.isEmpty ? [] : try await self.store.read(keys)
+            let rows = try await self.state.write { db in
+                _ = try KitListingRecorder.notice(current, keys: keys, db: db)
+                return try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT n.value, m.data, c.version, c.record_type FROM json_each(?) n
+                        SELECT n.value, m.data, c.version FROM json_each(?) n
                         LEFT JOIN metadata m ON m.record_name = n.value
                         LEFT JOIN changes c ON c.record_name = n.value
-                        """, arguments: [KitStateDatabase.jsonArray(names)]
-                ).map { row -> (name: String, metadata: Data?, version: Int64?, type: String?) in (row[0], row[1], row[2], row[3]) }
+                        """, arguments: [names]
+                ).map { row -> (name: String, metadata: Data?, version: Int64?) in (row[0], row[1], row[2]) }
             }
-            let keys = rows.compactMap { row in
-                row.version == nil ? nil : row.type.map { KitRecordKey(recordName: row.name, recordType: $0) }
+            var records: [String: GatewayCore.Record] = [:]
+            for entry in current {
+                guard var record = entry.record else { continue }
+                record.id = RecordID(recordName: entry.key.recordName, zoneID: self.zoneID)
+                records[entry.key.recordName] = record
             }
-            let current = try await self.readRecords(keys)
             var states: [RecordID: LocalRecordState] = [:]
             for row in rows where row.metadata != nil || row.version != nil {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
                 states[id] = LocalRecordState(
-                    record: row.version == nil ? nil : current[row.name], metadata: row.metadata, pendingVersion: row.version)
+                    record: row.version == nil ? nil : records[row.name], metadata: row.metadata, pendingVersion: row.version)
             }
             return states
         }
@@ -260,7 +273,13 @@ public final class KitAdapter: ModelAdapter {
             }
             return types
         }
-        let saveKeys = changes.writes.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) }
+        // Records of types the store has no place for are left out, as a SQL store without their
+        // table leaves them out: no write, no metadata.
+        let served = try await store.servedRecordTypes()
+        let unserved = Set(changes.writes.filter { served?.contains($0.recordType) == false }.map(\.id.recordName))
+        let saveKeys = changes.writes.filter { !unserved.contains($0.id.recordName) }.map {
+            KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType)
+        }
         let deleteKeys = changes.deletes.compactMap { id in deleteTypes[id.recordName].map { KitRecordKey(recordName: id.recordName, recordType: $0) } }
         // What the store holds now: an edit the last listing missed becomes a change here, so the
         // version comparison below leaves that record alone.
@@ -275,7 +294,7 @@ public final class KitAdapter: ModelAdapter {
             {
                 versions[row[0]] = row[1]
             }
-            var skipped = Set<String>()
+            var skipped = unserved
             for (id, version) in expected where (versions[id.recordName] ?? 0) != version { skipped.insert(id.recordName) }
             let journal = KitJournal(
                 saves: changes.writes.filter { !skipped.contains($0.id.recordName) },
@@ -289,8 +308,17 @@ public final class KitAdapter: ModelAdapter {
 
     /// Writes a journaled download into the store and commits its state.
     private func finish(_ journal: KitJournal) async throws {
-        let stored = journal.saves.isEmpty && journal.deletes.isEmpty
-            ? [] : try await store.write(saves: journal.saves, deletes: journal.deletes)
+        let stored: [KitEntry]
+        do {
+            stored = journal.saves.isEmpty && journal.deletes.isEmpty
+                ? [] : try await store.write(saves: journal.saves, deletes: journal.deletes)
+        } catch {
+            // The store refused or failed part way: nothing is committed. Records it wrote before
+            // failing differ from what the kit saw, so the next listing offers them as local edits
+            // (holding the cloud's values, which the merge settles); the page downloads again.
+            try await state.write { db in try db.execute(sql: "DELETE FROM journal") }
+            throw error
+        }
         try await state.write { db in
             var observedAfter: [String: String] = [:]
             for entry in stored {

@@ -3,15 +3,19 @@ import Synchronization
 /// Runs async operations one at a time, in the order they arrive.
 ///
 /// The kit's operations read the store, then commit what they saw to the state database; two of
-/// them interleaved could commit a stale view over a newer one, so each runs alone.
-final class KitGate: Sendable {
+/// them interleaved could commit a stale view over a newer one, so each runs alone. Stores that
+/// can serve one request at a time (a plugin process) use one too.
+public final class KitGate: Sendable {
+    public init() {}
+
     private struct State {
         var busy = false
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
 
-    func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    /// Runs `body` once every operation that arrived earlier has finished.
+    public func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         await enter()
         defer { leave() }
         return try await body()

@@ -20,6 +20,10 @@ public protocol KitStore: Sendable {
     ///   from what was sent or that carry a version (omit the others).
     func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry]
 
+    /// The record types the store holds; records of other types are not written (a zone may
+    /// hold types this store has no place for). `nil`: any type.
+    func servedRecordTypes() async throws -> Set<String>?
+
     /// Whether ``list(since:)`` finds changes only by looking (a scan), so the kit should look
     /// again before trusting what it knows (`hasChanges`, the next batch).
     var pushesChanges: Bool { get }
@@ -33,6 +37,7 @@ public protocol KitStore: Sendable {
 }
 
 extension KitStore {
+    public func servedRecordTypes() async throws -> Set<String>? { nil }
     public var pushesChanges: Bool { false }
     public func notificationCount() async -> Int? { nil }
     public func close() async {}

@@ -52,7 +52,7 @@ struct GatewayCommand: AsyncParsableCommand {
             """,
         subcommands: [
             RunCommand.self, SyncCommand.self, StatusCommand.self, ValidateCommand.self, InitCommand.self, KeygenCommand.self,
-            ResetCommand.self, RetryCommand.self, ZonesCommand.self, CloudCommand.self,
+            ResetCommand.self, RetryCommand.self, ZonesCommand.self, CloudCommand.self, CheckAdapterCommand.self,
         ])
 }
 

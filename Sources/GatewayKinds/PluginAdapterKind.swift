@@ -72,7 +72,7 @@ public struct PluginAdapterKind: AdapterKind {
         }
     }
 
-    struct Plan: AdapterPlan {
+    struct Plan: ScratchStorePlan {
         let configuration: PluginConfiguration
         let statePath: String
         let pollInterval: Duration
@@ -100,6 +100,22 @@ public struct PluginAdapterKind: AdapterKind {
 
         func open() async throws -> any ModelAdapter {
             try makeAdapter(configuration: configuration, statePath: statePath)
+        }
+
+        var detectsChangesByScanning: Bool { true }
+
+        /// The plugin started with `scratch` in its handshake: it keeps its data in a new folder.
+        func openScratch(in directory: String, zone: ZoneID) async throws -> any ScratchStore {
+            var scratch = configuration
+            scratch.zoneID = zone
+            scratch.scratchDirectory = URL(fileURLWithPath: directory).appendingPathComponent("store").path
+            try FileManager.default.createDirectory(atPath: scratch.scratchDirectory!, withIntermediateDirectories: true)
+            let adapter = try makeAdapter(configuration: scratch, statePath: URL(fileURLWithPath: directory).appendingPathComponent("state.sqlite").path)
+            // The protocol carries no record name with control characters: such a write fails
+            // before anything reaches the plugin.
+            return KitScratchStore(kit: adapter) { zone in
+                Record(id: RecordID(recordName: "refused\u{7}", zoneID: zone), recordType: "Note", fields: ["title": .string("refused")])
+            }
         }
 
         func makeAdapter(configuration: PluginConfiguration, statePath: String) throws -> KitAdapter {

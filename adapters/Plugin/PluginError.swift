@@ -20,6 +20,8 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
         public static let protocolMismatch = Code("pluginProtocolMismatch")
         /// An answer to a request that was not asked, or not the one waiting.
         public static let unexpectedAnswer = Code("pluginUnexpectedAnswer")
+        /// A record the protocol cannot carry (a name with control characters): nothing was sent.
+        public static let unsendableRecord = Code("pluginUnsendableRecord")
         /// The plugin answered a request with an error of its own.
         public static let pluginReportedError = Code("pluginReportedError")
 

@@ -38,7 +38,7 @@ enum PluginMessages {
     static func decodeRecord(_ json: JSONValue, recordTypes: Set<String>, zone: ZoneID) throws(MessageProblem) -> Decoded {
         guard case .object(let members) = json else { throw MessageProblem("a record that is not a JSON object") }
         guard let name = members["recordName"]?.stringValue else { throw MessageProblem("a record without a string recordName") }
-        guard !name.isEmpty, name.utf8.count <= 255, !name.unicodeScalars.contains(where: { $0.value < 32 || $0.value == 127 }) else {
+        guard PluginStore.isSendable(name) else {
             throw MessageProblem("a record whose name is empty, longer than 255 bytes or holds control characters")
         }
         guard let type = members["recordType"]?.stringValue else {

@@ -126,6 +126,9 @@ final class PluginProcess: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 let failure = state.withLock { state -> PluginError? in
                     if let failure = state.failure { return failure }
+                    if state.waiting != nil {
+                        return error(.unexpectedAnswer, "was sent request \(id) while another waited (a gateway bug)")
+                    }
                     state.waiting = (id, continuation)
                     return nil
                 }

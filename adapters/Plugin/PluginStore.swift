@@ -12,6 +12,8 @@ public final class PluginStore: KitStore {
     private let logger: Logger
     private let session = Mutex<Session?>(nil)
     private let notificationBase = Mutex(0)
+    /// One request at a time: the protocol has one outstanding request per process.
+    private let gate = KitGate()
 
     /// What a plugin said of itself in the handshake.
     public struct Handshake: Sendable, Equatable {
@@ -111,6 +113,11 @@ public final class PluginStore: KitStore {
         var encoded: [JSONValue] = []
         encoded.reserveCapacity(saves.count)
         for record in saves {
+            guard Self.isSendable(record.id.recordName) else {
+                throw PluginError(
+                    .unsendableRecord, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "a record whose name is empty, longer than 255 bytes or holds control characters cannot be sent to a plugin")
+            }
             do {
                 encoded.append(try PluginMessages.encode(record, zone: zone))
             } catch {
@@ -144,6 +151,15 @@ public final class PluginStore: KitStore {
         return stored
     }
 
+    public func servedRecordTypes() async throws -> Set<String>? {
+        Set(try await connected().handshake.recordTypes.map(\.name))
+    }
+
+    /// Whether the protocol carries this record name (plugins are promised no control characters).
+    static func isSendable(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 255 && !name.unicodeScalars.contains { $0.value < 32 || $0.value == 127 }
+    }
+
     public var pushesChanges: Bool { session.withLock { $0?.handshake.notifiesChanges ?? false } }
 
     public func notificationCount() async -> Int? {
@@ -164,6 +180,11 @@ public final class PluginStore: KitStore {
     // MARK: Talking to the process
 
     private func connected() async throws -> Session {
+        if let session = session.withLock({ $0 }) { return session }
+        return try await gate.run { try await connectedAlone() }
+    }
+
+    private func connectedAlone() async throws -> Session {
         if let session = session.withLock({ $0 }) { return session }
         let process = try await PluginProcess.start(configuration, logger: logger)
         do {
@@ -188,7 +209,11 @@ public final class PluginStore: KitStore {
     }
 
     private func call(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
-        let current = try await connected()
+        try await gate.run { try await callAlone(method, params) }
+    }
+
+    private func callAlone(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
+        let current = try await connectedAlone()
         do {
             return try await current.process.request(method, params: .object(params), timeout: configuration.requestTimeout)
         } catch let error as PluginError where error.code == .pluginReportedError {
