@@ -261,6 +261,14 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "PluginAdapterTests",
+            dependencies: [
+                "GatewayCore", "AdapterKit", "PluginAdapter", "GatewayTesting", "GatewayKinds", "GatewayService", "CloudKitWeb",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "JSONFilesAdapterTests",
             dependencies: ["GatewayCore", "JSONFilesAdapter", "EmbeddedCloud", "GatewayTesting", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings

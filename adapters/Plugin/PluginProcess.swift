@@ -19,6 +19,7 @@ import Darwin
 /// ending, a timeout) fails the waiting request and every later one: the caller stops the
 /// process and starts a new one on its next call.
 final class PluginProcess: Sendable {
+    private static let spawnLock = Mutex(())
     let pid: pid_t
     private let configuration: PluginConfiguration
     private let channel: any Channel
@@ -38,21 +39,28 @@ final class PluginProcess: Sendable {
         var input: [Int32] = [0, 0]
         var output: [Int32] = [0, 0]
         var errors: [Int32] = [0, 0]
-        guard pipe(&input) == 0, pipe(&output) == 0, pipe(&errors) == 0 else {
-            throw PluginError(.startFailed, adapter: configuration.adapterName, plugin: configuration.displayName, "cannot create pipes: \(String(cString: strerror(errno)))")
+        // Pipes are made close-on-exec and the child spawned under one lock: otherwise a plugin
+        // started at the same moment could inherit this one's output pipe and hold it open, and
+        // this plugin's exit would never show as the end of its output. (glibc's pipe2, which
+        // would do it atomically, is not visible to Swift.)
+        let pid: pid_t = try Self.spawnLock.withLock { _ in
+            guard pipe(&input) == 0, pipe(&output) == 0, pipe(&errors) == 0 else {
+                throw PluginError(
+                    .startFailed, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "cannot create pipes: \(String(cString: strerror(errno)))")
+            }
+            for descriptor in input + output + errors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+            do {
+                let pid = try spawn(configuration, stdin: input[0], stdout: output[1], stderr: errors[1])
+                close(input[0])
+                close(output[1])
+                close(errors[1])
+                return pid
+            } catch {
+                for descriptor in input + output + errors { close(descriptor) }
+                throw error
+            }
         }
-        // Our ends must not leak into other children (glibc's pipe2 is not visible to Swift).
-        for descriptor in input + output + errors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        let pid: pid_t
-        do {
-            pid = try spawn(configuration, stdin: input[0], stdout: output[1], stderr: errors[1])
-        } catch {
-            for descriptor in input + output + errors { close(descriptor) }
-            throw error
-        }
-        close(input[0])
-        close(output[1])
-        close(errors[1])
         let process = PluginProcessChannels(configuration: configuration, logger: logger)
         do {
             let channel = try await NIOPipeBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -103,23 +111,22 @@ final class PluginProcess: Sendable {
         guard line.count <= configuration.maxMessageBytes else {
             throw error(.oversizedMessage, "the \(method) request would be \(line.count) bytes, more than max_message_bytes (\(configuration.maxMessageBytes)); lower max_records_per_message")
         }
-        let answer = try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+        let timedOut = error(.timedOut, "no answer to \(method) within \(timeout.formatted(.units(allowed: [.seconds, .milliseconds]))); the process was stopped")
+        return try await withThrowingTaskGroup(of: JSONValue?.self) { group in
             group.addTask { try await self.send(line, id: id) }
             group.addTask {
                 try await Task.sleep(for: timeout)
+                // Failing the process answers the waiting request with the timeout.
+                self.fail(timedOut)
                 return nil
             }
             defer { group.cancelAll() }
-            return try await group.next() ?? nil
+            while let next = try await group.next() {
+                if let answer = next { return answer }
+            }
+            throw timedOut
         }
-        guard let answer else {
-            fail(error(.timedOut, "no answer to \(method) within \(timeout.formatted(.units(allowed: [.seconds, .milliseconds]))); the process was stopped"))
-            throw currentFailure!
-        }
-        return answer
     }
-
-    private var currentFailure: PluginError? { state.withLock { $0.failure } }
 
     private func send(_ line: Data, id: Int) async throws -> JSONValue {
         try await withTaskCancellationHandler {

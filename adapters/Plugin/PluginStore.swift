@@ -42,6 +42,9 @@ public final class PluginStore: KitStore {
         self.logger = logger
     }
 
+    /// The running plugin's process id, `nil` when none runs.
+    public var processID: Int32? { session.withLock { $0?.process.pid } }
+
     /// Starts the plugin if it is not running and returns its handshake.
     public func handshake() async throws -> Handshake {
         try await connected().handshake
