@@ -95,6 +95,9 @@ final class PluginProcess: Sendable {
         self.errorChannel = errorChannel
     }
 
+    /// Whether the process has already failed (exited, broke the protocol): no request can succeed.
+    var hasFailed: Bool { state.withLock { $0.failure != nil } }
+
     /// How many change notifications the plugin has sent.
     var notifications: Int { state.withLock { $0.notifications } }
 
@@ -267,6 +270,32 @@ final class PluginProcess: Sendable {
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
+    /// The command as an absolute path: looked up in `PATH` when it names no folder, relative to
+    /// the working directory otherwise; it must be an executable file.
+    private static func resolve(_ configuration: PluginConfiguration, path: String) throws -> String {
+        func failure(_ detail: String) -> PluginError {
+            PluginError(.startFailed, adapter: configuration.adapterName, plugin: configuration.displayName, "cannot start \(configuration.command): \(detail)")
+        }
+        let command = configuration.command
+        var isDirectory: ObjCBool = false
+        if command.contains("/") {
+            let base = configuration.workingDirectory ?? FileManager.default.currentDirectoryPath
+            let absolute = command.hasPrefix("/") ? command : URL(fileURLWithPath: base).appendingPathComponent(command).standardizedFileURL.path
+            guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                throw failure("no such file")
+            }
+            guard access(absolute, X_OK) == 0 else { throw failure("the file is not executable (chmod +x it, or name its interpreter as the command)") }
+            return absolute
+        }
+        for folder in path.split(separator: ":") where !folder.isEmpty {
+            let candidate = String(folder) + "/" + command
+            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDirectory), !isDirectory.boolValue, access(candidate, X_OK) == 0 {
+                return candidate
+            }
+        }
+        throw failure("not found in PATH")
+    }
+
     private func error(_ code: PluginError.Code, _ detail: String) -> PluginError {
         PluginError(code, adapter: configuration.adapterName, plugin: configuration.displayName, detail)
     }
@@ -280,16 +309,6 @@ final class PluginProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
         // glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift; env(1) changes
         // the folder and then execs the program.
-        let program = configuration.workingDirectory == nil ? configuration.command : "/usr/bin/env"
-        let arguments = configuration.workingDirectory.map { ["-C", $0, configuration.command] } ?? []
-        var environment = ProcessInfo.processInfo.environment
-        for (key, value) in configuration.environment { environment[key] = value }
-        let argv = ([program] + arguments + configuration.arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         if let directory = configuration.workingDirectory {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -298,8 +317,19 @@ final class PluginProcess: Sendable {
                     "its working_directory \(directory) does not exist")
             }
         }
+        var environment = ProcessInfo.processInfo.environment
+        for (key, value) in configuration.environment { environment[key] = value }
+        let executable = try resolve(configuration, path: environment["PATH"] ?? "/usr/bin:/bin")
+        let program = configuration.workingDirectory == nil ? executable : "/usr/bin/env"
+        let arguments = configuration.workingDirectory.map { ["-C", $0, executable] } ?? []
+        let argv = ([program] + arguments + configuration.arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
         var pid: pid_t = 0
-        let result = posix_spawnp(&pid, program, &actions, nil, argv, envp)
+        let result = posix_spawn(&pid, program, &actions, nil, argv, envp)
         guard result == 0 else {
             throw PluginError(
                 .startFailed, adapter: configuration.adapterName, plugin: configuration.displayName,

@@ -216,22 +216,38 @@ public final class PluginStore: KitStore {
     }
 
     private func callAlone(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
-        let current = try await connectedAlone()
+        var current = try await connectedAlone()
+        if current.process.hasFailed {
+            // It went away between calls (killed, crashed while idle): nothing was sent, so a new
+            // process takes this request.
+            let failure = await describe(PluginError(.exited, adapter: configuration.adapterName, plugin: configuration.displayName, "exited while idle"), process: current.process)
+            logger.warning("\(failure); starting it again", metadata: ["adapter": .string(configuration.adapterName)])
+            discard(current)
+            await current.process.stop(grace: .zero)
+            current = try await connectedAlone()
+        }
         do {
             return try await current.process.request(method, params: .object(params), timeout: configuration.requestTimeout)
         } catch let error as PluginError where error.code == .pluginReportedError {
             throw error
         } catch {
             // Anything else leaves the process in an unknown state: a new one serves the next call.
-            session.withLock { session in
-                if session?.process === current.process { session = nil }
-            }
-            notificationBase.withLock { $0 += current.process.notifications }
+            discard(current)
             let described = await describe(error, process: current.process)
             await current.process.stop(grace: .milliseconds(200))
             logger.warning("\(described)", metadata: ["adapter": .string(configuration.adapterName)])
             throw described
         }
+    }
+
+    /// Forgets a failed process, keeping the count of its notifications.
+    private func discard(_ failed: Session) {
+        let forgotten = session.withLock { session -> Bool in
+            guard session?.process === failed.process else { return false }
+            session = nil
+            return true
+        }
+        if forgotten { notificationBase.withLock { $0 += failed.process.notifications } }
     }
 
     private func describe(_ error: any Error, process: PluginProcess) async -> any Error {

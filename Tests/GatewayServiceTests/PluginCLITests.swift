@@ -1,0 +1,70 @@
+import Foundation
+import GRDB
+import GatewayTesting
+import Testing
+
+/// Process plugins as a user meets them: the Python CSV example synced with SQLite, proved with
+/// `gateway check-adapter`, and a broken plugin that fails alone.
+@Suite("Plugins through the CLI")
+struct PluginCLITests {
+    static let config = "examples/plugins/csv-folder/config.yaml"
+
+    @Test("gateway check-adapter passes every conformance case against the Python CSV plugin")
+    func checkAdapter() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        let result = try await clone.gateway("check-adapter", "notes-csv", "--config", Self.config)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("Checking adapter notes-csv (kind plugin)"), "\(result)")
+        #expect(!result.stdout.contains("FAIL"), "\(result)")
+        #expect(result.stdout.hasSuffix("15 of 15 case(s) passed\n"), "\(result)")
+        let unknown = try await clone.gateway("check-adapter", "nope", "--config", Self.config)
+        #expect(unknown.status == 2, "\(unknown)")
+        let compiled = try await clone.gateway("check-adapter", "notes", "--config", Self.config)
+        #expect(compiled.status == 2, "\(compiled)")
+        #expect(compiled.stderr.contains("kind sqlite, which cannot open a scratch store"), "\(compiled)")
+    }
+
+    @Test("the CSV plugin and a SQLite table sync both ways through the embedded cloud")
+    func csvAndSQLite() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        let first = try await clone.gateway("sync", "--config", Self.config)
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stdout.contains("notes-csv  NotesZone          50         0"), "\(first)")
+        let csv = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv/Note.csv")
+        var text = try String(contentsOf: csv, encoding: .utf8)
+        #expect(text.split(separator: "\n").count == 51, "a header and 50 rows")
+
+        text = text.replacingOccurrences(of: "Kilo echo mike", with: "Edited in the CSV file")
+        try text.write(to: csv, atomically: true, encoding: .utf8)
+        let second = try await clone.gateway("sync", "--config", Self.config)
+        #expect(second.status == 0, "\(second)")
+        let database = try DatabaseQueue(path: clone.url.appendingPathComponent(".gateway/examples/csv-folder/notes.sqlite").path)
+        #expect(try await database.read { db in try String.fetchOne(db, sql: "SELECT title FROM notes WHERE id = 1") } == "Edited in the CSV file")
+
+        try await database.write { db in
+            try db.execute(sql: "UPDATE notes SET title = 'Edited in SQLite' WHERE id = 2; DELETE FROM notes WHERE id = 3")
+        }
+        let third = try await clone.gateway("sync", "--config", Self.config)
+        #expect(third.status == 0, "\(third)")
+        text = try String(contentsOf: csv, encoding: .utf8)
+        #expect(text.contains(",Edited in SQLite,"), "\(text)")
+        #expect(!text.contains("\nNote.3,"), "the row deleted in SQLite is gone from the CSV file")
+        let fourth = try await clone.gateway("sync", "--config", Self.config)
+        #expect(fourth.stdout == "Nothing to do: all 2 adapters are in sync.\n", "\(fourth)")
+    }
+
+    @Test("a plugin that cannot start fails its adapter with a message naming both, while the other adapter syncs")
+    func brokenPluginFailsAlone() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        let config = try String(contentsOf: clone.url.appendingPathComponent(Self.config), encoding: .utf8)
+            .replacingOccurrences(of: "command: python3", with: "command: no-such-python")
+        try config.write(to: clone.url.appendingPathComponent("examples/plugins/csv-folder/broken.yaml"), atomically: true, encoding: .utf8)
+        let result = try await clone.gateway("sync", "--config", "examples/plugins/csv-folder/broken.yaml")
+        #expect(result.status != 0, "\(result)")
+        let output = result.stdout + result.stderr
+        #expect(output.contains("adapter notes-csv: plugin no-such-python csv_folder.py: cannot start no-such-python"), "\(result)")
+    }
+}
