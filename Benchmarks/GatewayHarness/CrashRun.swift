@@ -53,6 +53,11 @@ struct CrashRun {
     let seed: UInt64
     let directory: URL
     let gateway: String
+    /// Side b as a process plugin running this script (the example CSV plugin) instead of a
+    /// second SQLite database; `nil`: two SQLite databases.
+    var pluginScript: String?
+    /// With a plugin, kill the plugin process instead of the gateway.
+    var killPlugin = false
 
     func run() async throws -> Result {
         let started = ContinuousClock.now
@@ -63,10 +68,16 @@ struct CrashRun {
         let rowsA = (0..<half).map { HarnessData.Row.generated(id: String(format: "a-%06d", $0), using: &random) }
         let rowsB = (0..<(records - half)).map { HarnessData.Row.generated(id: String(format: "b-%06d", $0), using: &random) }
         try HarnessData.createDatabase(at: path("a.sqlite"), rows: rowsA)
-        try HarnessData.createDatabase(at: path("b.sqlite"), rows: rowsB)
-        let config = HarnessData.config(
+        var config = HarnessData.config(
             stateDirectory: "state", cloud: "  kind: embedded\n  path: cloud.sqlite",
-            adapters: [("a", "a.sqlite"), ("b", "b.sqlite")], batchSize: batchSize, parallelism: parallelism)
+            adapters: pluginScript == nil ? [("a", "a.sqlite"), ("b", "b.sqlite")] : [("a", "a.sqlite")], batchSize: batchSize,
+            parallelism: parallelism)
+        if let pluginScript {
+            try HarnessData.createCSVFolder(at: path("csv"), rows: rowsB)
+            config += HarnessData.pluginAdapter(name: "b", script: pluginScript, folder: "csv")
+        } else {
+            try HarnessData.createDatabase(at: path("b.sqlite"), rows: rowsB)
+        }
         try Data(config.utf8).write(to: directory.appendingPathComponent("config.yaml"))
 
         // Each run is killed a random number of phase starts in, a moment later, so the kills
@@ -109,7 +120,8 @@ struct CrashRun {
 
         let expected = Dictionary(uniqueKeysWithValues: (rowsA + rowsB).map { ($0.id, $0.line) })
         let sides = [
-            "a": try HarnessData.read(database: path("a.sqlite")), "b": try HarnessData.read(database: path("b.sqlite")),
+            "a": try HarnessData.read(database: path("a.sqlite")),
+            "b": pluginScript == nil ? try HarnessData.read(database: path("b.sqlite")) : try HarnessData.read(csv: path("csv/Item.csv")),
             "cloud": try await HarnessData.read(cloud: path("cloud.sqlite")),
         ]
         var lost = 0
@@ -122,7 +134,8 @@ struct CrashRun {
             lost += missing.count
             duplicated += extra.count
         }
-        for store in ["a.sqlite", "b.sqlite"] where try HarnessData.pendingChanges(database: path(store)) != 0 {
+        let stores = pluginScript == nil ? ["a.sqlite", "b.sqlite"] : ["a.sqlite", "state/adapters/b.sqlite"]
+        for store in stores where try HarnessData.pendingChanges(database: path(store), kit: store.hasPrefix("state/")) != 0 {
             throw HarnessFailure("\(store) still has pending changes after a sync reported nothing to do")
         }
         return Result(
@@ -147,12 +160,22 @@ struct CrashRun {
             if data.count > offset, let end = data.lastIndex(of: UInt8(ascii: "\n")), end >= offset {
                 for line in data[offset...end].split(separator: UInt8(ascii: "\n")) {
                     guard let event = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                        let phase = Phase(startedBy: event), target == nil || target == phase
+                        let phase = Phase(startedBy: event), target == nil || target == phase,
+                        // A plugin kill aims at the plugin adapter's own phases.
+                        !killPlugin || event["adapter"] as? String == "b"
                     else { continue }
                     seen += 1
                     if seen > skip {
                         try await Task.sleep(for: delay)
                         guard child.isRunning else { return nil }
+                        if killPlugin {
+                            // The plugin is the gateway's child; the gateway lives on and fails
+                            // (or retries) that adapter's sync.
+                            let plugins = HarnessData.children(of: child.pid)
+                            for plugin in plugins { kill(plugin, SIGKILL) }
+                            _ = try await child.wait()
+                            return plugins.isEmpty ? nil : phase
+                        }
                         child.kill()
                         return try await child.wait() == 128 + 9 ? phase : nil
                     }

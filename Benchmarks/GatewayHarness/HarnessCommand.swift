@@ -48,11 +48,15 @@ struct HarnessCommand: AsyncParsableCommand {
         @Option(help: "Working folder (replaced).") var directory = ".gateway/harness/crash"
         @Option(help: "The gateway executable; default: the one next to this harness.") var gateway: String?
         @Option(help: "Also write the result as JSON here.") var json: String?
+        @Option(help: "Make side b a process plugin running this script (examples/plugins/csv-folder/csv_folder.py) instead of a second SQLite database.")
+        var plugin: String?
+        @Flag(help: "With --plugin, SIGKILL the plugin process instead of the gateway.") var killPlugin = false
 
         func run() async throws {
             let result = try await CrashRun(
                 records: records, kills: kills, batchSize: batchSize, maximumSkip: maximumSkip, eachPhase: eachPhase, parallelism: parallelism, seed: seed, directory: URL(fileURLWithPath: directory),
-                gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway")
+                gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway"),
+                pluginScript: plugin.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, killPlugin: killPlugin
             ).run()
             try HarnessCommand.report(result, to: json)
             let identical = Set(result.checksums.values).count == 1

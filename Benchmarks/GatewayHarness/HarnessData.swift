@@ -78,11 +78,68 @@ enum HarnessData {
         }
     }
 
-    /// How many changes a store still has to upload.
-    static func pendingChanges(database path: String) throws -> Int {
+    /// How many changes a store still has to upload: a SQLite adapter's database, or a kit
+    /// adapter's state database (`kit`).
+    static func pendingChanges(database path: String, kit: Bool = false) throws -> Int {
         let database = try open(path)
         defer { try? database.close() }
-        return try database.read { db in try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "_gateway_changes""#) ?? 0 }
+        return try database.read { db in try Int.fetchOne(db, sql: kit ? "SELECT COUNT(*) FROM changes" : #"SELECT COUNT(*) FROM "_gateway_changes""#) ?? 0 }
+    }
+
+    /// The CSV header the example plugin reads: record name, then typed columns.
+    static let csvHeader = "recordName,title,body,n:int64,r:double,created"
+
+    /// A folder of the example CSV plugin holding `rows` as records of type `Item`.
+    static func createCSVFolder(at folder: String, rows: [Row]) throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        var text = csvHeader + "\n"
+        for row in rows {
+            text += [row.id, csvField(row.title), csvField(row.body ?? ""), row.n.map { "\($0)" } ?? "", row.r.map { "\($0)" } ?? "", row.created ?? ""]
+                .joined(separator: ",") + "\n"
+        }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: folder).appendingPathComponent("Item.csv"))
+    }
+
+    private static func csvField(_ text: String) -> String {
+        text.contains(",") || text.contains("\"") ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
+    }
+
+    /// Every row of the plugin's CSV file, by id (a simple reader: the harness's values hold no
+    /// quotes, commas or newlines).
+    static func read(csv path: String) throws -> [String: String] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        guard !lines.isEmpty else { return [:] }
+        let header = lines.removeFirst().split(separator: ",", omittingEmptySubsequences: false).map { String($0.split(separator: ":")[0]) }
+        var result: [String: String] = [:]
+        for line in lines {
+            let cells = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            var values: [String: String] = [:]
+            for (name, cell) in zip(header, cells) where !cell.isEmpty { values[name] = cell }
+            guard let id = values["recordName"] else { continue }
+            let row = Row(
+                id: id, title: values["title"] ?? "", body: values["body"], n: values["n"].flatMap { Int64($0) },
+                r: values["r"].flatMap { Double($0) }, created: values["created"])
+            result[id] = row.line
+        }
+        return result
+    }
+
+    /// A `kind: plugin` adapter entry running the example CSV plugin over `folder`.
+    static func pluginAdapter(name: String, script: String, folder: String) -> String {
+        [
+            "  - name: \(name)", "    kind: plugin", "    command: python3", "    args: [\"\(script)\"]", "    zone: \(zone.zoneName)",
+            "    settings: { directory: \(folder), record_types: [Item] }",
+        ].joined(separator: "\n") + "\n"
+    }
+
+    /// The processes whose parent is `pid`.
+    static func children(of pid: Int32) -> [Int32] {
+        // Each thread lists the children it started; the gateway starts plugins from any thread.
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return threads.flatMap { thread in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int32($0) }
+        }
     }
 
     /// Every record of the zone in the cloud, by name.

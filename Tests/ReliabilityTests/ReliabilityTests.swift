@@ -63,6 +63,28 @@ struct ReliabilityTests {
         #expect(Set(result.checksums.values).count == 1, "both stores and the cloud hold identical data")
     }
 
+    static let csvPlugin = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("examples/plugins/csv-folder/csv_folder.py").path
+
+    @Test(
+        "a SQLite database and the Python CSV plugin: SIGKILL of the gateway, or separately of the plugin, in every phase loses and duplicates nothing",
+        arguments: [false, true])
+    func crashWithPlugin(killPlugin: Bool) async throws {
+        let directory = try TemporaryDirectory(prefix: "reliability-crash-plugin")
+        defer { directory.remove() }
+        let status = try await Self.harness(
+            ["crash", "--records", "2000", "--kills", "8", "--batch-size", "25", "--each-phase", "--parallelism", "1", "--plugin", Self.csvPlugin,
+             "--directory", directory.path("run"), "--json", directory.path("result.json")] + (killPlugin ? ["--kill-plugin"] : []), in: directory)
+        let log = (try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? ""
+        #expect(status == 0, "\(log)\((try? String(contentsOfFile: directory.path("harness.err"), encoding: .utf8)) ?? "")")
+        let result = try JSONDecoder().decode(CrashResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
+        #expect(result.kills == 8)
+        #expect(result.killsByPhase.count >= (killPlugin ? 2 : 4), "kills land in the phases: \(result.killsByPhase)")
+        #expect(result.lost == 0)
+        #expect(result.duplicated == 0)
+        #expect(Set(result.checksums.values).count == 1, "the database, the CSV folder and the cloud hold identical data")
+    }
+
     struct FaultResult: Decodable {
         struct Scenario: Decodable {
             var scenario: String
