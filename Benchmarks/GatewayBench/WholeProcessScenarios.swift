@@ -154,3 +154,48 @@ struct CloudRoundTripProcessScenario: Scenario {
         ]
     }
 }
+
+/// SQLite → embedded cloud → the example Python CSV plugin, with `gateway sync` as a whole
+/// process, run 5 times on fresh copies: what the plugin protocol costs end to end.
+struct PluginProcessScenario: Scenario {
+    let name = "plugin-process"
+    let summary = "Plugin: `gateway sync` as a whole process, SQLite file → embedded cloud → Python CSV plugin, 5 runs"
+
+    func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
+        let script = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+            .appendingPathComponent("examples/plugins/csv-folder/csv_folder.py").path
+        guard FileManager.default.fileExists(atPath: script) else {
+            throw BenchmarkError("run gateway-bench from the repository's root: \(script) is missing")
+        }
+        let source = workDirectory.appendingPathComponent("source.sqlite").path
+        try BenchNotes.makeDatabase(source, rows: records)
+        var rates: [Double] = []
+        for round in 0..<GatewayProcess.rounds {
+            let directory = try GatewayProcess.freshRun(round, of: source, in: workDirectory)
+            let config = """
+                gateway: { state_dir: state }
+                cloud: { kind: embedded, path: cloud.sqlite }
+                adapters:
+                  - { name: app, kind: sqlite, path: source.sqlite, zone: BenchNotes, tables: [{ table: note }] }
+                  - name: csv
+                    kind: plugin
+                    command: python3
+                    args: ["\(script)"]
+                    zone: BenchNotes
+                    settings: { directory: csv, record_types: [note] }
+                """
+            let seconds = try await GatewayProcess.sync(config: config, in: directory)
+            let csv = try String(contentsOf: directory.appendingPathComponent("csv/note.csv"), encoding: .utf8)
+            let copied = csv.split(separator: "\n").count - 1
+            guard copied == records else { throw BenchmarkError("the CSV file has \(copied) rows, expected \(records)") }
+            print(String(format: "  run %d: %.2f s, %.0f rows/s", round + 1, seconds, Double(records) / seconds))
+            rates.append(Double(records) / seconds)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        return [
+            Measurement(name: "gateway sync, whole process, median of \(GatewayProcess.rounds)", value: Double(records) / GatewayProcess.median(rates), unit: "s"),
+            Measurement(name: "rows/s, median of \(GatewayProcess.rounds)", value: GatewayProcess.median(rates), unit: "rows/s", goal: .atLeast(20_000)),
+            Measurement(name: "rows/s, slowest run", value: rates.min() ?? 0, unit: "rows/s"),
+        ]
+    }
+}

@@ -16,7 +16,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
 
 nonisolated(unsafe) let scenarios: [any Scenario] = [
     EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
-    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), PostgresWholeProcessScenario(), PostgresInsertScenario(), CloudRoundTripProcessScenario(),
+    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), PostgresWholeProcessScenario(), PostgresInsertScenario(), CloudRoundTripProcessScenario(), PluginProcessScenario(),
     ServiceLatencyScenario(),
     CloudKitInitialSyncScenario(),
     SQLiteMemoryScenario(),

@@ -299,8 +299,8 @@ public final class KitAdapter: ModelAdapter {
             let journal = KitJournal(
                 saves: changes.writes.filter { !skipped.contains($0.id.recordName) },
                 deletes: deleteKeys.filter { !skipped.contains($0.recordName) },
-                before: before, update: KitJournal.StateUpdate(changes.state, zone: self.zoneID), skipped: skipped.sorted())
-            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [try journal.encoded()])
+                before: before, update: changes.state, skipped: skipped.sorted())
+            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
             return journal
         }
         try await finish(plan)
@@ -333,7 +333,7 @@ public final class KitAdapter: ModelAdapter {
             for key in journal.deletes {
                 try db.execute(sql: "DELETE FROM records WHERE record_name = ?", arguments: [key.recordName])
             }
-            try KitStateDatabase.commit(journal.update.update, skipping: Set(journal.skipped), db: db)
+            try KitStateDatabase.commit(journal.update, skipping: Set(journal.skipped), db: db)
             try db.execute(sql: "DELETE FROM journal")
         }
     }
@@ -344,7 +344,7 @@ public final class KitAdapter: ModelAdapter {
     private func replayJournal() async throws {
         let data = try await state.read { db in try Data.fetchOne(db, sql: "SELECT data FROM journal WHERE id = 1") }
         guard let data else { return }
-        var journal = try KitJournal.decode(data, statePath: state.path)
+        var journal = try KitJournal.decode(data, zone: zoneID, statePath: state.path)
         let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
         let current = Dictionary(try await store.read(keys).map { ($0.key.recordName, $0) }, uniquingKeysWith: { first, _ in first })
         var edited = Set<String>()

@@ -2,59 +2,108 @@ import Foundation
 import GatewayCore
 
 /// A download about to be written into the store, kept in the sidecar until its state commits,
-/// so a crash in between replays it.
-struct KitJournal: Codable, Sendable {
+/// so a crash in between replays it. Stored in a compact binary form (fields in `FieldCoding`):
+/// a page is journaled on every apply, and JSON coding of it cost more than the write itself.
+struct KitJournal: Sendable {
+    static let formatVersion: UInt8 = 1
+
     var saves: [Record]
     var deletes: [KitRecordKey]
     /// What the store held of each record before the write (by name; absent: nothing).
     var before: [String: String]
-    var update: StateUpdate
+    var update: SyncStateUpdate
     /// Records left alone: edited in the store since the synchronizer read them.
     var skipped: [String]
 
-    /// ``SyncStateUpdate`` by record name, for coding.
-    struct StateUpdate: Codable, Sendable {
-        var zone: ZoneID
-        var metadata: [String: Data]
-        var removedMetadata: [String]
-        var settled: [String: Int64]
-        var failures: [String: RecordFailure]
-        var zoneState: Data
-        var sending: [String]
-
-        init(_ update: SyncStateUpdate, zone: ZoneID) {
-            self.zone = zone
-            metadata = Dictionary(uniqueKeysWithValues: update.metadata.map { ($0.key.recordName, $0.value) })
-            removedMetadata = update.removedMetadata.map(\.recordName)
-            settled = Dictionary(uniqueKeysWithValues: update.settled.map { ($0.key.recordName, $0.value) })
-            failures = Dictionary(uniqueKeysWithValues: update.failures.map { ($0.key.recordName, $0.value) })
-            zoneState = update.zoneState
-            sending = update.sending.map(\.recordName)
+    func encoded() -> Data {
+        var writer = BinaryWriter(capacity: 256 + saves.count * 160)
+        writer.writeByte(Self.formatVersion)
+        writer.writeVarint(UInt64(saves.count))
+        for record in saves {
+            writer.writeString(record.id.recordName)
+            writer.writeString(record.recordType)
+            writer.writeData(Data(FieldCoding.encode(record)))
         }
-
-        var update: SyncStateUpdate {
-            func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: zone) }
-            return SyncStateUpdate(
-                metadata: Dictionary(uniqueKeysWithValues: metadata.map { (id($0.key), $0.value) }),
-                removedMetadata: Set(removedMetadata.map(id)),
-                settled: Dictionary(uniqueKeysWithValues: settled.map { (id($0.key), $0.value) }),
-                failures: Dictionary(uniqueKeysWithValues: failures.map { (id($0.key), $0.value) }),
-                zoneState: zoneState, sending: Set(sending.map(id)))
+        writer.writeVarint(UInt64(deletes.count))
+        for key in deletes {
+            writer.writeString(key.recordName)
+            writer.writeString(key.recordType)
         }
+        writer.writeVarint(UInt64(before.count))
+        for (name, observed) in before {
+            writer.writeString(name)
+            writer.writeString(observed)
+        }
+        writer.writeVarint(UInt64(skipped.count))
+        for name in skipped { writer.writeString(name) }
+        writer.writeVarint(UInt64(update.metadata.count))
+        for (id, data) in update.metadata {
+            writer.writeString(id.recordName)
+            writer.writeData(data)
+        }
+        writer.writeVarint(UInt64(update.removedMetadata.count))
+        for id in update.removedMetadata { writer.writeString(id.recordName) }
+        writer.writeVarint(UInt64(update.settled.count))
+        for (id, version) in update.settled {
+            writer.writeString(id.recordName)
+            writer.writeInt64(version)
+        }
+        writer.writeVarint(UInt64(update.failures.count))
+        for (id, failure) in update.failures {
+            writer.writeString(id.recordName)
+            writer.writeInt64(failure.version)
+            writer.writeString(failure.code)
+            writer.writeString(failure.message)
+        }
+        writer.writeData(update.zoneState)
+        writer.writeVarint(UInt64(update.sending.count))
+        for id in update.sending { writer.writeString(id.recordName) }
+        return Data(writer.bytes)
     }
 
-    func encoded() throws -> Data {
-        try JSONEncoder().encode(self)
-    }
-
-    static func decode(_ data: Data, statePath: String) throws -> KitJournal {
+    static func decode(_ data: Data, zone: ZoneID, statePath: String) throws -> KitJournal {
+        guard data.first == formatVersion else {
+            throw KitAdapterError(
+                .corruptState, "the journal of an interrupted write in \(statePath) has format \(data.first.map(String.init) ?? "none"), which this release cannot read; reset the adapter's sync state")
+        }
         do {
-            return try JSONDecoder().decode(KitJournal.self, from: data)
+            return try data.withUnsafeBytes { buffer throws(BinaryDecodingError) -> KitJournal in
+                var reader = BinaryReader(buffer)
+                // A journal of another format version cannot be decoded: the reads below fail.
+                _ = try reader.readByte()
+                func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: zone) }
+                var saves: [Record] = []
+                for _ in 0..<(try reader.readLength()) {
+                    let name = try reader.readString()
+                    let type = try reader.readString()
+                    let fields = try FieldCoding.decode([UInt8](try reader.readData()))
+                    saves.append(Record(id: id(name), recordType: type, fields: fields))
+                }
+                var deletes: [KitRecordKey] = []
+                for _ in 0..<(try reader.readLength()) {
+                    deletes.append(KitRecordKey(recordName: try reader.readString(), recordType: try reader.readString()))
+                }
+                var before: [String: String] = [:]
+                for _ in 0..<(try reader.readLength()) { before[try reader.readString()] = try reader.readString() }
+                var skipped: [String] = []
+                for _ in 0..<(try reader.readLength()) { skipped.append(try reader.readString()) }
+                var update = SyncStateUpdate(zoneState: Data())
+                for _ in 0..<(try reader.readLength()) { update.metadata[id(try reader.readString())] = try reader.readData() }
+                for _ in 0..<(try reader.readLength()) { update.removedMetadata.insert(id(try reader.readString())) }
+                for _ in 0..<(try reader.readLength()) { update.settled[id(try reader.readString())] = try reader.readInt64() }
+                for _ in 0..<(try reader.readLength()) {
+                    let name = try reader.readString()
+                    update.failures[id(name)] = RecordFailure(
+                        version: try reader.readInt64(), code: try reader.readString(), message: try reader.readString())
+                }
+                update.zoneState = try reader.readData()
+                for _ in 0..<(try reader.readLength()) { update.sending.insert(id(try reader.readString())) }
+                return KitJournal(saves: saves, deletes: deletes, before: before, update: update, skipped: skipped)
+            }
         } catch {
             throw KitAdapterError(
-                .corruptState, "the journal of an interrupted write in \(statePath) cannot be read; reset the adapter's sync state",
+                .corruptState, "the journal of an interrupted write in \(statePath) cannot be read (\(error)); reset the adapter's sync state",
                 underlying: error)
         }
     }
 }
-

@@ -10,19 +10,13 @@ enum KitRecordObservation {
         return entry.record.map(observed)
     }
 
-    /// A hash of the record's type and non-null fields, independent of layout order.
+    /// A hash of the record's type and non-null fields, independent of layout order (the field
+    /// encoding writes fields in the layout's canonical, sorted order).
     static func observed(_ record: Record) -> String {
         var hasher = SHA256()
         hasher.update(data: Data(record.recordType.utf8))
-        var fields: [(String, FieldValue)] = []
-        record.forEachField { fields.append(($0, $1)) }
-        fields.sort { $0.0 < $1.0 }
-        for (name, value) in fields {
-            hasher.update(data: [0])
-            hasher.update(data: Data(name.utf8))
-            hasher.update(data: [0])
-            hasher.update(data: FieldCoding.encode(value))
-        }
+        hasher.update(data: [0])
+        hasher.update(data: FieldCoding.encode(record))
         return "h:" + Data(hasher.finalize().prefix(16)).hexText
     }
 }

@@ -18,6 +18,11 @@ struct KitStateDatabase: Sendable {
                 at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
             var configuration = GRDB.Configuration()
             configuration.busyMode = .timeout(30)
+            // WAL: a commit is one append and one fsync, where the rollback journal needs several;
+            // every downloaded page commits twice (journal, then state).
+            configuration.prepareDatabase { db in
+                if try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" { try db.execute(sql: "PRAGMA journal_mode = WAL") }
+            }
             queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.write { db in try Self.createTables(db) }
         } catch let error as KitAdapterError {

@@ -28,6 +28,7 @@ class Folder:
         self.record_types = record_types
         self.cache = {}  # record type -> (stamp, columns, rows: {name: cells})
         self.snapshot = []  # the listing being paged
+        self.versions = {}  # record type -> (rows it was computed for, {name: version})
         os.makedirs(directory, exist_ok=True)
 
     def path(self, record_type):
@@ -52,7 +53,17 @@ class Folder:
                 if cells and cells[0]:
                     rows[cells[0]] = cells[1:] + [""] * (len(columns) - len(cells) + 1)
         self.cache[record_type] = (stamp, columns, rows)
+        self.versions.pop(record_type, None)
         return columns, rows
+
+    def versions_of(self, record_type):
+        """Each row's version, computed once per state of the file."""
+        columns, rows = self.load(record_type)
+        cached = self.versions.get(record_type)
+        if cached is None or cached[0] is not rows:
+            cached = (rows, {name: version(columns, cells) for name, cells in rows.items()})
+            self.versions[record_type] = cached
+        return cached[1]
 
     def record(self, record_type, name, columns, cells):
         fields = {}
@@ -65,9 +76,8 @@ class Folder:
         if continuation is None:
             self.snapshot = []
             for record_type in self.record_types:
-                columns, rows = self.load(record_type)
-                for name, cells in rows.items():
-                    self.snapshot.append({"recordName": name, "recordType": record_type, "version": version(columns, cells)})
+                for name, row_version in self.versions_of(record_type).items():
+                    self.snapshot.append({"recordName": name, "recordType": record_type, "version": row_version})
         start = int(continuation or 0)
         page = self.snapshot[start:start + PAGE]
         following = start + PAGE if start + PAGE < len(self.snapshot) else None
@@ -89,33 +99,50 @@ class Folder:
             touched.setdefault(record["recordType"], ([], []))[0].append(record)
         for key in deletes:
             touched.setdefault(key["recordType"], ([], []))[1].append(key["recordName"])
-        for record_type, (type_saves, type_deletes) in touched.items():
+        for record_type in touched:
             if record_type not in self.record_types:
                 raise PluginFailure("unknownRecordType", "this folder has no record type " + record_type)
-            columns, rows = self.load(record_type)
-            columns = list(columns)
-            rows = dict(rows)
+        for record_type, (type_saves, type_deletes) in touched.items():
+            old_columns, rows = self.load(record_type)
+            columns = list(old_columns)
             known = {name for name, _ in columns}
-            appended = []
             for record in type_saves:
                 for field, value in sorted(record.get("fields", {}).items()):
                     if field not in known:
                         columns.append((field, column_kind(value)))
                         known.add(field)
+            written = {}
+            only_new = not type_deletes
             for record in type_saves:
                 fields = record.get("fields", {})
-                cells = [encode_cell(kind, fields.get(name)) for name, kind in columns]
-                if record["recordName"] not in rows:
-                    appended.append(record["recordName"])
-                rows[record["recordName"]] = cells
-                stored.append({"recordName": record["recordName"], "recordType": record_type, "version": version(columns, cells)})
-            for name in type_deletes:
-                rows.pop(name, None)
-            old_columns, _ = self.load(record_type)
-            if not type_deletes and len(appended) == len(type_saves) and columns == list(old_columns) and os.path.exists(self.path(record_type)):
-                self.append(record_type, columns, rows, appended)
-            else:
-                self.rewrite(record_type, columns, rows)
+                name = record["recordName"]
+                if name in rows:
+                    only_new = False
+                written[name] = [encode_cell(kind, fields.get(column)) for column, kind in columns]
+            versions = {name: version(columns, cells) for name, cells in written.items()}
+            try:
+                if only_new and columns == old_columns and os.path.exists(self.path(record_type)):
+                    rows.update(written)
+                    self.append(record_type, columns, rows, list(written))
+                else:
+                    if len(columns) > len(old_columns):
+                        padding = [""] * (len(columns) - len(old_columns))
+                        for name in rows:
+                            rows[name] = rows[name] + padding
+                    rows.update(written)
+                    for name in type_deletes:
+                        rows.pop(name, None)
+                    self.rewrite(record_type, columns, rows)
+            except BaseException:
+                self.cache.pop(record_type, None)  # the file is what counts: read it again
+                self.versions.pop(record_type, None)
+                raise
+            cached = self.versions.get(record_type)
+            if cached is not None and cached[0] is rows:
+                cached[1].update(versions)
+                for name in type_deletes:
+                    cached[1].pop(name, None)
+            stored += [{"recordName": name, "recordType": record_type, "version": v} for name, v in versions.items()]
         return {"records": stored}
 
     def append(self, record_type, columns, rows, names):
@@ -162,11 +189,13 @@ def parse_column(text):
 
 
 def version(columns, cells):
-    digest = hashlib.blake2b(digest_size=12)
-    for (name, kind), cell in sorted(zip(columns, cells)):
-        if cell != "":
-            digest.update(f"{name}:{kind}\0{cell}\0".encode())
-    return digest.hexdigest()
+    """A hash of the row's content. Trailing empty cells are left out, so adding a column (which
+    gives old rows an empty cell at the end) leaves their versions as they were."""
+    end = len(cells)
+    while end and cells[end - 1] == "":
+        end -= 1
+    names = "\x1f".join(f"{name}:{kind}" for name, kind in columns[:end])
+    return hashlib.blake2b(("\x1e".join(cells[:end]) + "\x1d" + names).encode(), digest_size=12).hexdigest()
 
 
 def column_kind(field):

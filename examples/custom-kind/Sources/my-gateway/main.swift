@@ -1,0 +1,8 @@
+import GatewayCLI
+import GatewayKinds
+import GatewayService
+
+// Every `gateway` command, with one more adapter kind registered.
+var registry = GatewayRegistry.builtIn
+registry.register(RecordsFileKind())
+await GatewayCLI.main(registry: registry)
