@@ -300,7 +300,7 @@ public final class KitAdapter: ModelAdapter {
                 saves: changes.writes.filter { !skipped.contains($0.id.recordName) },
                 deletes: deleteKeys.filter { !skipped.contains($0.recordName) },
                 before: before, update: changes.state, skipped: skipped.sorted())
-            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)").execute(arguments: [journal.encoded()])
             return journal
         }
         try await finish(plan)
@@ -326,12 +326,11 @@ public final class KitAdapter: ModelAdapter {
             }
             for record in journal.saves {
                 let name = record.id.recordName
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)",
-                    arguments: [name, record.recordType, observedAfter[name] ?? KitRecordObservation.observed(record)])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
+                    .execute(arguments: [name, record.recordType, observedAfter[name] ?? KitRecordObservation.observed(record)])
             }
             for key in journal.deletes {
-                try db.execute(sql: "DELETE FROM records WHERE record_name = ?", arguments: [key.recordName])
+                try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
             try KitStateDatabase.commit(journal.update, skipping: Set(journal.skipped), db: db)
             try db.execute(sql: "DELETE FROM journal")

@@ -30,19 +30,18 @@ enum KitListingRecorder {
             }
         } else {
             for name in seen.union(listing.deleted) {
-                try db.execute(sql: "DELETE FROM problems WHERE record_name = ?", arguments: [name])
+                try db.cachedStatement(sql: "DELETE FROM problems WHERE record_name = ?").execute(arguments: [name])
             }
             for name in listing.deleted where try row(name, db: db) != nil {
                 try remove(name, db: db)
             }
         }
         for problem in listing.problems {
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO problems (record_name, code, message) VALUES (?, ?, ?)",
-                arguments: [problem.recordName, problem.code, problem.message])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO problems (record_name, code, message) VALUES (?, ?, ?)")
+                .execute(arguments: [problem.recordName, problem.code, problem.message])
         }
         if let cursor = listing.cursor {
-            try db.execute(sql: "INSERT OR REPLACE INTO cursor (id, value) VALUES (1, ?)", arguments: [cursor])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO cursor (id, value) VALUES (1, ?)").execute(arguments: [cursor])
         } else {
             try db.execute(sql: "DELETE FROM cursor")
         }
@@ -68,17 +67,16 @@ enum KitListingRecorder {
     }
 
     private static func row(_ name: String, db: Database) throws -> (type: String, observed: String)? {
-        try Row.fetchOne(db, sql: "SELECT record_type, observed FROM records WHERE record_name = ?", arguments: [name]).map { ($0[0], $0[1]) }
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT record_type, observed FROM records WHERE record_name = ?"), arguments: [name]).map { ($0[0], $0[1]) }
     }
 
     private static func save(_ name: String, type: String, observed: String, db: Database) throws {
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)", arguments: [name, type, observed])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)").execute(arguments: [name, type, observed])
         try KitStateDatabase.logChange(name, recordType: type, db: db)
     }
 
     private static func remove(_ name: String, db: Database) throws {
-        try db.execute(sql: "DELETE FROM records WHERE record_name = ?", arguments: [name])
+        try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [name])
         try KitStateDatabase.logChange(name, recordType: nil, db: db)
     }
 }

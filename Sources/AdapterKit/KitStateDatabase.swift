@@ -18,10 +18,15 @@ struct KitStateDatabase: Sendable {
                 at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
             var configuration = GRDB.Configuration()
             configuration.busyMode = .timeout(30)
-            // WAL: a commit is one append and one fsync, where the rollback journal needs several;
-            // every downloaded page commits twice (journal, then state).
+            // WAL with synchronous NORMAL: a commit is an append without fsync (every downloaded
+            // page commits twice: the journal, then the state). A crash of the process loses
+            // nothing; a power loss may lose the last commits, which only repeats work: the
+            // store acknowledged its writes durably, so they show as edits holding the cloud's
+            // values (settled by the merge), and the token, committed in the same transaction as
+            // the rest, downloads the same pages again.
             configuration.prepareDatabase { db in
                 if try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" { try db.execute(sql: "PRAGMA journal_mode = WAL") }
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
             }
             queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.write { db in try Self.createTables(db) }
@@ -83,32 +88,31 @@ struct KitStateDatabase: Sendable {
     /// Gives `recordName` the next change-log version: it is pending, as saved (`recordType`
     /// given) or deleted.
     static func logChange(_ recordName: String, recordType: String?, db: Database) throws {
-        try db.execute(sql: "UPDATE counter SET version = version + 1 WHERE id = 1")
-        try db.execute(
+        try db.cachedStatement(sql: "UPDATE counter SET version = version + 1 WHERE id = 1").execute()
+        try db.cachedStatement(
             sql: """
                 INSERT INTO changes (record_name, version, record_type) VALUES (?, (SELECT version FROM counter WHERE id = 1), ?)
                 ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, record_type = excluded.record_type
-                """, arguments: [recordName, recordType])
+                """).execute(arguments: [recordName, recordType])
     }
 
     /// Commits a sync-state update, leaving out the records in `skipped` (edited meanwhile).
     static func commit(_ update: SyncStateUpdate, skipping skipped: Set<String>, db: Database) throws {
         for (id, data) in update.metadata where !skipped.contains(id.recordName) {
-            try db.execute(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)", arguments: [id.recordName, data])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)").execute(arguments: [id.recordName, data])
         }
         for id in update.removedMetadata where !skipped.contains(id.recordName) {
-            try db.execute(sql: "DELETE FROM metadata WHERE record_name = ?", arguments: [id.recordName])
+            try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?").execute(arguments: [id.recordName])
         }
         for (id, version) in update.settled where !skipped.contains(id.recordName) {
-            try db.execute(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?", arguments: [id.recordName, version])
-            try db.execute(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?", arguments: [id.recordName, version])
+            try db.cachedStatement(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
+            try db.cachedStatement(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
         }
         for (id, failure) in update.failures {
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO failures (record_name, version, code, message) VALUES (?, ?, ?, ?)",
-                arguments: [id.recordName, failure.version, failure.code, failure.message])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO failures (record_name, version, code, message) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [id.recordName, failure.version, failure.code, failure.message])
         }
-        try db.execute(sql: "INSERT OR REPLACE INTO zone (id, state) VALUES (1, ?)", arguments: [update.zoneState])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO zone (id, state) VALUES (1, ?)").execute(arguments: [update.zoneState])
     }
 
     /// Names as a JSON array, the argument of `json_each(?)`.

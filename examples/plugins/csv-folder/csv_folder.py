@@ -85,8 +85,12 @@ class Folder:
 
     def read(self, keys):
         found = []
+        loaded = {}  # one look at each file per request
         for key in keys:
-            columns, rows = self.load(key["recordType"])
+            record_type = key["recordType"]
+            if record_type not in loaded:
+                loaded[record_type] = self.load(record_type) if record_type in self.record_types else ([], {})
+            columns, rows = loaded[record_type]
             cells = rows.get(key["recordName"])
             if cells is not None:
                 found.append(self.record(key["recordType"], key["recordName"], columns, cells))
