@@ -20,18 +20,6 @@ public struct JSONFilesAdapterKind: AdapterKind {
         case directory, seed, layout, pollInterval = "poll_interval", recordTypes = "record_types"
     }
 
-    struct RecordTypeEntry: Decodable, Sendable {
-        var settings: RecordTypeSettings
-
-        enum Keys: String, CodingKey { case recordType = "record_type" }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: Keys.self)
-            settings = try RecordTypeSettings(from: decoder)
-            settings.recordType = try container.decode(String.self, forKey: .recordType)
-        }
-    }
-
     public func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan {
         let container = try decoder.container(keyedBy: Keys.self)
         let directory = try container.decode(Located<String>.self, forKey: .directory)

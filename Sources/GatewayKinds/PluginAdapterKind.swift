@@ -60,18 +60,6 @@ public struct PluginAdapterKind: AdapterKind {
             recordTypes: try container.decodeIfPresent([RecordTypeEntry].self, forKey: .recordTypes)?.map(\.settings) ?? [])
     }
 
-    struct RecordTypeEntry: Decodable, Sendable {
-        var settings: RecordTypeSettings
-
-        enum Keys: String, CodingKey { case recordType = "record_type" }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: Keys.self)
-            settings = try RecordTypeSettings(from: decoder)
-            settings.recordType = try container.decode(String.self, forKey: .recordType)
-        }
-    }
-
     struct Plan: ScratchStorePlan {
         let configuration: PluginConfiguration
         let statePath: String
