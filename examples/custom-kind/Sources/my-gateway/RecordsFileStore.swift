@@ -3,8 +3,9 @@ import Foundation
 import GatewayCore
 
 /// A store kept as one JSON file holding every record: the smallest useful `KitStore`. The kit
-/// keeps all sync state, so the store only lists, reads and writes. Record names must be
-/// printable ASCII (the file is meant to be read and edited by people).
+/// keeps all sync state, so the store only lists, reads and writes.
+/// Record names must be printable ASCII, a rule of this store (the conformance check needs one
+/// record the store refuses).
 final class RecordsFileStore: KitStore {
     let path: String
     let recordTypes: Set<String>
