@@ -130,7 +130,7 @@ let brokenConfigs: [BrokenConfig] = [
         message: "config.yaml:1:63: 'endpoint.web_tokens.api_token_env': the variable GATEWAY_UNSET_TOKEN is not set; export the API token there"),
     BrokenConfig(
         name: "unknown adapter kind", yaml: "adapters:\n  - name: app\n    kind: sqlit\n    zone: Z",
-        message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, postgres, sqlite; did you mean 'sqlite'?"),
+        message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, plugin, postgres, sqlite; did you mean 'sqlite'?"),
     BrokenConfig(
         name: "missing zone", yaml: "adapters:\n  - name: app\n    kind: sqlite\n    path: app.sqlite\n    tables: [{ table: notes }]",
         message: "config.yaml:2:5: missing key 'zone' in 'adapters[0]'"),

@@ -39,17 +39,16 @@ final class PluginProcess: Sendable {
         var input: [Int32] = [0, 0]
         var output: [Int32] = [0, 0]
         var errors: [Int32] = [0, 0]
-        // Pipes are made close-on-exec and the child spawned under one lock: otherwise a plugin
-        // started at the same moment could inherit this one's output pipe and hold it open, and
-        // this plugin's exit would never show as the end of its output. (glibc's pipe2, which
-        // would do it atomically, is not visible to Swift.)
+        // Pipes are created close-on-exec atomically (pipe2), and our spawns hold one lock:
+        // otherwise a process started by another thread at the same moment could inherit this
+        // plugin's pipes and hold them open, and this plugin's exit would never show as the end
+        // of its output.
         let pid: pid_t = try Self.spawnLock.withLock { _ in
-            guard pipe(&input) == 0, pipe(&output) == 0, pipe(&errors) == 0 else {
+            guard closeOnExecPipe(&input) == 0, closeOnExecPipe(&output) == 0, closeOnExecPipe(&errors) == 0 else {
                 throw PluginError(
                     .startFailed, adapter: configuration.adapterName, plugin: configuration.displayName,
                     "cannot create pipes: \(String(cString: strerror(errno)))")
             }
-            for descriptor in input + output + errors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
             do {
                 let pid = try spawn(configuration, stdin: input[0], stdout: output[1], stderr: errors[1])
                 close(input[0])
@@ -400,4 +399,13 @@ private final class PluginProcessChannels: Sendable {
             onOversized: { count in tagged.warning("the plugin wrote a standard-error line of more than 64 KiB; the rest of its standard error is dropped") },
             onEnd: {})
     }
+}
+
+/// glibc's `pipe2`, which Swift's Glibc module does not export (it needs `_GNU_SOURCE`).
+@_silgen_name("pipe2")
+private func pipe2(_ descriptors: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
+/// A pipe whose both ends are close-on-exec from the start.
+private func closeOnExecPipe(_ descriptors: inout [Int32]) -> Int32 {
+    descriptors.withUnsafeMutableBufferPointer { buffer in pipe2(buffer.baseAddress!, O_CLOEXEC) }
 }
