@@ -53,6 +53,30 @@ enum GatewayProcess {
 
     /// How many pairs or runs the whole-process scenarios time.
     static let rounds = 5
+
+    /// Times `rounds` initial syncs of `records` rows from `source` on fresh copies: `prepare`
+    /// readies a run's folder and returns its config, `copied` counts the rows that arrived.
+    /// Returns the median, slowest-run and duration figures, the median held to `goal` rows/s.
+    static func timedRuns(
+        records: Int, source: String, workDirectory: URL, goal: Double, prepare: (URL) throws -> String,
+        copied: (URL) async throws -> Int
+    ) async throws -> [Measurement] {
+        var rates: [Double] = []
+        for round in 0..<rounds {
+            let directory = try freshRun(round, of: source, in: workDirectory)
+            let seconds = try await sync(config: try prepare(directory), in: directory)
+            let arrived = try await copied(directory)
+            guard arrived == records else { throw BenchmarkError("the destination has \(arrived) rows, expected \(records)") }
+            print(String(format: "  run %d: %.2f s, %.0f rows/s", round + 1, seconds, Double(records) / seconds))
+            rates.append(Double(records) / seconds)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        return [
+            Measurement(name: "gateway sync, whole process, median of \(rounds)", value: Double(records) / median(rates), unit: "s"),
+            Measurement(name: "rows/s, median of \(rounds)", value: median(rates), unit: "rows/s", goal: .atLeast(goal)),
+            Measurement(name: "rows/s, slowest run", value: rates.min() ?? 0, unit: "rows/s"),
+        ]
+    }
 }
 
 /// SQLite → PostgreSQL with `gateway sync` as a whole process, against `pgloader` as a whole
@@ -126,32 +150,20 @@ struct CloudRoundTripProcessScenario: Scenario {
     func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
         let source = workDirectory.appendingPathComponent("source.sqlite").path
         try BenchNotes.makeDatabase(source, rows: records)
-        var rates: [Double] = []
-        for round in 0..<GatewayProcess.rounds {
-            let directory = try GatewayProcess.freshRun(round, of: source, in: workDirectory)
+        return try await GatewayProcess.timedRuns(records: records, source: source, workDirectory: workDirectory, goal: 30_000) { directory in
             try BenchNotes.makeDatabase(directory.appendingPathComponent("replica.sqlite").path, rows: 0)
-            let config = """
+            return """
                 gateway: { state_dir: state }
                 cloud: { kind: embedded, path: cloud.sqlite }
                 adapters:
                   - { name: app, kind: sqlite, path: source.sqlite, zone: BenchNotes, tables: [{ table: note }] }
                   - { name: replica, kind: sqlite, path: replica.sqlite, zone: BenchNotes, tables: [{ table: note }] }
                 """
-            let seconds = try await GatewayProcess.sync(config: config, in: directory)
-            let replica = try DatabaseQueue(path: directory.appendingPathComponent("replica.sqlite").path)
-            let copied = try await replica.read { db in
+        } copied: { directory in
+            try await DatabaseQueue(path: directory.appendingPathComponent("replica.sqlite").path).read { db in
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM note") ?? 0
             }
-            guard copied == records else { throw BenchmarkError("the replica has \(copied) rows, expected \(records)") }
-            print(String(format: "  run %d: %.2f s, %.0f rows/s", round + 1, seconds, Double(records) / seconds))
-            rates.append(Double(records) / seconds)
-            try? FileManager.default.removeItem(at: directory)
         }
-        return [
-            Measurement(name: "gateway sync, whole process, median of \(GatewayProcess.rounds)", value: Double(records) / GatewayProcess.median(rates), unit: "s"),
-            Measurement(name: "rows/s, median of \(GatewayProcess.rounds)", value: GatewayProcess.median(rates), unit: "rows/s", goal: .atLeast(30_000)),
-            Measurement(name: "rows/s, slowest run", value: rates.min() ?? 0, unit: "rows/s"),
-        ]
     }
 }
 
@@ -169,33 +181,21 @@ struct PluginProcessScenario: Scenario {
         }
         let source = workDirectory.appendingPathComponent("source.sqlite").path
         try BenchNotes.makeDatabase(source, rows: records)
-        var rates: [Double] = []
-        for round in 0..<GatewayProcess.rounds {
-            let directory = try GatewayProcess.freshRun(round, of: source, in: workDirectory)
-            let config = """
-                gateway: { state_dir: state }
-                cloud: { kind: embedded, path: cloud.sqlite }
-                adapters:
-                  - { name: app, kind: sqlite, path: source.sqlite, zone: BenchNotes, tables: [{ table: note }] }
-                  - name: csv
-                    kind: plugin
-                    command: python3
-                    args: ["\(script)"]
-                    zone: BenchNotes
-                    settings: { directory: csv, record_types: [note] }
-                """
-            let seconds = try await GatewayProcess.sync(config: config, in: directory)
-            let csv = try String(contentsOf: directory.appendingPathComponent("csv/note.csv"), encoding: .utf8)
-            let copied = csv.split(separator: "\n").count - 1
-            guard copied == records else { throw BenchmarkError("the CSV file has \(copied) rows, expected \(records)") }
-            print(String(format: "  run %d: %.2f s, %.0f rows/s", round + 1, seconds, Double(records) / seconds))
-            rates.append(Double(records) / seconds)
-            try? FileManager.default.removeItem(at: directory)
+        return try await GatewayProcess.timedRuns(records: records, source: source, workDirectory: workDirectory, goal: 20_000) { _ in
+            """
+            gateway: { state_dir: state }
+            cloud: { kind: embedded, path: cloud.sqlite }
+            adapters:
+              - { name: app, kind: sqlite, path: source.sqlite, zone: BenchNotes, tables: [{ table: note }] }
+              - name: csv
+                kind: plugin
+                command: python3
+                args: ["\(script)"]
+                zone: BenchNotes
+                settings: { directory: csv, record_types: [note] }
+            """
+        } copied: { directory in
+            try String(contentsOf: directory.appendingPathComponent("csv/note.csv"), encoding: .utf8).split(separator: "\n").count - 1
         }
-        return [
-            Measurement(name: "gateway sync, whole process, median of \(GatewayProcess.rounds)", value: Double(records) / GatewayProcess.median(rates), unit: "s"),
-            Measurement(name: "rows/s, median of \(GatewayProcess.rounds)", value: GatewayProcess.median(rates), unit: "rows/s", goal: .atLeast(20_000)),
-            Measurement(name: "rows/s, slowest run", value: rates.min() ?? 0, unit: "rows/s"),
-        ]
     }
 }

@@ -79,7 +79,7 @@ public func withTimeout<T: Sendable>(
 /// Fails unless `signals` yields while `change` keeps changing the store. `change` is called with
 /// a round number, about every 50 ms, so a listener that starts late still sees a change.
 public func expectChangeSignal(
-    from signals: ChangeSignals, timeout: Duration = .seconds(20), fileID: String = #fileID, line: Int = #line,
+    from signals: ChangeSignals, timeout: Duration = .seconds(60), fileID: String = #fileID, line: Int = #line,
     whileChanging change: @escaping @Sendable (Int) async throws -> Void
 ) async throws {
     try await withTimeout(timeout, "waiting for a change signal", fileID: fileID, line: line) {

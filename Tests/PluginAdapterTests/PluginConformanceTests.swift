@@ -18,6 +18,7 @@ struct PluginConformanceTests {
                 args: ["\(PluginFixtures.csvFolder)"]
                 zone: Anything
                 settings: { directory: csv, record_types: [Note] }
+                poll_interval: 200ms
             """
         try config.write(toFile: directory.path("config.yaml"), atomically: true, encoding: .utf8)
         let configuration = try GatewayConfiguration.load(file: directory.path("config.yaml"), registry: .builtIn)
