@@ -124,12 +124,7 @@ public final class KitAdapter: ModelAdapter {
                         """, arguments: [names]
                 ).map { row -> (name: String, metadata: Data?, version: Int64?) in (row[0], row[1], row[2]) }
             }
-            var records: [String: GatewayCore.Record] = [:]
-            for entry in current {
-                guard var record = entry.record else { continue }
-                record.id = RecordID(recordName: entry.key.recordName, zoneID: self.zoneID)
-                records[entry.key.recordName] = record
-            }
+            let records = self.records(of: current)
             var states: [RecordID: LocalRecordState] = [:]
             for row in rows where row.metadata != nil || row.version != nil {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
@@ -251,9 +246,13 @@ public final class KitAdapter: ModelAdapter {
 
     /// The store's current records for `keys`, by name, with this adapter's zone.
     private func readRecords(_ keys: [KitRecordKey]) async throws -> [String: GatewayCore.Record] {
-        guard !keys.isEmpty else { return [:] }
+        keys.isEmpty ? [:] : records(of: try await store.read(keys))
+    }
+
+    /// The records among `entries` (those that carry values), by name, with this adapter's zone.
+    private func records(of entries: [KitEntry]) -> [String: GatewayCore.Record] {
         var records: [String: GatewayCore.Record] = [:]
-        for entry in try await store.read(keys) {
+        for entry in entries {
             guard var record = entry.record else { continue }
             record.id = RecordID(recordName: entry.key.recordName, zoneID: zoneID)
             records[entry.key.recordName] = record

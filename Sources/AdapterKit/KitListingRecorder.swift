@@ -53,12 +53,18 @@ enum KitListingRecorder {
     static func notice(_ current: [KitEntry], keys: [KitRecordKey], db: Database) throws -> [String: String] {
         var held: [String: KitEntry] = [:]
         for entry in current { held[entry.key.recordName] = entry }
+        // What the kit saw of the page's records, in one query rather than one per record.
+        var seen: [String: String] = [:]
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT r.record_name, r.observed FROM json_each(?) n JOIN records r ON r.record_name = n.value"),
+            arguments: [KitStateDatabase.jsonArray(keys.map(\.recordName))])
+        while let row = try rows.next() { seen[row[0]] = row[1] }
         var before: [String: String] = [:]
         for key in keys {
-            let previous = try row(key.recordName, db: db)
+            let previous = seen[key.recordName]
             if let entry = held[key.recordName], let observed = KitRecordObservation.observed(entry) {
                 before[key.recordName] = observed
-                if previous?.observed != observed { try save(key.recordName, type: entry.key.recordType, observed: observed, db: db) }
+                if previous != observed { try save(key.recordName, type: entry.key.recordType, observed: observed, db: db) }
             } else if previous != nil {
                 try remove(key.recordName, db: db)
             }

@@ -24,10 +24,6 @@ public protocol KitStore: Sendable {
     /// hold types this store has no place for). `nil`: any type.
     func servedRecordTypes() async throws -> Set<String>?
 
-    /// Whether ``list(since:)`` finds changes only by looking (a scan), so the kit should look
-    /// again before trusting what it knows (`hasChanges`, the next batch).
-    var pushesChanges: Bool { get }
-
     /// A number that grows whenever the store itself reported a change (a notification); `nil`
     /// when it never reports any and must be polled.
     func notificationCount() async -> Int?
@@ -38,7 +34,6 @@ public protocol KitStore: Sendable {
 
 extension KitStore {
     public func servedRecordTypes() async throws -> Set<String>? { nil }
-    public var pushesChanges: Bool { false }
     public func notificationCount() async -> Int? { nil }
     public func close() async {}
 }

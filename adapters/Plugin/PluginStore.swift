@@ -129,17 +129,16 @@ public final class PluginStore: KitStore {
                     "record \(record.id.recordName) cannot be sent: \(error.message)", underlying: error)
             }
         }
-        let limit = configuration.maxRecordsPerMessage
-        var start = 0
-        var deleteStart = 0
-        while start < encoded.count || deleteStart < deletes.count || (encoded.isEmpty && deletes.isEmpty && start == 0) {
-            let saveEnd = min(encoded.count, start + limit)
-            let deleteEnd = min(deletes.count, deleteStart + max(0, limit - (saveEnd - start)))
+        guard !encoded.isEmpty || !deletes.isEmpty else { return [] }
+        // Saves first, then deletes, at most max_records_per_message in one message.
+        let operations: [(save: JSONValue?, delete: KitRecordKey?)] = encoded.map { ($0, nil) } + deletes.map { (nil, $0) }
+        for start in stride(from: 0, to: operations.count, by: max(1, configuration.maxRecordsPerMessage)) {
+            let chunk = operations[start..<min(operations.count, start + max(1, configuration.maxRecordsPerMessage))]
             let answer = try await call(
                 "write",
                 [
-                    "saves": .array(Array(encoded[start..<saveEnd])),
-                    "deletes": .array(deletes[deleteStart..<deleteEnd].map(PluginMessages.encode)),
+                    "saves": .array(chunk.compactMap(\.save)),
+                    "deletes": .array(chunk.compactMap(\.delete).map(PluginMessages.encode)),
                 ])
             if let records = answer["records"], records != .null {
                 guard let array = records.arrayValue else { throw malformed("answered write with a records member that is not an array") }
@@ -147,9 +146,6 @@ public final class PluginStore: KitStore {
                     if case .entry(let entry) = try decode(json, types: types) { stored.append(entry) }
                 }
             }
-            start = saveEnd
-            deleteStart = deleteEnd
-            if encoded.isEmpty && deletes.isEmpty { break }
         }
         return stored
     }
@@ -162,8 +158,6 @@ public final class PluginStore: KitStore {
     static func isSendable(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 255 && !name.unicodeScalars.contains { $0.value < 32 || $0.value == 127 }
     }
-
-    public var pushesChanges: Bool { session.withLock { $0?.handshake.notifiesChanges ?? false } }
 
     public func notificationCount() async -> Int? {
         session.withLock { session in
