@@ -19,7 +19,9 @@ final class RecordsFileStore: KitStore {
 
     func list(since cursor: String?) async throws -> KitListing {
         let records = try await gate.run { try load() }
-        return KitListing(entries: records.values.map(Self.entry), isComplete: true)
+        // In name order, so the changes one look finds are queued in the same order every time.
+        let entries = records.values.sorted { $0.id.recordName < $1.id.recordName }.map(Self.entry)
+        return KitListing(entries: entries, isComplete: true)
     }
 
     func read(_ keys: [KitRecordKey]) async throws -> [KitEntry] {
