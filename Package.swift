@@ -133,7 +133,8 @@ let package = Package(
         .target(
             name: "JSONFilesAdapter",
             dependencies: [
-                "GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "GatewayCore", "SQLiteSupport", "AdapterKit", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "adapters/JSONFiles",
             swiftSettings: strictSettings
@@ -201,7 +202,7 @@ let package = Package(
         .executableTarget(
             name: "GatewayBench",
             dependencies: [
-                "GatewayCore", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", .product(name: "GRDB", package: "GRDB.swift"),
+                "GatewayCore", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "AdapterKit", .product(name: "GRDB", package: "GRDB.swift"),
                 "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "CloudKitWeb", "CloudKitServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
@@ -270,7 +271,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JSONFilesAdapterTests",
-            dependencies: ["GatewayCore", "JSONFilesAdapter", "EmbeddedCloud", "GatewayTesting", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["GatewayCore", "JSONFilesAdapter", "AdapterKit", "EmbeddedCloud", "GatewayTesting", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .testTarget(

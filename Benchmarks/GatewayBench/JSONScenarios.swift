@@ -1,3 +1,4 @@
+import AdapterKit
 import EmbeddedCloud
 import Foundation
 import GatewayCore
@@ -25,9 +26,10 @@ enum BenchDocs {
         }
     }
 
-    static func adapter(_ folder: URL, name: String) throws -> JSONFilesAdapter {
+    static func adapter(_ folder: URL, name: String) throws -> KitAdapter {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return try JSONFilesAdapter(configuration: JSONFilesAdapterConfiguration(name: name, directory: folder.path, zoneID: zone))
+        return try JSONFilesAdapter.open(
+            configuration: JSONFilesAdapterConfiguration(name: name, directory: folder.path, zoneID: zone, statePath: folder.path + "-state.sqlite"))
     }
 }
 

@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import GatewayCore
 import GatewayService
@@ -5,7 +6,9 @@ import JSONFilesAdapter
 
 extension JSONFilesAdapterConfiguration.Layout: ConfigChoice {}
 
-/// `kind: json`: a folder of JSON documents, scanned for changes.
+/// `kind: json`: a folder of JSON documents, scanned for changes, on the adapter kit. Its sync
+/// state lives in `<state_dir>/adapters/<name>.sqlite`, its file index in
+/// `<state_dir>/adapters/<name>.files.sqlite`.
 ///
 /// Keys: `directory` (required), `seed` (a folder copied to `directory` when it does not exist),
 /// `layout` (`file-per-record`, the default, or `collection`), `poll_interval` (default 1s), and
@@ -44,14 +47,16 @@ public struct JSONFilesAdapterKind: AdapterKind {
                     .unreadableFile, "the folder \(directory.value) does not exist; create it, or give 'seed: FOLDER' to copy one")
             }
         }
+        let statePath = URL(fileURLWithPath: context.stateDirectory).appendingPathComponent("adapters")
+            .appendingPathComponent(settings.name.value + ".sqlite").path
         return Plan(
             configuration: JSONFilesAdapterConfiguration(
                 name: settings.name.value, directory: resolved, zoneID: settings.zoneID, layout: layout,
-                pollInterval: interval?.value.duration ?? .seconds(1)),
+                pollInterval: interval?.value.duration ?? .seconds(1), statePath: statePath),
             seed: seedPath, recordTypes: recordTypes.map(\.settings))
     }
 
-    struct Plan: AdapterPlan {
+    struct Plan: ScratchStorePlan {
         let configuration: JSONFilesAdapterConfiguration
         let seed: String?
         let recordTypes: [RecordTypeSettings]
@@ -71,7 +76,22 @@ public struct JSONFilesAdapterKind: AdapterKind {
                     at: URL(fileURLWithPath: configuration.directory).deletingLastPathComponent(), withIntermediateDirectories: true)
                 try FileManager.default.copyItem(atPath: seed, toPath: configuration.directory)
             }
-            return try JSONFilesAdapter(configuration: configuration)
+            return try JSONFilesAdapter.open(configuration: configuration)
+        }
+
+        var detectsChangesByScanning: Bool { true }
+
+        /// A new, empty folder of the same layout, with its state beside it.
+        func openScratch(in directory: String, zone: ZoneID) async throws -> any ScratchStore {
+            var scratch = configuration
+            scratch.zoneID = zone
+            scratch.directory = URL(fileURLWithPath: directory).appendingPathComponent("folder").path
+            scratch.statePath = URL(fileURLWithPath: directory).appendingPathComponent("state.sqlite").path
+            try FileManager.default.createDirectory(atPath: scratch.directory, withIntermediateDirectories: true)
+            // A name with NUL has no file name: the store refuses the write whole.
+            return KitScratchStore(kit: try JSONFilesAdapter.open(configuration: scratch)) { zone in
+                Record(id: RecordID(recordName: "refused\u{0}", zoneID: zone), recordType: "Note", fields: ["title": .string("refused")])
+            }
         }
     }
 }

@@ -4,7 +4,8 @@ import GatewayTesting
 import Testing
 
 /// Process plugins as a user meets them: the Python CSV example synced with SQLite, proved with
-/// `gateway check-adapter`, and a broken plugin that fails alone.
+/// `gateway check-adapter` (as the JSON files adapter on the kit is), and a broken plugin that
+/// fails alone.
 @Suite("Plugins through the CLI")
 struct PluginCLITests {
     static let config = "examples/plugins/csv-folder/config.yaml"
@@ -23,6 +24,24 @@ struct PluginCLITests {
         let compiled = try await clone.gateway("check-adapter", "notes", "--config", Self.config)
         #expect(compiled.status == 2, "\(compiled)")
         #expect(compiled.stderr.contains("kind sqlite, which cannot open a scratch store"), "\(compiled)")
+    }
+
+    @Test("gateway check-adapter passes every conformance case against the JSON files adapter on the kit, in both layouts")
+    func checkJSONAdapter() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        let result = try await clone.gateway("check-adapter", "docs")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("Checking adapter docs (kind json)"), "\(result)")
+        #expect(result.stdout.hasSuffix("15 of 15 case(s) passed\n"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: clone.url.appendingPathComponent(".gateway/examples/docs").path), "the real folder is not touched")
+
+        let config = try String(contentsOf: clone.url.appendingPathComponent("config.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "layout: file-per-record ", with: "layout: collection      ")
+        try config.write(to: clone.url.appendingPathComponent("collection.yaml"), atomically: true, encoding: .utf8)
+        let collection = try await clone.gateway("check-adapter", "docs", "--config", "collection.yaml")
+        #expect(collection.status == 0, "\(collection)")
+        #expect(collection.stdout.hasSuffix("15 of 15 case(s) passed\n"), "\(collection)")
     }
 
     @Test("the CSV plugin and a SQLite table sync both ways through the embedded cloud")

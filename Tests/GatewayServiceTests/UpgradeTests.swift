@@ -1,5 +1,7 @@
+import EmbeddedCloud
 import Foundation
 import GRDB
+import GatewayCore
 import GatewayTesting
 import PostgresNIO
 import PostgresSupport
@@ -54,6 +56,15 @@ struct UpgradeTests {
         // made before the upgrade stay the only pending ones.
         let opened = try await GatewayCLI.run(["status"], in: directory.url, environment: environment)
         #expect(opened.status == 0, "\(opened)")
+        // The JSON folder's state moved onto the adapter kit: into the state directory, with the
+        // old file kept aside; the edit made before the upgrade is its one pending change.
+        #expect(FileManager.default.fileExists(atPath: directory.path("docs/.gateway/state.sqlite.migrated")))
+        #expect(!FileManager.default.fileExists(atPath: directory.path("docs/.gateway/state.sqlite")))
+        let docsState = try await DatabaseQueue(path: directory.path("state/adapters/docs.sqlite")).read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM metadata") ?? 0, try String.fetchAll(db, sql: "SELECT record_name FROM changes"))
+        }
+        #expect(docsState.0 == 2, "both documents keep their sync metadata")
+        #expect(docsState.1 == ["welcome"], "only the edited document is pending")
         #expect(try await Self.postgresScalars(store, "SELECT record_name FROM gateway.changes ORDER BY record_name") == ["1001", "1002", "900"])
         #expect(
             try await Self.postgresScalars(store, "SELECT tgname::text FROM pg_trigger WHERE tgrelid = 'public.note'::regclass ORDER BY tgname")
@@ -77,6 +88,10 @@ struct UpgradeTests {
         #expect(sqlite.contains("500|new in SQLite before the upgrade|1"))
         #expect(sqlite.contains("900|new in PostgreSQL before the upgrade|2"))
         #expect(!sqlite.contains { $0.hasPrefix("6|") || $0.hasPrefix("7|") || $0.hasPrefix("1002|") })
+
+        let docs = try await zoneContents(of: EmbeddedCloud(path: directory.path("cloud.sqlite")), zone: ZoneID(zoneName: "Docs"))
+        #expect(docs["welcome"]?["title"] == .string("Welcome, edited before the upgrade"), "the JSON edit reached the cloud")
+        #expect(docs.count == 2)
 
         let zones = try await GatewayCLI.run(["zones", "--json"], in: directory.url, environment: environment)
         #expect(zones.status == 0 && zones.stdout.contains("Docs"), "\(zones)")

@@ -1,7 +1,9 @@
+import AdapterKit
 import EmbeddedCloud
 import Foundation
 import GRDB
 import GatewayCore
+import AdapterKit
 import GatewayTesting
 @testable import JSONFilesAdapter
 import SQLiteAdapter
@@ -13,10 +15,16 @@ typealias Record = GatewayCore.Record
 struct JSONFilesBehaviourTests {
     static let zone = ZoneID(zoneName: "Docs")
 
-    static func adapter(_ folder: URL, layout: JSONFilesAdapterConfiguration.Layout = .filePerRecord) throws -> JSONFilesAdapter {
+    static func adapter(_ folder: URL, layout: JSONFilesAdapterConfiguration.Layout = .filePerRecord) throws -> KitAdapter {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return try JSONFilesAdapter(
-            configuration: JSONFilesAdapterConfiguration(name: "docs", directory: folder.path, zoneID: zone, layout: layout))
+        return try JSONFilesAdapter.open(configuration: configuration(folder, layout: layout))
+    }
+
+    /// The folder's adapter configuration, with its state beside the folder.
+    static func configuration(_ folder: URL, layout: JSONFilesAdapterConfiguration.Layout = .filePerRecord) -> JSONFilesAdapterConfiguration {
+        JSONFilesAdapterConfiguration(
+            name: "docs", directory: folder.path, zoneID: zone, layout: layout,
+            statePath: folder.deletingLastPathComponent().appendingPathComponent(folder.lastPathComponent + "-state.sqlite").path)
     }
 
     static func write(_ text: String, to url: URL) throws {
@@ -145,7 +153,7 @@ struct JSONFilesBehaviourTests {
         let fine = Record(id: RecordID(recordName: "fine", zoneID: Self.zone), recordType: "Note", fields: [:])
         let hostile = Record(id: RecordID(recordName: "nul\u{0}byte", zoneID: Self.zone), recordType: "Note", fields: [:])
         await #expect(throws: JSONFilesAdapterError.self) { try await adapter.apply(Self.download([fine, hostile])) }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [".gateway"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [])
     }
 
     @Test("an invalid file is a failed record naming line and column; it is never uploaded or overwritten, others keep syncing")
@@ -229,5 +237,31 @@ struct JSONFilesBehaviourTests {
         #expect(hello.contains("\"views\": 4"))
         #expect(try String(contentsOf: folder.appendingPathComponent("Article/broken.json"), encoding: .utf8) == "{ not json")
         #expect(try await json.failedRecords().map(\.recordID.recordName) == ["broken"])
+    }
+
+    @Test("the state of a folder synced by the release before the adapter kit carries over: metadata, zone state, and only real edits pending")
+    func legacyStateMigrates() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-legacy")
+        defer { directory.remove() }
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/previous-release/docs")
+        let folder = directory.url.appendingPathComponent("docs")
+        // Copied files get new modification times: every document is read again and compared by content.
+        try FileManager.default.copyItem(at: fixture, to: folder)
+        let adapter = try Self.adapter(folder)
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(".gateway/state.sqlite.migrated").path))
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(".gateway/state.sqlite").path))
+        #expect(try await adapter.loadZoneState() != nil, "the zone state carried over")
+        #expect(try await adapter.syncedRecordIDs().map(\.recordName).sorted() == ["second", "welcome"])
+        let pending = try await adapter.pendingChanges(limit: 10)
+        #expect(pending.saves.map(\.record.id.recordName) == ["welcome"], "the edit made before the upgrade, and nothing else")
+        #expect(pending.saves.first?.metadata != nil, "with the metadata of its last sync")
+        #expect(pending.saves.first?.record["title"] == .string("Welcome, edited before the upgrade"))
+
+        // Opening again finds the migrated state and leaves it alone.
+        await adapter.close()
+        let reopened = try Self.adapter(folder)
+        #expect(try await reopened.pendingChangeCount() == 1)
+        #expect(try await reopened.syncedRecordIDs().count == 2)
     }
 }

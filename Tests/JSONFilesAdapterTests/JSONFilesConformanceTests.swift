@@ -1,3 +1,4 @@
+import AdapterKit
 import Foundation
 import GatewayCore
 import GatewayTesting
@@ -18,13 +19,14 @@ struct JSONFilesHarness: AdapterConformanceHarness {
         if layout == .collection {
             try FileManager.default.createDirectory(at: folder.appendingPathComponent("Blocked.json"), withIntermediateDirectories: true)
         }
-        return try JSONFilesAdapter(
+        return try JSONFilesAdapter.open(
             configuration: JSONFilesAdapterConfiguration(
-                name: "conformance", directory: folder.path, zoneID: zone, layout: layout, pollInterval: .milliseconds(10)))
+                name: "conformance", directory: folder.path, zoneID: zone, layout: layout, pollInterval: .milliseconds(10),
+                statePath: folder.path + "-state.sqlite"))
     }
 
     static func folder(of adapter: any ModelAdapter) -> URL {
-        URL(fileURLWithPath: (adapter as! JSONFilesAdapter).configuration.directory)
+        URL(fileURLWithPath: ((adapter as! KitAdapter).store as! JSONFolderStore).directory)
     }
 
     static func object(_ record: Record) -> JSONValue {

@@ -11,19 +11,30 @@ public struct JSONFilesAdapterConfiguration: Sendable {
     }
 
     public var name: String
-    /// The folder. The adapter keeps its state in `<directory>/.gateway/`.
+    /// The folder.
     public var directory: String
     public var zoneID: ZoneID
     public var layout: Layout
     /// How often change signals rescan the folder.
     public var pollInterval: Duration
+    /// The kit's sidecar state database, such as `<state_dir>/adapters/<name>.sqlite`.
+    public var statePath: String
 
-    public init(name: String, directory: String, zoneID: ZoneID, layout: Layout = .filePerRecord, pollInterval: Duration = .seconds(1)) {
+    /// The store's file index, beside the state: `<state>.files.sqlite`.
+    public var indexPath: String {
+        (statePath.hasSuffix(".sqlite") ? String(statePath.dropLast(7)) : statePath) + ".files.sqlite"
+    }
+
+    public init(
+        name: String, directory: String, zoneID: ZoneID, layout: Layout = .filePerRecord, pollInterval: Duration = .seconds(1),
+        statePath: String
+    ) {
         self.name = name
         self.directory = directory
         self.zoneID = zoneID
         self.layout = layout
         self.pollInterval = pollInterval
+        self.statePath = statePath
     }
 }
 

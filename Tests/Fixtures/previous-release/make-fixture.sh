@@ -37,3 +37,11 @@ sqlite3 notes.sqlite "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 sqlite3 cloud.sqlite "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 sqlite3 docs/.gateway/state.sqlite "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 ls -la
+
+# docs/.gateway/state.sqlite, made again later (the first one was left out by .gitignore), with the
+# gateway of the commit before the JSON adapter moved onto the adapter kit, in an empty folder:
+#   config: { state_dir: state, device_id: fixture-gateway }, embedded cloud.sqlite (a copy),
+#           adapters: [{ name: docs, kind: json, directory: docs, zone: Docs }]
+#   $OLD_GW sync --config config.yaml --progress none      # downloads welcome and second
+#   printf '{"title": "Welcome, edited before the upgrade", "views": 4, "tags": ["a", "b"], "published": true}' > docs/Article/welcome.json
+#   sqlite3 docs/.gateway/state.sqlite "PRAGMA wal_checkpoint(TRUNCATE);"

@@ -1,0 +1,349 @@
+import AdapterKit
+import Crypto
+import Foundation
+import GRDB
+import GatewayCore
+import SQLiteSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A folder of JSON documents as a ``KitStore``: config repositories, content folders, exports.
+///
+/// A record's version is a hash of its JSON object, so the kit logs a change only for records
+/// whose content changed, even when a collection file holding many was rewritten. Listing costs
+/// one `stat` per unchanged file (``JSONFolderIndex`` remembers what each file held). A document
+/// that is not valid JSON is a problem naming its line and column: its records keep the values
+/// last read, it is never uploaded, deleted or overwritten, and the other files keep syncing.
+/// Files are written atomically (temporary file, fsync, rename) in a stable form; record names
+/// from the cloud become safe file names (``SafeFileName``).
+public struct JSONFolderStore: KitStore {
+    /// The folder.
+    public let directory: String
+    public let layout: JSONFilesAdapterConfiguration.Layout
+    let root: URL
+    let mapping: JSONFieldMapping
+    let index: JSONFolderIndex
+
+    /// Opens the folder, which must exist, with its index at `indexPath` (created when missing).
+    public init(directory: String, layout: JSONFilesAdapterConfiguration.Layout, zoneID: ZoneID, indexPath: String) throws {
+        self.directory = directory
+        self.layout = layout
+        root = URL(fileURLWithPath: directory).standardizedFileURL
+        mapping = JSONFieldMapping(directory: root, zoneID: zoneID)
+        do {
+            index = try JSONFolderIndex(path: indexPath)
+        } catch {
+            throw JSONFilesAdapterError(
+                "cannot open the file index of \(directory): \(SQLiteFailureReason.describe(error, path: indexPath))", underlying: error)
+        }
+    }
+
+    // MARK: KitStore
+
+    public func list(since cursor: String?) async throws -> KitListing {
+        try await indexWrite { db, store in
+            try store.scan(db)
+            var entries: [KitEntry] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT record_name, record_type, hash FROM records")
+            while let row = try rows.next() {
+                entries.append(KitEntry(key: KitRecordKey(recordName: row[0], recordType: row[1]), record: nil, version: row[2]))
+            }
+            var problems: [KitProblem] = []
+            for row in try Row.fetchAll(db, sql: "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path") {
+                let path: String = row[0]
+                let names = store.layout == .filePerRecord ? try Array(JSONFolderIndex.records(in: path, db: db).keys) : []
+                for name in names.isEmpty ? [store.recordName(forFile: path)] : names {
+                    problems.append(KitProblem(recordName: name, code: "invalidJSON", message: row[1]))
+                }
+            }
+            return KitListing(entries: entries, problems: problems, isComplete: true)
+        }
+    }
+
+    public func read(_ keys: [KitRecordKey]) async throws -> [KitEntry] {
+        try await indexWrite { db, store in
+            var byPath: [String: (type: String, names: [String])] = [:]
+            for key in keys {
+                let path = try JSONFolderIndex.place(of: key.recordName, db: db)?.path ?? store.newPath(for: key)
+                byPath[path, default: (key.recordType, [])].names.append(key.recordName)
+            }
+            var entries: [KitEntry] = []
+            for (path, wanted) in byPath.sorted(by: { $0.key < $1.key }) {
+                guard let document = try store.refresh(path: path, recordType: wanted.type, db: db) else {
+                    // Invalid: the records keep the versions last read, so nothing looks changed
+                    // (or deleted) until the file is fixed; their values are not offered.
+                    let known = try JSONFolderIndex.records(in: path, db: db)
+                    for name in wanted.names {
+                        if let hash = known[name] {
+                            entries.append(KitEntry(key: KitRecordKey(recordName: name, recordType: wanted.type), record: nil, version: hash))
+                        }
+                    }
+                    continue
+                }
+                for name in wanted.names {
+                    guard let object = document.objects[name], let fields = try? store.mapping.fields(of: object) else { continue }
+                    entries.append(
+                        KitEntry(
+                            key: KitRecordKey(recordName: name, recordType: document.type),
+                            record: Record(id: RecordID(recordName: name, zoneID: store.mapping.zoneID), recordType: document.type, fields: fields),
+                            version: Self.hash(object)))
+                }
+            }
+            return entries
+        }
+    }
+
+    public func write(saves: [GatewayCore.Record], deletes: [KitRecordKey]) async throws -> [KitEntry] {
+        // Clouds refuse NUL in names (CloudKit does); one arriving anyway is refused whole.
+        for record in saves where record.id.recordName.utf8.contains(0) || record.recordType.utf8.contains(0) {
+            throw JSONFilesAdapterError(
+                "record \(SafeFileName.encode(record.id.recordName)) of type \(SafeFileName.encode(record.recordType)) has a NUL character in its name; nothing was written")
+        }
+        return try await indexWrite { db, store in try store.writeDocuments(saves, deletes: deletes, db: db) }
+    }
+
+    // MARK: Files
+
+    /// Runs `body` in one transaction of the index, naming the file on failure.
+    private func indexWrite<T: Sendable>(_ body: @escaping @Sendable (Database, JSONFolderStore) throws -> T) async throws -> T {
+        do {
+            return try await index.queue.write { [self] db in try body(db, self) }
+        } catch let error as JSONFilesAdapterError {
+            throw error
+        } catch {
+            throw JSONFilesAdapterError(Self.failureReason(error, indexPath: index.path, folder: root.path), underlying: error)
+        }
+    }
+
+    /// What went wrong, naming the file: the index, or a document being written.
+    static func failureReason(_ error: any Error, indexPath: String, folder: String) -> String {
+        if error is DatabaseError { return SQLiteFailureReason.describe(error, path: indexPath) }
+        let cocoa = error as NSError
+        let path = (cocoa.userInfo[NSFilePathErrorKey] as? String) ?? (cocoa.userInfo[NSURLErrorKey] as? URL)?.path
+        let posix = (cocoa.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? Int32($0.code) : nil }
+        let place = path ?? folder
+        switch posix {
+        case ENOSPC?, EDQUOT?: return "the disk holding \(place) is full; free space, then sync again (the documents were left as they were)"
+        case EROFS?: return "\(place) cannot be written: its filesystem is mounted read-only"
+        case EACCES?, EPERM?: return "\(place) cannot be written: permission denied to this user"
+        default: return "\(place): \(cocoa.localizedDescription)"
+        }
+    }
+
+    /// A file's size and modification time in nanoseconds, or `nil` when it is gone.
+    static func stamp(path: String) -> JSONFolderIndex.Stamp? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    func stamp(_ path: String) -> JSONFolderIndex.Stamp? { Self.stamp(path: root.path + "/" + path) }
+
+    /// The documents on disk: relative path → record type.
+    func documentFiles() -> [String: String] {
+        let manager = FileManager.default
+        var files: [String: String] = [:]
+        func isDocument(_ name: String) -> Bool { name.hasSuffix(".json") && !name.hasPrefix(".") }
+        switch layout {
+        case .collection:
+            for name in (try? manager.contentsOfDirectory(atPath: root.path)) ?? [] where isDocument(name) {
+                let base = String(name.dropLast(5))
+                files[name] = SafeFileName.decode(base) ?? base
+            }
+        case .filePerRecord:
+            for folder in documentFolders() {
+                let type = SafeFileName.decode(folder) ?? folder
+                for name in (try? manager.contentsOfDirectory(atPath: root.path + "/" + folder)) ?? [] where isDocument(name) {
+                    files[folder + "/" + name] = type
+                }
+            }
+        }
+        return files
+    }
+
+    /// The record-type folders of a file-per-record layout.
+    func documentFolders() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).filter { folder in
+            var isDirectory: ObjCBool = false
+            return !folder.hasPrefix(".")
+                && FileManager.default.fileExists(atPath: root.appendingPathComponent(folder).path, isDirectory: &isDirectory)
+                && isDirectory.boolValue
+        }
+    }
+
+    /// The record name of a file-per-record document (or the record type of a collection).
+    func recordName(forFile path: String) -> String {
+        let file = String((path.split(separator: "/").last ?? Substring(path)).dropLast(5))
+        return SafeFileName.decode(file) ?? file
+    }
+
+    /// Where a record the folder does not hold yet goes.
+    func newPath(for key: KitRecordKey) -> String {
+        switch layout {
+        case .filePerRecord: return SafeFileName.encode(key.recordType) + "/" + SafeFileName.encode(key.recordName) + ".json"
+        case .collection: return SafeFileName.encode(key.recordType) + ".json"
+        }
+    }
+
+    /// The records a document holds, by name.
+    /// - Throws: ``JSONValue/ParseError`` or ``JSONFilesAdapterError`` for a document that is not
+    ///   what the layout needs.
+    /// - Parameter knownName: the record a file-per-record document is known to hold (names too
+    ///   long for a file name are shortened, so the file name alone does not give them back).
+    func parse(path: String, knownName: String?) throws -> [String: [String: JSONValue]] {
+        let data = try Data(contentsOf: root.appendingPathComponent(path))
+        let value = try JSONValue.parse(data)
+        guard case .object(let members) = value else { throw JSONFilesAdapterError("\(path) does not hold a JSON object") }
+        switch layout {
+        case .filePerRecord:
+            return [knownName ?? recordName(forFile: path): members]
+        case .collection:
+            var records: [String: [String: JSONValue]] = [:]
+            for (name, member) in members {
+                guard case .object(let fields) = member else {
+                    throw JSONFilesAdapterError("\(path): the entry of record \(name) is not a JSON object")
+                }
+                records[name] = fields
+            }
+            return records
+        }
+    }
+
+    static func hash(_ object: [String: JSONValue]) -> String {
+        SHA256.hash(data: Data(JSONValue.object(object).text().utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func problem(_ error: any Error, path: String) -> String {
+        if let parse = error as? JSONValue.ParseError {
+            return "\(path) line \(parse.line) column \(parse.column): \(parse.reason); fix the file, it is not synced until then"
+        }
+        if let adapterError = error as? JSONFilesAdapterError { return adapterError.message + "; fix the file, it is not synced until then" }
+        if let mapping = error as? JSONFieldMapping.Problem { return "\(path): \(mapping.message); fix the file, it is not synced until then" }
+        return "\(path) cannot be read; fix the file, it is not synced until then"
+    }
+
+    /// Brings the index up to date with the folder. Unchanged files cost one `stat`.
+    func scan(_ db: Database) throws {
+        var known: [String: JSONFolderIndex.Stamp] = [:]
+        let rows = try Row.fetchCursor(db, sql: "SELECT path, size, mtime FROM files")
+        while let row = try rows.next() { known[row[0]] = (row[1], row[2]) }
+        let onDisk = documentFiles()
+        for (path, type) in onDisk.sorted(by: { $0.key < $1.key }) {
+            guard let stamp = stamp(path) else { continue }
+            if let previous = known[path], previous == stamp { continue }
+            _ = try refresh(path: path, recordType: type, db: db)
+        }
+        for path in known.keys where onDisk[path] == nil {
+            try JSONFolderIndex.removeFile(path, db: db)
+        }
+    }
+
+    /// A document as read: its record type and objects by record name.
+    struct Document {
+        var type: String
+        var objects: [String: [String: JSONValue]]
+    }
+
+    /// Reads a document whose stamp differs from the index's and records what it holds; returns
+    /// it (empty when the file is gone). An invalid document keeps its records as they were and
+    /// is remembered with its problem: `nil`.
+    func refresh(path: String, recordType: String, db: Database) throws -> Document? {
+        guard let stamp = stamp(path) else {
+            try JSONFolderIndex.removeFile(path, db: db)
+            return Document(type: recordType, objects: [:])
+        }
+        let knownNames = try JSONFolderIndex.records(in: path, db: db)
+        let objects: [String: [String: JSONValue]]
+        do {
+            objects = try parse(path: path, knownName: layout == .filePerRecord && knownNames.count == 1 ? knownNames.keys.first : nil)
+            for object in objects.values { _ = try mapping.fields(of: object) }
+        } catch {
+            try JSONFolderIndex.setFile(path, stamp: stamp, problem: Self.problem(error, path: path), db: db)
+            return nil
+        }
+        try JSONFolderIndex.setRecords(objects.mapValues(Self.hash), type: recordType, path: path, db: db)
+        try JSONFolderIndex.setFile(path, stamp: stamp, problem: nil, db: db)
+        return Document(type: recordType, objects: objects)
+    }
+
+    /// Writes records from the cloud and deletions into their documents and records the result
+    /// in the index. Documents invalid on disk are left untouched, with their records; so are
+    /// documents edited since the kit last read them (the kit finds the edit on its next look).
+    /// - Returns: the version of every record written, and the last-read version of records in
+    ///   invalid documents.
+    func writeDocuments(_ saves: [Record], deletes: [KitRecordKey], db: Database) throws -> [KitEntry] {
+        var documents: [String: (type: String, set: [String: [String: FieldValue]], remove: Set<String>)] = [:]
+        for record in saves {
+            let key = KitRecordKey(recordName: record.id.recordName, recordType: record.recordType)
+            let path = try JSONFolderIndex.place(of: key.recordName, db: db)?.path ?? newPath(for: key)
+            documents[path, default: (record.recordType, [:], [])].set[record.id.recordName] = record.fields
+        }
+        for key in deletes {
+            guard let place = try JSONFolderIndex.place(of: key.recordName, db: db) else { continue }
+            documents[place.path, default: (place.type, [:], [])].remove.insert(key.recordName)
+        }
+        var entries: [KitEntry] = []
+        // Every document is prepared in a temporary file first, so a failure leaves the folder as
+        // it was; then the files are moved into place and the index records them.
+        var prepared: [(path: String, url: URL, temporary: URL?, type: String, current: [String: [String: JSONValue]])] = []
+        do {
+            for (path, change) in documents.sorted(by: { $0.key < $1.key }) {
+                let url = root.appendingPathComponent(path)
+                let known = try JSONFolderIndex.stamp(of: path, db: db)
+                let onDisk = stamp(path)
+                if try JSONFolderIndex.problem(of: path, db: db) != nil {
+                    let records = try JSONFolderIndex.records(in: path, db: db)
+                    for name in change.set.keys.sorted() {
+                        if let hash = records[name] {
+                            entries.append(KitEntry(key: KitRecordKey(recordName: name, recordType: change.type), record: nil, version: hash))
+                        }
+                    }
+                    continue
+                }
+                var current: [String: [String: JSONValue]] = [:]
+                if let onDisk {
+                    if let known, onDisk != known { continue }  // edited since the kit looked: left for the next look
+                    if known == nil, layout == .filePerRecord { continue }  // made locally since the last look: idem
+                    guard let document = try refresh(path: path, recordType: change.type, db: db) else { continue }  // invalid now
+                    current = document.objects
+                }
+                for name in change.remove { current[name] = nil }
+                for (name, fields) in change.set {
+                    current[name] = try mapping.object(for: fields, previous: current[name])
+                }
+                var temporary: URL?
+                if !current.isEmpty {
+                    let document: JSONValue =
+                        layout == .filePerRecord ? .object(current.values.first ?? [:]) : .object(current.mapValues { JSONValue.object($0) })
+                    temporary = try AtomicFile.prepare(Data(document.text().utf8), for: url)
+                }
+                prepared.append((path, url, temporary, change.type, current))
+                for name in change.set.keys.sorted() {
+                    guard let object = current[name] else { continue }
+                    entries.append(KitEntry(key: KitRecordKey(recordName: name, recordType: change.type), record: nil, version: Self.hash(object)))
+                }
+            }
+        } catch {
+            for item in prepared { if let temporary = item.temporary { try? FileManager.default.removeItem(at: temporary) } }
+            throw error
+        }
+        for item in prepared {
+            if let temporary = item.temporary {
+                try AtomicFile.commit(temporary, to: item.url)
+                try JSONFolderIndex.setRecords(item.current.mapValues(Self.hash), type: item.type, path: item.path, db: db)
+                if let stamp = stamp(item.path) { try JSONFolderIndex.setFile(item.path, stamp: stamp, problem: nil, db: db) }
+            } else {
+                try? FileManager.default.removeItem(at: item.url)
+                try JSONFolderIndex.removeFile(item.path, db: db)
+            }
+        }
+        return entries
+    }
+}
+
+/// GRDB has a `Record` type too.
+typealias Record = GatewayCore.Record
