@@ -11,8 +11,14 @@ struct ServiceBackoffTests {
     func failingAdapterBacksOff() async throws {
         let directory = try TemporaryDirectory(prefix: "gateway-backoff")
         defer { directory.remove() }
+        // The running gateway writes these files too: wait for its lock instead of failing.
+        func database(_ name: String) throws -> DatabaseQueue {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(30)
+            return try DatabaseQueue(path: directory.path("\(name).sqlite"), configuration: configuration)
+        }
         for name in ["good", "broken"] {
-            try await DatabaseQueue(path: directory.path("\(name).sqlite")).write { db in
+            try await database(name).write { db in
                 try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, title TEXT)")
             }
         }
@@ -39,13 +45,13 @@ struct ServiceBackoffTests {
         try await waitFor("the first sync") { log().contains("\"message\":\"sync finished\"") }
 
         // The broken store loses its table: its syncs fail from now on.
-        try await DatabaseQueue(path: directory.path("broken.sqlite")).write { db in try db.execute(sql: "DROP TABLE item") }
+        try await database("broken").write { db in try db.execute(sql: "DROP TABLE item") }
         try await waitFor("the broken adapter's failure") { log().contains("\"adapter\":\"broken\"") && log().contains("\"retry_in\"") }
 
         // The other adapter's changes keep reaching the cloud.
         let cloud = try EmbeddedCloud(path: directory.path(".gateway/cloud.sqlite"))
         for index in 1...3 {
-            try await DatabaseQueue(path: directory.path("good.sqlite")).write { db in
+            try await database("good").write { db in
                 try db.execute(sql: "INSERT INTO item (id, title) VALUES (?, 'row')", arguments: [index])
             }
             try await waitFor("row \(index) of the good adapter in the cloud") {
