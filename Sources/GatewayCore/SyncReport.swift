@@ -38,6 +38,9 @@ public struct AdapterSyncReport: Sendable {
     public var failedRecords = 0
     /// The upload batch size at the end.
     public var batchSize = 0
+    /// Whether the upload stopped at its bound (twice what was pending when it began) while
+    /// local changes kept arriving: the rest wait for the next sync.
+    public var uploadBounded = false
     /// The full error, for logs, when the outcome is failed.
     public var error: SyncError?
 

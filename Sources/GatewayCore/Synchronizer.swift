@@ -53,23 +53,56 @@ public actor Synchronizer {
         if configuration.parallelism > 1, selected.count > 1 {
             return SyncReport(adapters: await syncInParallel(selected, stoppedBy: accountFailure))
         }
+        return SyncReport(adapters: await syncInOrder(selected, stoppedBy: accountFailure))
+    }
+
+    /// How many times one sync may go back to adapters whose zone siblings uploaded after their
+    /// pass began; bounded so that programs writing without pause cannot keep a sync going.
+    static let maximumFollowUpRounds = 2
+
+    /// Runs the adapters one after another, then runs again, up to ``maximumFollowUpRounds``
+    /// times, each adapter whose zone got uploads from a sibling after its pass began, so that
+    /// one sync leaves every adapter of a zone holding what the others uploaded.
+    private func syncInOrder(_ selected: [SyncedAdapter], stoppedBy accountFailure: SyncError?) async -> [AdapterSyncReport] {
         var reports: [AdapterSyncReport] = []
         var stop = accountFailure
-        for synced in selected {
+        var ledger = ZoneUploadLedger(zones: selected.map(\.adapter.zoneID))
+        for (index, synced) in selected.enumerated() {
             if stop == nil, Task.isCancelled { stop = Self.cancelledBeforeTurn }
             let report: AdapterSyncReport
             if let stop {
                 report = Self.stoppedReport(synced, by: stop)
             } else {
                 observer(.adapterStarted(adapter: synced.adapter.name))
+                ledger.passStarts(index)
                 report = await Self.guardedPass(
                     synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: observer)
+                ledger.passEnded(index, uploaded: report.uploaded + report.deletedRemotely)
                 if report.error?.code == .notAuthenticated { stop = report.error }
             }
             observer(.adapterFinished(report))
             reports.append(report)
         }
-        return SyncReport(adapters: reports)
+        for _ in 0..<Self.maximumFollowUpRounds {
+            let behind = ledger.behind().filter { reports[$0].outcome == .synced }
+            guard stop == nil, !behind.isEmpty else { break }
+            for index in behind {
+                if Task.isCancelled { return reports }
+                let synced = selected[index]
+                observer(.adapterStarted(adapter: synced.adapter.name))
+                ledger.passStarts(index)
+                let report = await Self.guardedPass(
+                    synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: observer)
+                ledger.passEnded(index, uploaded: report.uploaded + report.deletedRemotely)
+                reports[index] = reports[index].adding(report)
+                observer(.adapterFinished(reports[index]))
+                if report.error?.code == .notAuthenticated {
+                    stop = report.error
+                    break
+                }
+            }
+        }
+        return reports
     }
 
     /// Runs up to `configuration.parallelism` adapters at once; reports keep the adapters' order.
@@ -126,6 +159,10 @@ public actor Synchronizer {
         }
         var total = AdapterSyncReport(adapter: name)
         var pass = 0
+        // Follow-up passes that download a sibling's pages are not limited (the sibling's passes
+        // are); those that upload too mean programs write on both sides, and two stores answering
+        // each other's uploads would never end: at most as many as an ordered sync makes.
+        var uploadingFollowUps = 0
         while true {
             let seen = activity.siblingUploads(of: name)
             activity.startedPass(name)
@@ -133,10 +170,12 @@ public actor Synchronizer {
                 synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: passObserver)
             activity.finishedPass(name)
             total = pass == 0 ? report : total.adding(report)
+            if pass > 0, report.uploaded + report.deletedRemotely > 0 { uploadingFollowUps += 1 }
             pass += 1
             // A page's worth at a time: a pass per upload batch would cost the store a transaction
             // or more per batch.
-            guard report.outcome == .synced, await activity.waitForSiblings(of: name, after: seen, enough: configuration.fetchLimit)
+            guard report.outcome == .synced, uploadingFollowUps < maximumFollowUpRounds,
+                await activity.waitForSiblings(of: name, after: seen, enough: configuration.fetchLimit)
             else { return total }
         }
     }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// The upload of one adapter's pass: pending saves and deletes in batches, until nothing is
-/// pending. Each round:
+/// pending or the pass has sent its bound (``budget(pendingAtStart:batchSize:)``), so that a
+/// program writing without pause cannot keep a sync from ending. Each round:
 ///
 /// 1. **take** a batch: the one prepared during the last round, or read now (its intents, the
 ///    values about to be sent, are committed first, so a lost answer is recognised later);
@@ -23,6 +24,10 @@ struct UploadPass {
     private var done = 0
     private var total = 0
     private var idleRounds = 0
+    /// Operations sent so far, and how many the pass may send: changes keep arriving while a
+    /// program writes, and a sync must end.
+    private var sent = 0
+    private var budget = 0
     /// The next batch, already read, whose intents ride on this round's commit.
     private var prepared: UploadBatch?
 
@@ -64,14 +69,23 @@ struct UploadPass {
         let context = context
         total = try await context.store("counting pending changes") { try await context.adapter.pendingChangeCount() }
         guard total > 0 else { return }
+        budget = Self.budget(pendingAtStart: total, batchSize: context.options.batchSize)
         context.observer(.willUpload(adapter: name, pending: total))
         while true {
             try context.stopIfCancelled()
+            guard sent < budget else {
+                report.uploadBounded = true
+                break
+            }
             let size = state.effectiveBatchSize(configured: context.options.batchSize)
             guard let batch = try await take(size: size) else { break }
+            sent += batch.operations.count
             var round = Round(batch: batch, size: size)
             if !batch.operations.isEmpty {
-                guard try await send(&round) else { continue }
+                guard try await send(&round) else {
+                    sent -= batch.operations.count  // too large: the same changes go again, smaller
+                    continue
+                }
             }
             try await commit(&round)
             try await resolveConflicts(of: round)
@@ -83,6 +97,12 @@ struct UploadPass {
                     adapter: name)
             }
         }
+    }
+
+    /// How many operations a pass may send: what was pending when it began, and as much again
+    /// (at least a batch) of what arrives meanwhile or comes back from conflicts.
+    static func budget(pendingAtStart pending: Int, batchSize: Int) -> Int {
+        max(2 * pending, pending + batchSize)
     }
 
     // MARK: 1. Take
@@ -117,7 +137,7 @@ struct UploadPass {
             let (send, refused) = try await operationsWithAssets(batch.operations)
             let (cloud, zone, retrier) = (context.cloud, context.zone, context.retrier)
             async let sending = send.isEmpty ? [] : retrier.run("saving a batch") { try await cloud.modify(send, in: zone, atomic: false) }
-            round.upcoming = try await readNext(after: batch, size: round.size)
+            round.upcoming = sent < budget ? try await readNext(after: batch, size: round.size) : nil
             var answers = try await sending.makeIterator()
             results = batch.operations.map { operation in
                 refused[operation.recordID].map { .failed(operation.recordID, $0) } ?? answers.next()!
@@ -230,7 +250,9 @@ struct UploadPass {
             .didUpload(
                 adapter: name, saved: update.metadata.count - update.sending.count, deleted: update.removedMetadata.count,
                 failed: update.failures.count))
-        context.observer(.progress(adapter: name, done: min(done, total), total: total))
+        // Changes that arrived since the pass began count too, so the progress shows real counts.
+        total = max(total, done + (prepared?.operations.count ?? 0))
+        context.observer(.progress(adapter: name, done: done, total: total))
         if let quotaError = round.quotaError {
             throw SyncError(
                 .quotaExceeded, "the cloud is out of storage (\(quotaError.message)); uploads stopped and everything unsent stays pending",

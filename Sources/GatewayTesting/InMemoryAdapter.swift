@@ -32,6 +32,9 @@ public actor InMemoryAdapter: ModelAdapter {
     private var injectedFailure: (any Error)?
     private var applyDelay: Duration?
     private var pendingReadDelay: Duration?
+    /// The writer ``keepRewriting(_:)`` stands for: records rewritten before each read.
+    private var rewritten: [RecordID] = []
+    private var rewrites = 0
     /// The records applied with the ``DownloadedChanges/absentLocally`` hint, in order.
     public private(set) var appliedAsAbsent: [RecordID] = []
 
@@ -83,6 +86,12 @@ public actor InMemoryAdapter: ModelAdapter {
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         if let pendingReadDelay { try await Task.sleep(for: pendingReadDelay) }
+        for id in rewritten {
+            guard var record = storage.rows[id] else { continue }
+            rewrites += 1
+            record.fields["rewrite"] = .int64(Int64(rewrites))
+            save(record)
+        }
         let entries = storage.changeLog
             .filter { id, version in storage.failures[id]?.version != version && version > (after ?? 0) }
             .sorted { $0.value < $1.value }
@@ -112,6 +121,13 @@ public actor InMemoryAdapter: ModelAdapter {
     }
 
     public func syncedRecordIDs() -> [RecordID] { Array(storage.metadata.keys) }
+
+    /// Stands for a program that rewrites these records without pause: before every read of
+    /// pending changes, each of them gets a new value (field `rewrite`) and a new change.
+    /// An empty list stops it.
+    public func keepRewriting(_ ids: [RecordID]) {
+        rewritten = ids
+    }
 
     /// Makes every ``apply(_:)`` wait `delay` before its transaction, as a store at the other end
     /// of a network does; the adapter's other calls run meanwhile.

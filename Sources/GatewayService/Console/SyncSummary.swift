@@ -34,6 +34,9 @@ public enum SyncSummary {
             } else if case .paused(let reason) = adapter.outcome {
                 text += "paused: adapter \(adapter.adapter): \(reason)\n"
             }
+            if adapter.uploadBounded {
+                text += "note: adapter \(adapter.adapter): local changes kept arriving during the sync; those not uploaded wait for the next sync\n"
+            }
             if adapter.failedRecords > 0 {
                 text += "note: adapter \(adapter.adapter) has \(adapter.failedRecords) failed record(s); see `gateway status`, fix them, then `gateway retry`\n"
             }
