@@ -14,21 +14,13 @@ struct KitStateDatabase: Sendable {
     init(path: String) throws {
         self.path = path
         do {
-            try FileManager.default.createDirectory(
-                at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
-            var configuration = GRDB.Configuration()
-            configuration.busyMode = .timeout(30)
             // WAL with synchronous NORMAL: a commit is an append without fsync (every downloaded
             // page commits twice: the journal, then the state). A crash of the process loses
             // nothing; a power loss may lose the last commits, which only repeats work: the
             // store acknowledged its writes durably, so they show as edits holding the cloud's
             // values (settled by the merge), and the token, committed in the same transaction as
             // the rest, downloads the same pages again.
-            configuration.prepareDatabase { db in
-                if try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" { try db.execute(sql: "PRAGMA journal_mode = WAL") }
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            }
-            queue = try DatabaseQueue(path: path, configuration: configuration)
+            queue = try SidecarDatabase.open(path: path)
             try queue.write { db in try Self.createTables(db) }
         } catch let error as KitAdapterError {
             throw error

@@ -15,16 +15,8 @@ struct JSONFolderIndex: Sendable {
 
     init(path: String) throws {
         self.path = path
-        try FileManager.default.createDirectory(
-            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
-        var configuration = GRDB.Configuration()
-        configuration.busyMode = .timeout(30)
-        // A lost commit is re-parsed from the files, so no fsync is needed on each one.
-        configuration.prepareDatabase { db in
-            if try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" { try db.execute(sql: "PRAGMA journal_mode = WAL") }
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-        }
-        queue = try DatabaseQueue(path: path, configuration: configuration)
+        // A lost commit is re-parsed from the files.
+        queue = try SidecarDatabase.open(path: path)
         try queue.write { db in try Self.createTables(db) }
     }
 
