@@ -55,6 +55,25 @@ public struct GatewayConfiguration: Sendable {
     public static func parse(
         yaml text: String, file: String, baseDirectory: String, registry: GatewayRegistry, environment: [String: String]
     ) throws -> GatewayConfiguration {
+        let (configuration, session) = try decode(
+            yaml: text, file: file, baseDirectory: baseDirectory, registry: registry, environment: environment)
+        if let unknown = session.firstUnknownKey() { throw unknown }
+        try ConfigurationChecks(configuration: configuration, registry: registry).run()
+        return configuration
+    }
+
+    /// The keys the decoder accepts at each mapping of the config text, by path (such as
+    /// `adapters[0].tables[0]`): every key the types there asked for, present or not. What the
+    /// documentation of the keys is checked against.
+    static func acceptedKeys(
+        yaml text: String, file: String, baseDirectory: String, registry: GatewayRegistry, environment: [String: String]
+    ) throws -> [String: Set<String>] {
+        try decode(yaml: text, file: file, baseDirectory: baseDirectory, registry: registry, environment: environment).1.queriedKeys
+    }
+
+    private static func decode(
+        yaml text: String, file: String, baseDirectory: String, registry: GatewayRegistry, environment: [String: String]
+    ) throws -> (GatewayConfiguration, ConfigDecodingSession) {
         let root: Node
         do {
             guard let node = try Yams.compose(yaml: text) else {
@@ -66,11 +85,11 @@ public struct GatewayConfiguration: Sendable {
         }
         let session = ConfigDecodingSession(file: file, environment: environment)
         let decoder = ConfigNodeDecoder(node: root, codingPath: [], session: session, fallbackMark: root.mark)
-        let configuration: GatewayConfiguration
         do {
-            configuration = try ConfigurationReader(
+            let configuration = try ConfigurationReader(
                 file: file, baseDirectory: baseDirectory, registry: registry, environment: environment
             ).read(decoder)
+            return (configuration, session)
         } catch let error as ConfigError {
             // A misspelt key often surfaces first as a missing or wrongly typed neighbour; the
             // unknown key is the better report when it looks like a typo and comes earlier. Other
@@ -80,9 +99,6 @@ public struct GatewayConfiguration: Sendable {
             }
             throw error
         }
-        if let unknown = session.firstUnknownKey() { throw unknown }
-        try ConfigurationChecks(configuration: configuration, registry: registry).run()
-        return configuration
     }
 
     private static func comesBefore(_ a: ConfigError, _ b: ConfigError) -> Bool {
