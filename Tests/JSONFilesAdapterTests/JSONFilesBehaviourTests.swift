@@ -264,4 +264,37 @@ struct JSONFilesBehaviourTests {
         #expect(try await reopened.pendingChangeCount() == 1)
         #expect(try await reopened.syncedRecordIDs().count == 2)
     }
+
+    @Test("listings since a cursor return only what changed; a new index, or a problem that comes or goes, gives a complete one")
+    func incrementalListings() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-cursor")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        try Self.write("{\"a\": {\"title\": \"A\"}, \"b\": {\"title\": \"B\"}}", to: folder.appendingPathComponent("Note.json"))
+        try Self.write("{\"c\": {\"title\": \"C\"}}", to: folder.appendingPathComponent("Other.json"))
+        let store = try JSONFolderStore(directory: folder.path, layout: .collection, zoneID: Self.zone, indexPath: directory.path("index.sqlite"))
+        let first = try await store.list(since: nil)
+        #expect(first.isComplete && Set(first.entries.map(\.key.recordName)) == ["a", "b", "c"])
+        let quiet = try await store.list(since: first.cursor)
+        #expect(!quiet.isComplete && quiet.entries.isEmpty && quiet.deleted.isEmpty, "nothing changed")
+
+        try Self.write("{\"a\": {\"title\": \"A2\"}}", to: folder.appendingPathComponent("Note.json"))
+        let edited = try await store.list(since: quiet.cursor)
+        #expect(!edited.isComplete)
+        #expect(edited.entries.map(\.key.recordName) == ["a"], "only the record whose content changed")
+        #expect(edited.deleted == ["b"])
+
+        try Self.write("{ broken", to: folder.appendingPathComponent("Other.json"))
+        let broken = try await store.list(since: edited.cursor)
+        #expect(broken.isComplete, "a new problem: complete")
+        #expect(broken.problems.map(\.recordName) == ["Other"])
+        #expect(Set(broken.entries.map(\.key.recordName)) == ["a", "c"], "the broken file's records keep their last versions")
+        try Self.write("{\"c\": {\"title\": \"C\"}}", to: folder.appendingPathComponent("Other.json"))
+        let fixed = try await store.list(since: broken.cursor)
+        #expect(fixed.isComplete && fixed.problems.isEmpty, "a problem gone: complete, so the kit forgets it")
+
+        let elsewhere = try JSONFolderStore(directory: folder.path, layout: .collection, zoneID: Self.zone, indexPath: directory.path("other.sqlite"))
+        #expect(try await elsewhere.list(since: fixed.cursor).isComplete, "another index's cursor")
+        #expect(try await store.list(since: "garbage").isComplete)
+    }
 }

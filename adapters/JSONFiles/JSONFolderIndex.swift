@@ -6,10 +6,17 @@ import SQLiteSupport
 /// (or its problem) and the records it held then, with a hash of each. A document whose size and
 /// time are unchanged costs one `stat` instead of a parse.
 ///
+/// Every change to a record row is stamped with the index's current generation, and removed
+/// records are remembered with theirs, so a listing can return only what changed since the
+/// generation a cursor names (`<identity>:<generation>`; a new index has a new identity, so a
+/// cursor of an earlier one gets a complete listing).
+///
 /// The index is a cache of the folder, not sync state: every row says what a file held at a
 /// given size and time, true whatever the kit has recorded. A lost or stale index costs a
 /// re-parse of the folder, never a wrong sync, so it need not commit with the kit's state.
 struct JSONFolderIndex: Sendable {
+    /// The layout of the tables; an index of another layout is dropped and rebuilt from the files.
+    static let layoutVersion = 1
     let queue: DatabaseQueue
     let path: String
 
@@ -20,16 +27,28 @@ struct JSONFolderIndex: Sendable {
         try queue.write { db in try Self.createTables(db) }
     }
 
-    /// The same two tables as the state database of releases before the adapter kit, so that
-    /// database's `files` and `records` carry over as they are.
+    /// `files` and `records` as in the state database of releases before the adapter kit (whose
+    /// rows carry over), plus the generations.
     static func createTables(_ db: Database) throws {
+        if try Int.fetchOne(db, sql: "PRAGMA user_version") != layoutVersion {
+            try db.execute(sql: "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS records; DROP TABLE IF EXISTS removed; DROP TABLE IF EXISTS generation;")
+            try db.execute(sql: "PRAGMA user_version = \(layoutVersion)")
+        }
         try db.execute(
             sql: """
                 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL, problem TEXT);
                 CREATE TABLE IF NOT EXISTS records (
-                    record_name TEXT PRIMARY KEY, record_type TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL);
+                    record_name TEXT PRIMARY KEY, record_type TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
+                    generation INTEGER NOT NULL DEFAULT 0);
                 CREATE INDEX IF NOT EXISTS records_by_path ON records (path);
+                CREATE INDEX IF NOT EXISTS records_by_generation ON records (generation);
+                CREATE TABLE IF NOT EXISTS removed (record_name TEXT PRIMARY KEY, generation INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS generation (
+                    id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL, identity TEXT NOT NULL, problems_changed INTEGER NOT NULL);
                 """)
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO generation (id, value, identity, problems_changed) VALUES (1, 1, ?, 1)",
+            arguments: [UUID().uuidString])
     }
 
     typealias Stamp = (size: Int64, mtime: Int64)
@@ -57,12 +76,18 @@ struct JSONFolderIndex: Sendable {
     }
 
     static func setFile(_ path: String, stamp: Stamp, problem: String?, db: Database) throws {
+        let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT problem FROM files WHERE path = ?"), arguments: [path])
+        if (previous?[0] as String?) != problem { try noteProblemsChanged(db) }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO files (path, size, mtime, problem) VALUES (?, ?, ?, ?)")
             .execute(arguments: [path, stamp.size, stamp.mtime, problem])
     }
 
     /// Forgets a file and the records it held.
     static func removeFile(_ path: String, db: Database) throws {
+        if try problem(of: path, db: db) != nil { try noteProblemsChanged(db) }
+        try db.cachedStatement(
+            sql: "INSERT OR REPLACE INTO removed (record_name, generation) SELECT record_name, (SELECT value FROM generation) FROM records WHERE path = ?"
+        ).execute(arguments: [path])
         try db.cachedStatement(sql: "DELETE FROM records WHERE path = ?").execute(arguments: [path])
         try db.cachedStatement(sql: "DELETE FROM files WHERE path = ?").execute(arguments: [path])
     }
@@ -71,11 +96,33 @@ struct JSONFolderIndex: Sendable {
     static func setRecords(_ records: [String: String], type: String, path: String, db: Database) throws {
         let previous = try Self.records(in: path, db: db)
         for name in previous.keys where records[name] == nil {
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO removed (record_name, generation) VALUES (?, (SELECT value FROM generation))")
+                .execute(arguments: [name])
             try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [name])
         }
         for (name, hash) in records where previous[name] != hash {
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, path, hash) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [name, type, path, hash])
+            try db.cachedStatement(sql: "DELETE FROM removed WHERE record_name = ?").execute(arguments: [name])
+            try db.cachedStatement(
+                sql: "INSERT OR REPLACE INTO records (record_name, record_type, path, hash, generation) VALUES (?, ?, ?, ?, (SELECT value FROM generation))"
+            ).execute(arguments: [name, type, path, hash])
         }
+    }
+
+    private static func noteProblemsChanged(_ db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE generation SET problems_changed = 1").execute()
+    }
+
+    /// The index's identity, the generation changes are stamped with now, and whether a file's
+    /// problem appeared or went away since the last ``advance(past:db:)``.
+    static func generation(_ db: Database) throws -> (identity: String, value: Int64, problemsChanged: Bool) {
+        let row = try Row.fetchOne(db, sql: "SELECT identity, value, problems_changed FROM generation")!
+        return (row[0], row[1], row[2])
+    }
+
+    /// Starts a new generation once a listing has returned the current one; removals a listing
+    /// since `consumed` has already returned are forgotten.
+    static func advance(past consumed: Int64?, db: Database) throws {
+        try db.execute(sql: "UPDATE generation SET value = value + 1, problems_changed = 0")
+        if let consumed { try db.execute(sql: "DELETE FROM removed WHERE generation <= ?", arguments: [consumed]) }
     }
 }

@@ -44,14 +44,30 @@ public struct JSONFolderStore: KitStore {
 
     // MARK: KitStore
 
+    /// Lists after a scan: with a cursor of this index, only the records stamped since (and
+    /// those removed since); a complete listing without one, or when a file's problem appeared or
+    /// went away (a fixed collection file's problem is named after the file, not a record).
     public func list(since cursor: String?) async throws -> KitListing {
         try await indexWrite { db, store in
             try store.scan(db)
+            let generation = try JSONFolderIndex.generation(db)
+            var since: Int64?
+            if let cursor, let colon = cursor.lastIndex(of: ":"), cursor[..<colon] == generation.identity {
+                since = Int64(cursor[cursor.index(after: colon)...])
+            }
+            let complete = since == nil || generation.problemsChanged
             var entries: [KitEntry] = []
-            let rows = try Row.fetchCursor(db, sql: "SELECT record_name, record_type, hash FROM records")
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT record_name, record_type, hash FROM records WHERE generation > ?", arguments: [complete ? Int64.min : since!])
             while let row = try rows.next() {
                 entries.append(KitEntry(key: KitRecordKey(recordName: row[0], recordType: row[1]), record: nil, version: row[2]))
             }
+            let deleted =
+                complete
+                ? []
+                : try String.fetchAll(
+                    db, sql: "SELECT r.record_name FROM removed r WHERE r.generation > ? AND NOT EXISTS (SELECT 1 FROM records x WHERE x.record_name = r.record_name)",
+                    arguments: [since!])
             var problems: [KitProblem] = []
             for row in try Row.fetchAll(db, sql: "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path") {
                 let path: String = row[0]
@@ -60,7 +76,10 @@ public struct JSONFolderStore: KitStore {
                     problems.append(KitProblem(recordName: name, code: "invalidJSON", message: row[1]))
                 }
             }
-            return KitListing(entries: entries, problems: problems, isComplete: true)
+            try JSONFolderIndex.advance(past: since, db: db)
+            return KitListing(
+                entries: entries, deleted: deleted, problems: problems, isComplete: complete,
+                cursor: "\(generation.identity):\(generation.value)")
         }
     }
 
@@ -73,7 +92,7 @@ public struct JSONFolderStore: KitStore {
             }
             var entries: [KitEntry] = []
             for (path, wanted) in byPath.sorted(by: { $0.key < $1.key }) {
-                guard let document = try store.refresh(path: path, recordType: wanted.type, db: db) else {
+                guard let document = try store.current(path: path, recordType: wanted.type, db: db) else {
                     // Invalid: the records keep the versions last read, so nothing looks changed
                     // (or deleted) until the file is fixed; their values are not offered.
                     let known = try JSONFolderIndex.records(in: path, db: db)
@@ -246,6 +265,22 @@ public struct JSONFolderStore: KitStore {
     struct Document {
         var type: String
         var objects: [String: [String: JSONValue]]
+    }
+
+    /// A document as it is now: parsed as the index knows it when its stamp is unchanged (no
+    /// index write), else refreshed (``refresh(path:recordType:db:)``).
+    func current(path: String, recordType: String, db: Database) throws -> Document? {
+        guard let known = try JSONFolderIndex.stamp(of: path, db: db), let now = stamp(path), known == now,
+            try JSONFolderIndex.problem(of: path, db: db) == nil
+        else { return try refresh(path: path, recordType: recordType, db: db) }
+        let names = try JSONFolderIndex.records(in: path, db: db)
+        do {
+            return Document(
+                type: recordType,
+                objects: try parse(path: path, knownName: layout == .filePerRecord && names.count == 1 ? names.keys.first : nil))
+        } catch {
+            return try refresh(path: path, recordType: recordType, db: db)  // changed within the stamp's resolution
+        }
     }
 
     /// Reads a document whose stamp differs from the index's and records what it holds; returns
