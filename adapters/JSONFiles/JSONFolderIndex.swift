@@ -40,6 +40,7 @@ struct JSONFolderIndex: Sendable {
                 CREATE TABLE IF NOT EXISTS records (
                     record_name TEXT PRIMARY KEY, record_type TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
                     generation INTEGER NOT NULL DEFAULT 0);
+                CREATE INDEX IF NOT EXISTS files_with_problems ON files (path) WHERE problem IS NOT NULL;
                 CREATE INDEX IF NOT EXISTS records_by_path ON records (path);
                 CREATE INDEX IF NOT EXISTS records_by_generation ON records (generation);
                 CREATE TABLE IF NOT EXISTS removed (record_name TEXT PRIMARY KEY, generation INTEGER NOT NULL) WITHOUT ROWID;

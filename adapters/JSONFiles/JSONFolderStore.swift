@@ -25,6 +25,8 @@ public struct JSONFolderStore: KitStore {
     public let directory: String
     public let layout: JSONFilesAdapterConfiguration.Layout
     let root: URL
+    /// `root.path` once: computing it per file costs a tenth of a rescan of 100,000 files.
+    let rootPath: String
     let mapping: JSONFieldMapping
     let index: JSONFolderIndex
 
@@ -33,6 +35,7 @@ public struct JSONFolderStore: KitStore {
         self.directory = directory
         self.layout = layout
         root = URL(fileURLWithPath: directory).standardizedFileURL
+        rootPath = root.path
         mapping = JSONFieldMapping(directory: root, zoneID: zoneID)
         do {
             index = try JSONFolderIndex(path: indexPath)
@@ -160,7 +163,7 @@ public struct JSONFolderStore: KitStore {
         return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 
-    func stamp(_ path: String) -> JSONFolderIndex.Stamp? { Self.stamp(path: root.path + "/" + path) }
+    func stamp(_ path: String) -> JSONFolderIndex.Stamp? { Self.stamp(path: rootPath + "/" + path) }
 
     /// The documents on disk: relative path → record type.
     func documentFiles() -> [String: String] {
@@ -176,7 +179,7 @@ public struct JSONFolderStore: KitStore {
         case .filePerRecord:
             for folder in documentFolders() {
                 let type = SafeFileName.decode(folder) ?? folder
-                for name in (try? manager.contentsOfDirectory(atPath: root.path + "/" + folder)) ?? [] where isDocument(name) {
+                for name in (try? manager.contentsOfDirectory(atPath: rootPath + "/" + folder)) ?? [] where isDocument(name) {
                     files[folder + "/" + name] = type
                 }
             }
