@@ -50,7 +50,7 @@ struct ConsoleTests {
         #expect(lines.last?.contains("target [------------------------] up 0/0  down 8") == true, "a finished adapter leaves the other's bar")
     }
 
-    @Test("the summary lists counts, conflicts by resolution and failures")
+    @Test("the summary lists counts, conflicts by resolution, failures, and uploads stopped at their bound")
     func summary() {
         var synced = AdapterSyncReport(adapter: "notes")
         synced.downloaded = 12
@@ -58,6 +58,7 @@ struct ConsoleTests {
         synced.uploaded = 7
         synced.conflicts = [.serverWon: 2, .merged: 1]
         synced.failedRecords = 1
+        synced.uploadBounded = true
         let failed = AdapterSyncReport(adapter: "crm", outcome: .failed(code: .retriesExhausted, message: "the cloud kept failing"))
         let text = SyncSummary.render(SyncReport(adapters: [synced, failed]), zones: ["notes": "NotesZone", "crm": "CRM"])
         #expect(
@@ -65,6 +66,7 @@ struct ConsoleTests {
                 adapter  zone            downloaded  uploaded  conflicts                   failed  result
                 notes    NotesZone  12 (+2 deleted)         7  3 (2 server won, 1 merged)       1  synced
                 crm      CRM                      0         0  0                                0  failed
+                note: adapter notes: local changes kept arriving during the sync; those not uploaded wait for the next sync
                 note: adapter notes has 1 failed record(s); see `gateway status`, fix them, then `gateway retry`
                 error: adapter crm: the cloud kept failing (retriesExhausted)
 
