@@ -66,7 +66,7 @@ public struct JSONFilesAdapterKind: AdapterKind {
         func check() async throws {
             let path = FileManager.default.fileExists(atPath: configuration.directory) ? configuration.directory : seed
             guard let path, FileManager.default.isReadableFile(atPath: path) else {
-                throw JSONFilesAdapterError("the folder \(configuration.directory) cannot be read")
+                throw JSONFilesAdapterError(.folderMissing, "the folder \(configuration.directory) cannot be read")
             }
         }
 

@@ -152,7 +152,8 @@ struct JSONFilesBehaviourTests {
         let adapter = try Self.adapter(folder)
         let fine = Record(id: RecordID(recordName: "fine", zoneID: Self.zone), recordType: "Note", fields: [:])
         let hostile = Record(id: RecordID(recordName: "nul\u{0}byte", zoneID: Self.zone), recordType: "Note", fields: [:])
-        await #expect(throws: JSONFilesAdapterError.self) { try await adapter.apply(Self.download([fine, hostile])) }
+        let error = await #expect(throws: JSONFilesAdapterError.self) { try await adapter.apply(Self.download([fine, hostile])) }
+        #expect(error?.code == .unwritableName)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [])
     }
 

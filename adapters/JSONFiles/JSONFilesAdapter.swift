@@ -16,7 +16,7 @@ public enum JSONFilesAdapter {
         let root = URL(fileURLWithPath: configuration.directory).standardizedFileURL
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw JSONFilesAdapterError("the folder \(configuration.directory) of adapter \(configuration.name) does not exist")
+            throw JSONFilesAdapterError(.folderMissing, "the folder \(configuration.directory) of adapter \(configuration.name) does not exist")
         }
         try JSONFilesLegacyState.migrate(folder: root, configuration: configuration)
         let store = try JSONFolderStore(

@@ -40,10 +40,31 @@ public struct JSONFilesAdapterConfiguration: Sendable {
 
 /// A JSON folder problem. Messages name files, never their contents.
 public struct JSONFilesAdapterError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+
+        /// The folder does not exist or cannot be read.
+        public static let folderMissing = Code("folderMissing")
+        /// A document is not what the layout needs (not an object, an entry not an object).
+        public static let invalidDocument = Code("invalidDocument")
+        /// A record from the cloud has a name no file can carry (NUL).
+        public static let unwritableName = Code("unwritableName")
+        /// A document or the file index cannot be read or written (disk full, permissions).
+        public static let fileFailed = Code("fileFailed")
+        /// The state of an earlier release cannot be carried over.
+        public static let migrationFailed = Code("migrationFailed")
+
+        public var description: String { name }
+    }
+
+    public var code: Code
     public var message: String
     public var underlying: (any Error)?
 
-    public init(_ message: String, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+        self.code = code
         self.message = message
         self.underlying = underlying
     }

@@ -39,6 +39,7 @@ enum JSONFilesLegacyState {
             throw error
         } catch {
             throw JSONFilesAdapterError(
+                .migrationFailed,
                 "cannot carry the state of \(legacy.path) over to \(configuration.statePath): \(SQLiteFailureReason.describe(error, path: legacy.path))",
                 underlying: error)
         }

@@ -41,7 +41,7 @@ public struct JSONFolderStore: KitStore {
             index = try JSONFolderIndex(path: indexPath)
         } catch {
             throw JSONFilesAdapterError(
-                "cannot open the file index of \(directory): \(SQLiteFailureReason.describe(error, path: indexPath))", underlying: error)
+                .fileFailed, "cannot open the file index of \(directory): \(SQLiteFailureReason.describe(error, path: indexPath))", underlying: error)
         }
     }
 
@@ -123,7 +123,7 @@ public struct JSONFolderStore: KitStore {
         // Clouds refuse NUL in names (CloudKit does); one arriving anyway is refused whole.
         for record in saves where record.id.recordName.utf8.contains(0) || record.recordType.utf8.contains(0) {
             throw JSONFilesAdapterError(
-                "record \(SafeFileName.encode(record.id.recordName)) of type \(SafeFileName.encode(record.recordType)) has a NUL character in its name; nothing was written")
+                .unwritableName, "record \(SafeFileName.encode(record.id.recordName)) of type \(SafeFileName.encode(record.recordType)) has a NUL character in its name; nothing was written")
         }
         return try await indexWrite { db, store in try store.writeDocuments(saves, deletes: deletes, db: db) }
     }
@@ -137,7 +137,7 @@ public struct JSONFolderStore: KitStore {
         } catch let error as JSONFilesAdapterError {
             throw error
         } catch {
-            throw JSONFilesAdapterError(Self.failureReason(error, indexPath: index.path, folder: root.path), underlying: error)
+            throw JSONFilesAdapterError(.fileFailed, Self.failureReason(error, indexPath: index.path, folder: root.path), underlying: error)
         }
     }
 
@@ -219,7 +219,7 @@ public struct JSONFolderStore: KitStore {
     func parse(path: String, knownName: String?) throws -> [String: [String: JSONValue]] {
         let data = try Data(contentsOf: root.appendingPathComponent(path))
         let value = try JSONValue.parse(data)
-        guard case .object(let members) = value else { throw JSONFilesAdapterError("\(path) does not hold a JSON object") }
+        guard case .object(let members) = value else { throw JSONFilesAdapterError(.invalidDocument, "\(path) does not hold a JSON object") }
         switch layout {
         case .filePerRecord:
             return [knownName ?? recordName(forFile: path): members]
@@ -227,7 +227,7 @@ public struct JSONFolderStore: KitStore {
             var records: [String: [String: JSONValue]] = [:]
             for (name, member) in members {
                 guard case .object(let fields) = member else {
-                    throw JSONFilesAdapterError("\(path): the entry of record \(name) is not a JSON object")
+                    throw JSONFilesAdapterError(.invalidDocument, "\(path): the entry of record \(name) is not a JSON object")
                 }
                 records[name] = fields
             }
