@@ -6,9 +6,12 @@ import GatewayCore
 /// what the kit wrote: the store's version when it keeps one, else a hash of the values.
 enum KitRecordObservation {
     static func observed(_ entry: KitEntry) -> String? {
-        if let version = entry.version { return "v:" + version }
+        if let version = entry.version { return observed(version: version) }
         return entry.record.map(observed)
     }
+
+    /// What the kit remembers of a record the store versions.
+    static func observed(version: String) -> String { "v:" + version }
 
     /// A hash of the record's type and non-null fields, independent of layout order (the field
     /// encoding writes fields in the layout's canonical, sorted order).

@@ -65,7 +65,7 @@ extension KitAdapter {
                 try KitStateDatabase.createTables(db)
                 for record in imported.seen {
                     try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
-                        .execute(arguments: [record.recordName, record.recordType, "v:" + record.version])
+                        .execute(arguments: [record.recordName, record.recordType, KitRecordObservation.observed(version: record.version)])
                 }
                 for change in imported.changes {
                     try db.cachedStatement(sql: "INSERT OR REPLACE INTO changes (record_name, version, record_type) VALUES (?, ?, ?)")

@@ -64,45 +64,33 @@ public actor Synchronizer {
     /// times, each adapter whose zone got uploads from a sibling after its pass began, so that
     /// one sync leaves every adapter of a zone holding what the others uploaded.
     private func syncInOrder(_ selected: [SyncedAdapter], stoppedBy accountFailure: SyncError?) async -> [AdapterSyncReport] {
-        var reports: [AdapterSyncReport] = []
+        var reports = [AdapterSyncReport?](repeating: nil, count: selected.count)
         var stop = accountFailure
         var ledger = ZoneUploadLedger(zones: selected.map(\.adapter.zoneID))
-        for (index, synced) in selected.enumerated() {
-            if stop == nil, Task.isCancelled { stop = Self.cancelledBeforeTurn }
-            let report: AdapterSyncReport
-            if let stop {
-                report = Self.stoppedReport(synced, by: stop)
-            } else {
-                observer(.adapterStarted(adapter: synced.adapter.name))
-                ledger.passStarts(index)
-                report = await Self.guardedPass(
-                    synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: observer)
-                ledger.passEnded(index, uploaded: report.uploaded + report.deletedRemotely)
-                if report.error?.code == .notAuthenticated { stop = report.error }
-            }
-            observer(.adapterFinished(report))
-            reports.append(report)
-        }
-        for _ in 0..<Self.maximumFollowUpRounds {
-            let behind = ledger.behind().filter { reports[$0].outcome == .synced }
-            guard stop == nil, !behind.isEmpty else { break }
-            for index in behind {
-                if Task.isCancelled { return reports }
+        var round = Array(selected.indices)
+        for _ in 0...Self.maximumFollowUpRounds {
+            for index in round {
                 let synced = selected[index]
-                observer(.adapterStarted(adapter: synced.adapter.name))
-                ledger.passStarts(index)
-                let report = await Self.guardedPass(
-                    synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: observer)
-                ledger.passEnded(index, uploaded: report.uploaded + report.deletedRemotely)
-                reports[index] = reports[index].adding(report)
-                observer(.adapterFinished(reports[index]))
-                if report.error?.code == .notAuthenticated {
-                    stop = report.error
-                    break
+                if stop == nil, Task.isCancelled { stop = Self.cancelledBeforeTurn }
+                if let stop {
+                    // A stopped follow-up leaves the adapter's report of its earlier pass as it is.
+                    guard reports[index] == nil else { continue }
+                    reports[index] = Self.stoppedReport(synced, by: stop)
+                } else {
+                    observer(.adapterStarted(adapter: synced.adapter.name))
+                    ledger.passStarts(index)
+                    let report = await Self.guardedPass(
+                        synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: observer)
+                    ledger.passEnded(index, uploaded: report.uploaded + report.deletedRemotely)
+                    reports[index] = reports[index].map { $0.adding(report) } ?? report
+                    if report.error?.code == .notAuthenticated { stop = report.error }
                 }
+                observer(.adapterFinished(reports[index]!))
             }
+            round = ledger.behind().filter { reports[$0]?.outcome == .synced }
+            if stop != nil || round.isEmpty { break }
         }
-        return reports
+        return reports.map { $0! }
     }
 
     /// Runs up to `configuration.parallelism` adapters at once; reports keep the adapters' order.

@@ -47,8 +47,7 @@ public struct JSONFilesAdapterKind: AdapterKind {
                     .unreadableFile, "the folder \(directory.value) does not exist; create it, or give 'seed: FOLDER' to copy one")
             }
         }
-        let statePath = URL(fileURLWithPath: context.stateDirectory).appendingPathComponent("adapters")
-            .appendingPathComponent(settings.name.value + ".sqlite").path
+        let statePath = context.adapterStatePath(named: settings.name.value)
         return Plan(
             configuration: JSONFilesAdapterConfiguration(
                 name: settings.name.value, directory: resolved, zoneID: settings.zoneID, layout: layout,

@@ -53,8 +53,7 @@ public struct PluginAdapterKind: AdapterKind {
             workingDirectory: directory.map { context.resolve($0.value) }, settings: pluginSettings,
             startTimeout: try duration(.startTimeout, default: .seconds(10)), requestTimeout: try duration(.requestTimeout, default: .seconds(30)),
             maxMessageBytes: maxBytes.map { Int($0.value.bytes) } ?? 64 << 20, maxRecordsPerMessage: maxRecords?.value ?? 1000)
-        let statePath = URL(fileURLWithPath: context.stateDirectory).appendingPathComponent("adapters")
-            .appendingPathComponent(settings.name.value + ".sqlite").path
+        let statePath = context.adapterStatePath(named: settings.name.value)
         return Plan(
             configuration: configuration, statePath: statePath, pollInterval: try duration(.pollInterval, default: .seconds(1)),
             recordTypes: try container.decodeIfPresent([RecordTypeEntry].self, forKey: .recordTypes)?.map(\.settings) ?? [])

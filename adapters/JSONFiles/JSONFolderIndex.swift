@@ -54,12 +54,10 @@ struct JSONFolderIndex: Sendable {
 
     typealias Stamp = (size: Int64, mtime: Int64)
 
-    static func stamp(of path: String, db: Database) throws -> Stamp? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT size, mtime FROM files WHERE path = ?"), arguments: [path]).map { ($0[0], $0[1]) }
-    }
-
-    static func problem(of path: String, db: Database) throws -> String? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT problem FROM files WHERE path = ?"), arguments: [path])
+    /// What the index knows of a file: its stamp when last read, and its problem if it had one.
+    static func file(_ path: String, db: Database) throws -> (stamp: Stamp, problem: String?)? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT size, mtime, problem FROM files WHERE path = ?"), arguments: [path])
+            .map { (($0[0], $0[1]), $0[2]) }
     }
 
     /// Record name → hash of the records a file held when last read.
@@ -77,15 +75,14 @@ struct JSONFolderIndex: Sendable {
     }
 
     static func setFile(_ path: String, stamp: Stamp, problem: String?, db: Database) throws {
-        let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT problem FROM files WHERE path = ?"), arguments: [path])
-        if (previous?[0] as String?) != problem { try noteProblemsChanged(db) }
+        if try file(path, db: db)?.problem != problem { try noteProblemsChanged(db) }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO files (path, size, mtime, problem) VALUES (?, ?, ?, ?)")
             .execute(arguments: [path, stamp.size, stamp.mtime, problem])
     }
 
     /// Forgets a file and the records it held.
     static func removeFile(_ path: String, db: Database) throws {
-        if try problem(of: path, db: db) != nil { try noteProblemsChanged(db) }
+        if try file(path, db: db)?.problem != nil { try noteProblemsChanged(db) }
         try db.cachedStatement(
             sql: "INSERT OR REPLACE INTO removed (record_name, generation) SELECT record_name, (SELECT value FROM generation) FROM records WHERE path = ?"
         ).execute(arguments: [path])

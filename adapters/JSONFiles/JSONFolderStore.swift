@@ -95,7 +95,9 @@ public struct JSONFolderStore: KitStore {
             }
             var entries: [KitEntry] = []
             for (path, wanted) in byPath.sorted(by: { $0.key < $1.key }) {
-                guard let document = try store.current(path: path, recordType: wanted.type, db: db) else {
+                // A file-per-record document holds the record it was looked up by.
+                let knownName = store.layout == .filePerRecord ? wanted.names.first : nil
+                guard let document = try store.current(path: path, recordType: wanted.type, knownName: knownName, db: db) else {
                     // Invalid: the records keep the versions last read, so nothing looks changed
                     // (or deleted) until the file is fixed; their values are not offered.
                     let known = try JSONFolderIndex.records(in: path, db: db)
@@ -236,7 +238,8 @@ public struct JSONFolderStore: KitStore {
     }
 
     static func hash(_ object: [String: JSONValue]) -> String {
-        SHA256.hash(data: Data(JSONValue.object(object).text().utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        // The first 16 bytes in lowercase hex: the same text earlier releases stored, so their state carries over.
+        Data(SHA256.hash(data: Data(JSONValue.object(object).text().utf8)).prefix(16)).hexText
     }
 
     static func problem(_ error: any Error, path: String) -> String {
@@ -272,15 +275,11 @@ public struct JSONFolderStore: KitStore {
 
     /// A document as it is now: parsed as the index knows it when its stamp is unchanged (no
     /// index write), else refreshed (``refresh(path:recordType:db:)``).
-    func current(path: String, recordType: String, db: Database) throws -> Document? {
-        guard let known = try JSONFolderIndex.stamp(of: path, db: db), let now = stamp(path), known == now,
-            try JSONFolderIndex.problem(of: path, db: db) == nil
+    func current(path: String, recordType: String, knownName: String?, db: Database) throws -> Document? {
+        guard let known = try JSONFolderIndex.file(path, db: db), known.problem == nil, let now = stamp(path), known.stamp == now
         else { return try refresh(path: path, recordType: recordType, db: db) }
-        let names = try JSONFolderIndex.records(in: path, db: db)
         do {
-            return Document(
-                type: recordType,
-                objects: try parse(path: path, knownName: layout == .filePerRecord && names.count == 1 ? names.keys.first : nil))
+            return Document(type: recordType, objects: try parse(path: path, knownName: knownName))
         } catch {
             return try refresh(path: path, recordType: recordType, db: db)  // changed within the stamp's resolution
         }
@@ -331,9 +330,10 @@ public struct JSONFolderStore: KitStore {
         do {
             for (path, change) in documents.sorted(by: { $0.key < $1.key }) {
                 let url = root.appendingPathComponent(path)
-                let known = try JSONFolderIndex.stamp(of: path, db: db)
+                let file = try JSONFolderIndex.file(path, db: db)
+                let known = file?.stamp
                 let onDisk = stamp(path)
-                if try JSONFolderIndex.problem(of: path, db: db) != nil {
+                if file?.problem != nil {
                     let records = try JSONFolderIndex.records(in: path, db: db)
                     for name in change.set.keys.sorted() {
                         if let hash = records[name] {
@@ -346,7 +346,8 @@ public struct JSONFolderStore: KitStore {
                 if let onDisk {
                     if let known, onDisk != known { continue }  // edited since the kit looked: left for the next look
                     if known == nil, layout == .filePerRecord { continue }  // made locally since the last look: idem
-                    guard let document = try refresh(path: path, recordType: change.type, db: db) else { continue }  // invalid now
+                    let knownName = layout == .filePerRecord ? change.set.keys.first ?? change.remove.first : nil
+                    guard let document = try self.current(path: path, recordType: change.type, knownName: knownName, db: db) else { continue }  // invalid now
                     current = document.objects
                 }
                 for name in change.remove { current[name] = nil }

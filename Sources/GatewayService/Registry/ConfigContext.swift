@@ -12,6 +12,12 @@ public struct ConfigContext: Sendable {
         self.stateDirectory = Self.resolve(stateDirectory, against: baseDirectory)
     }
 
+    /// Where a kit adapter (a plugin, a JSON folder) keeps its sync state:
+    /// `<state_dir>/adapters/<name>.sqlite`.
+    public func adapterStatePath(named name: String) -> String {
+        URL(fileURLWithPath: stateDirectory).appendingPathComponent("adapters").appendingPathComponent(name + ".sqlite").path
+    }
+
     /// `path` resolved against the config file's folder; absolute paths stay as they are.
     public func resolve(_ path: String) -> String {
         Self.resolve(path, against: baseDirectory)
