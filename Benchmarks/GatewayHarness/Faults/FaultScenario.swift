@@ -64,7 +64,7 @@ struct ServiceScenario {
                 group.cancelAll()
                 throw error
             }
-            group.cancelAll()
+            for writer in writers { writer.stop() }
             try await group.waitForAll()
         }
     }

@@ -13,6 +13,10 @@ final class ItemWriter: Sendable {
     /// What the store holds of the writer's ids after every committed write (`nil`: deleted).
     let journal = LockedValue<[String: String?]>([:])
     let counts = LockedValue((writes: 0, refused: 0))
+    /// Set by `stop()`: the writer finishes the write in flight, settles it, and returns. Task
+    /// cancellation would cut a write between its commit and its answer, leaving the journal
+    /// unsure of what the store holds.
+    private let stopping = LockedValue(false)
 
     init(store: any ItemStore, prefix: String, rate: Double) {
         self.store = store
@@ -20,13 +24,16 @@ final class ItemWriter: Sendable {
         self.rate = rate
     }
 
-    /// Writes until the task is cancelled.
+    /// Asks `run` to return after the write in flight.
+    func stop() { stopping.set(true) }
+
+    /// Writes until `stop()` is called (or, abruptly, until the task is cancelled).
     func run(seed: UInt64) async {
         var random = SeededGenerator(seed: seed)
         var live: [String] = []
         var next = 0
         let pause = Duration.milliseconds(Int(1000 / max(rate, 0.1)))
-        while !Task.isCancelled {
+        while !stopping.get(), !Task.isCancelled {
             let roll = Double.random(in: 0..<1, using: &random)
             var target: String?
             do {
@@ -66,9 +73,10 @@ final class ItemWriter: Sendable {
         }
     }
 
-    /// The row of `id` as the store holds it, asked until the store answers (or the task ends).
+    /// The row of `id` as the store holds it, asked until the store answers (for up to two
+    /// minutes, or until the task is cancelled).
     private func settle(_ id: String) async -> String?? {
-        while !Task.isCancelled {
+        for _ in 0..<600 where !Task.isCancelled {
             do {
                 return .some(try await store.line(of: id))
             } catch {
