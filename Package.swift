@@ -302,8 +302,8 @@ let package = Package(
         .testTarget(
             name: "CloudKitWebTests",
             dependencies: [
-                "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "GatewayTesting", "GatewayService", "GatewayKinds",
-                "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "PostgresCloud", "PostgresTesting", "GatewayTesting",
+                "GatewayService", "GatewayKinds", "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

@@ -14,7 +14,7 @@ import HTTPTypes
 /// Served under `/database/1/<container>/<environment>/private/`: `zones/list` (GET),
 /// `zones/lookup`, `zones/modify`, `zones/changes`, `changes/database`, `changes/zone`,
 /// `records/changes`, `records/modify`,
-/// `records/lookup`, `assets/upload`, `assets/data` (the upload URL) and
+/// `records/lookup`, `records/query` (for clouds that are ``RecordScanning``), `assets/upload`, `assets/data` (the upload URL) and
 /// `assets/download/<checksum>/<size>`; and `…/public/users/caller` for the account check.
 /// Every request must be signed with a registered server-to-server key (dates more than
 /// ``CloudKitEndpointConfiguration/maximumClockSkew`` away are refused) or carry an API token
@@ -36,6 +36,7 @@ public enum CloudKitEndpoint {
             ("zones/changes", false, { try await $0.databaseChanges($1, tokenKey: "metaSyncToken", operation: "zones/changes") }),
             ("records/modify", false, { try await $0.modifyRecords($1) }),
             ("records/lookup", false, { try await $0.lookupRecords($1) }),
+            ("records/query", false, { try await $0.queryRecords($1) }),
             ("assets/upload", false, { try $0.uploadTokens($1) }),
         ]
         var all = jsonOperations
@@ -94,11 +95,14 @@ struct Gate: Sendable {
     let cloud: any CloudDatabase
     let logger: Logger
     let verifier: CloudKitSignatureVerifier
+    /// Shared by every request, so sorted queries keep their cursors between pages.
+    let pager: RecordQueryPager?
 
     init(configuration: CloudKitEndpointConfiguration, cloud: any CloudDatabase, logger: Logger) {
         self.configuration = configuration
         self.cloud = cloud
         self.logger = logger
+        pager = (cloud as? any CloudDatabase & RecordScanning).map(RecordQueryPager.init(cloud:))
         self.verifier = CloudKitSignatureVerifier(keys: configuration.keys, maximumClockSkew: configuration.maximumClockSkew)
     }
 
@@ -125,7 +129,8 @@ struct Gate: Sendable {
             }
             let base = configuration.publicURL ?? "http://\(request.head.authority ?? "127.0.0.1")"
             let operations = CloudKitEndpointOperations(
-                cloud: cloud, databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/private")
+                cloud: cloud, databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/private",
+                pager: pager)
             return respond(try await body(operations, bytes), token: rotatedToken)
         } catch let error as CloudError {
             if error.code == .internalError { logger.error("\(operation) failed", metadata: ["error": "\(error)"]) }

@@ -10,6 +10,8 @@ struct CloudKitEndpointOperations: Sendable {
     let cloud: any CloudDatabase
     /// `<scheme>://<host>/database/1/<container>/<environment>/private`, for asset URLs.
     let databaseURL: String
+    /// Answers `records/query`; `nil` when the cloud cannot list its records.
+    var pager: RecordQueryPager?
 
     // MARK: Zones
 
@@ -221,6 +223,44 @@ struct CloudKitEndpointOperations: Sendable {
                 })
         ]
     }
+
+    /// `records/query`: one page of the query's matches in `zoneID` (the default zone when
+    /// absent) or, with `zoneWide`, in every zone; at most `resultsLimit` (default and maximum
+    /// 200), and a `continuationMarker` while more may follow.
+    func queryRecords(_ body: JSONValue) async throws -> JSONValue {
+        guard let pager else {
+            throw CloudError(.invalidArguments, "records/query: the cloud behind this endpoint cannot list its records")
+        }
+        let zone = try body["zoneID"].map { zone throws(CloudError) in try CloudKitWireCoding.decodeZoneID(zone) }
+            ?? ZoneID(zoneName: CloudKitWireCoding.defaultZoneName)
+        guard let queryBody = body["query"] else { throw CloudError(.invalidArguments, "records/query: the body needs a query") }
+        let query = try CloudKitQueryCoding.decode(queryBody, in: zone)
+        let requested = body["resultsLimit"]?.int64Value ?? Int64(Self.maximumQueryResults)
+        guard requested >= 1 else { throw CloudError(.invalidArguments, "records/query: resultsLimit must be at least 1") }
+        let desired = try Self.desiredKeys(body["desiredKeys"], operation: "records/query")
+        let zones =
+            body["zoneWide"]?.boolValue == true
+            ? try await cloud.zones().sorted { DatabaseChangeToken.key($0) < DatabaseChangeToken.key($1) } : [zone]
+        let continuation = try body["continuationMarker"].flatMap { marker throws(CloudError) -> String? in
+            guard marker != .null else { return nil }
+            guard let text = marker.stringValue else { throw CloudError(.invalidArguments, "records/query: continuationMarker must be a string") }
+            return text
+        }
+        let page = try await pager.page(query, zones: zones, limit: min(Int(clamping: requested), Self.maximumQueryResults), continuation: continuation)
+        var records: [JSONValue] = []
+        records.reserveCapacity(page.records.count)
+        for record in page.records {
+            guard case .object(var object) = try encode(record, desiredKeys: desired) else { continue }
+            object["zoneID"] = CloudKitWireCoding.encode(record.id.zoneID)
+            records.append(.object(object))
+        }
+        var answer: [String: JSONValue] = ["records": .array(records)]
+        if let next = page.next { answer["continuationMarker"] = .string(next) }
+        return .object(answer)
+    }
+
+    /// Records per query page: CloudKit's default `resultsLimit`, to which larger requests are clamped.
+    static let maximumQueryResults = 200
 
     // MARK: Assets
 

@@ -1,0 +1,28 @@
+import GatewayCore
+import PostgresNIO
+
+extension PostgresCloud: RecordScanning {
+    /// Walks the `(owner_name, zone_name, record_name)` primary key from `recordName` on, in the
+    /// database's collation (the key's order, so the walk is an index range scan).
+    public func scanRecords(in zone: ZoneID, ofType recordType: String, after recordName: String?, limit: Int) async throws -> [Record] {
+        try await transaction("listing records of zone \(zone)", isolation: "REPEATABLE READ READ ONLY") { [tables] connection in
+            _ = try await Self.zoneRow(zone, tables: tables, connection: connection)
+            let rows = try await connection.query(
+                """
+                SELECT record_name, change_tag, fields, modified_at FROM \(unescaped: tables.records)
+                WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name > \(recordName ?? "")
+                    AND NOT deleted AND record_type = \(recordType)
+                ORDER BY record_name LIMIT \(Int64(max(1, limit)))
+                """, logger: connection.logger)
+            var records: [Record] = []
+            for try await (name, tag, fields, modifiedAt) in rows.decode((String, String?, ByteBuffer?, Int64).self) {
+                let id = RecordID(recordName: name, zoneID: zone)
+                records.append(
+                    Record(
+                        id: id, recordType: recordType, changeTag: tag, fields: try Self.decodeFields(fields, id: id),
+                        modifiedAt: Timestamp(millisecondsSince1970: modifiedAt)))
+            }
+            return records
+        }
+    }
+}
