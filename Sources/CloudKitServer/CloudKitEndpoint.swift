@@ -130,7 +130,7 @@ struct Gate: Sendable {
             let base = configuration.publicURL ?? "http://\(request.head.authority ?? "127.0.0.1")"
             let operations = CloudKitEndpointOperations(
                 cloud: cloud, databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/private",
-                pager: pager)
+                pager: pager, userRecordName: user)
             return respond(try await body(operations, bytes), token: rotatedToken)
         } catch let error as CloudError {
             if error.code == .internalError { logger.error("\(operation) failed", metadata: ["error": "\(error)"]) }

@@ -12,6 +12,9 @@ struct CloudKitEndpointOperations: Sendable {
     let databaseURL: String
     /// Answers `records/query`; `nil` when the cloud cannot list its records.
     var pager: RecordQueryPager?
+    /// The caller's user record name: in a private database every record is created and
+    /// modified by its owner, so records carry it in `created` and `modified`.
+    var userRecordName: String?
 
     // MARK: Zones
 
@@ -175,6 +178,7 @@ struct CloudKitEndpointOperations: Sendable {
         var record = try CloudKitWireCoding.decodeRecord(withName(wire), in: zone)
         record.fields = record.fields.mapValues(Self.storable)
         record.modifiedAt = nil
+        record.createdAt = nil
         switch type {
         case "create": return .create(record)
         case "replace": return .replace(record)
@@ -304,7 +308,7 @@ struct CloudKitEndpointOperations: Sendable {
         var fields = record.fields
         if let desiredKeys { fields = fields.filter { desiredKeys.contains($0.key) } }
         record.fields = fields.mapValues(withDownloadURLs)
-        return try CloudKitWireCoding.encode(record)
+        return try CloudKitWireCoding.encode(record, userRecordName: userRecordName)
     }
 
     /// A request's `desiredKeys`: `nil` when absent (every field), else the names asked for.

@@ -42,7 +42,7 @@ public enum CloudKitQueryCoding {
     private static func fieldKey(_ field: QueryField) -> JSONValue {
         switch field {
         case .field(let name): ["fieldName": .string(name)]
-        case .recordName, .modifiedTimestamp: ["systemFieldName": .string(field.description)]
+        case .recordName, .modifiedTimestamp, .createdTimestamp: ["systemFieldName": .string(field.description)]
         }
     }
 
@@ -51,7 +51,7 @@ public enum CloudKitQueryCoding {
         if let system = value["systemFieldName"]?.stringValue {
             guard let field = QueryField(systemFieldName: system) else {
                 throw CloudError(
-                    .invalidArguments, "records/query: \(what) names the system field \(system); queries can use recordName and modifiedTimestamp")
+                    .invalidArguments, "records/query: \(what) names the system field \(system); queries can use recordName, createdTimestamp and modifiedTimestamp")
             }
             return field
         }

@@ -24,8 +24,9 @@ public enum CloudKitWireCoding {
     }
 
     /// A record dictionary: `recordName`, `recordType`, `recordChangeTag` (when the record has
-    /// one and `includeTag`), `fields`, and `modified` for records coming from a cloud.
-    public static func encode(_ record: Record, includeTag: Bool = true) throws(CloudError) -> JSONValue {
+    /// one and `includeTag`), `fields`, and `created` and `modified` (`timestamp`, and
+    /// `userRecordName` when given) for records coming from a cloud.
+    public static func encode(_ record: Record, includeTag: Bool = true, userRecordName: String? = nil) throws(CloudError) -> JSONValue {
         var fields: [String: JSONValue] = [:]
         fields.reserveCapacity(record.fields.count)
         for (name, value) in record.fields {
@@ -35,7 +36,13 @@ public enum CloudKitWireCoding {
             "recordName": .string(record.id.recordName), "recordType": .string(record.recordType), "fields": .object(fields),
         ]
         if includeTag, let tag = record.changeTag { object["recordChangeTag"] = .string(tag) }
-        if let modified = record.modifiedAt { object["modified"] = ["timestamp": .integer(modified.millisecondsSince1970)] }
+        func stamp(_ time: Timestamp) -> JSONValue {
+            var stamp: [String: JSONValue] = ["timestamp": .integer(time.millisecondsSince1970)]
+            if let userRecordName { stamp["userRecordName"] = .string(userRecordName) }
+            return .object(stamp)
+        }
+        if let modified = record.modifiedAt { object["modified"] = stamp(modified) }
+        if let created = record.createdAt { object["created"] = stamp(created) }
         return .object(object)
     }
 
@@ -58,7 +65,8 @@ public enum CloudKitWireCoding {
         }
         return Record(
             id: id, recordType: value["recordType"]?.stringValue ?? "", changeTag: value["recordChangeTag"]?.stringValue,
-            fields: fields, modifiedAt: value["modified"]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:)))
+            fields: fields, modifiedAt: value["modified"]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:)),
+            createdAt: value["created"]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:)))
     }
 
     /// A change token as CloudKit's `syncToken` string (URL-safe base64 of the opaque bytes).

@@ -20,7 +20,7 @@ extension EmbeddedCloud {
             let statement = BoundStatement(
                 try db.cachedStatement(
                     sql: """
-                        SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields
+                        SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields, COALESCE(created_at, modified_at)
                         FROM records WHERE zone_key = ? AND seq > ? ORDER BY seq LIMIT ?
                         """))
             var modified: [Record] = []
@@ -45,7 +45,8 @@ extension EmbeddedCloud {
                     modified.append(
                         Record(
                             id: id, recordType: row.text(at: 1) ?? "", changeTag: row.text(at: 2), layout: layout, values: values,
-                            modifiedAt: Timestamp(millisecondsSince1970: row.int64(at: 5))))
+                            modifiedAt: Timestamp(millisecondsSince1970: row.int64(at: 5)),
+                            createdAt: Timestamp(millisecondsSince1970: row.int64(at: 7))))
                 }
             }
             // At the end of the feed the token moves to the zone's sequence, so a caller that is
@@ -61,7 +62,7 @@ extension EmbeddedCloud {
             var zoneKeys: [ZoneID: Int64] = [:]
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT record_type, change_tag, fields, modified_at FROM records
+                    SELECT record_type, change_tag, fields, modified_at, COALESCE(created_at, modified_at) FROM records
                     WHERE zone_key = ? AND record_name = ? AND deleted = 0
                     """)
             return try recordIDs.map { id -> Record? in
@@ -75,7 +76,7 @@ extension EmbeddedCloud {
                 guard let row = try Row.fetchOne(statement, arguments: [key, id.recordName]) else { return nil }
                 return Record(
                     id: id, recordType: row[0], changeTag: row[1], fields: try Self.decodeFields(row, index: 2, id: id),
-                    modifiedAt: Timestamp(millisecondsSince1970: row[3]))
+                    modifiedAt: Timestamp(millisecondsSince1970: row[3]), createdAt: Timestamp(millisecondsSince1970: row[4]))
             }
         }
     }

@@ -29,7 +29,8 @@ extension EmbeddedCloud {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: """
-                        SELECT change_tag, deleted, record_type, fields, modified_at, record_name FROM records
+                        SELECT change_tag, deleted, record_type, fields, modified_at, record_name, COALESCE(created_at, modified_at)
+                        FROM records
                         WHERE zone_key = ? AND record_name IN (SELECT value FROM json_each(?))
                         """),
                 arguments: [zoneRow.key, JSONArrayText.of(names)])
@@ -52,13 +53,14 @@ extension EmbeddedCloud {
         let insert = BoundStatement(
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
-                    VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                    INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?6)
                     """))
         let update = BoundStatement(
             try db.cachedStatement(
                 sql: """
-                    UPDATE records SET record_type = ?3, change_tag = ?4, seq = ?5, deleted = 0, modified_at = ?6, fields = ?7
+                    UPDATE records SET record_type = ?3, change_tag = ?4, seq = ?5, deleted = 0, modified_at = ?6, fields = ?7,
+                        created_at = CASE WHEN deleted = 1 THEN ?6 ELSE COALESCE(created_at, modified_at) END
                     WHERE zone_key = ?1 AND record_name = ?2
                     """))
         let tombstone = try db.cachedStatement(
@@ -78,6 +80,9 @@ extension EmbeddedCloud {
                 var record = item.operation.record!
                 record.changeTag = String(sequence, radix: 36) + tagSuffix
                 record.modifiedAt = Timestamp(millisecondsSince1970: now)
+                // A tombstone saved again is a new record, created now.
+                let stored = current[id.recordName].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 }
+                record.createdAt = Timestamp(millisecondsSince1970: stored ?? now)
                 try (current[id.recordName] == nil ? insert : update).execute(
                     .integer(zoneRow.key), .text(id.recordName), .text(record.recordType), .text(record.changeTag!), .integer(sequence),
                     .integer(now), .bytes(item.encodedFields!))
@@ -110,13 +115,14 @@ extension EmbeddedCloud {
         return nil
     }
 
-    /// Decodes a live row selected as (change_tag, deleted, record_type, fields, modified_at).
+    /// Decodes a live row selected as (change_tag, deleted, record_type, fields, modified_at,
+    /// record_name, created_at).
     private static func record(fromCurrentRow row: Row, id: RecordID) throws -> Record? {
         let deleted: Bool = row[1]
         guard !deleted else { return nil }
         return Record(
             id: id, recordType: row[2], changeTag: row[0], fields: try decodeFields(row, index: 3, id: id),
-            modifiedAt: Timestamp(millisecondsSince1970: row[4]))
+            modifiedAt: Timestamp(millisecondsSince1970: row[4]), createdAt: Timestamp(millisecondsSince1970: row[6]))
     }
 
     static func decodeFields(_ row: Row, index: Int, id: RecordID) throws -> [String: FieldValue] {

@@ -11,7 +11,7 @@ extension EmbeddedCloud: RecordScanning {
             let statement = BoundStatement(
                 try db.cachedStatement(
                     sql: """
-                        SELECT record_name, change_tag, modified_at, fields FROM records
+                        SELECT record_name, change_tag, modified_at, fields, COALESCE(created_at, modified_at) FROM records
                         WHERE zone_key = ? AND record_name > ? AND deleted = 0 AND record_type = ?
                         ORDER BY record_name LIMIT ?
                         """))
@@ -25,7 +25,8 @@ extension EmbeddedCloud: RecordScanning {
                 records.append(
                     GatewayCore.Record(
                         id: id, recordType: recordType, changeTag: row.text(at: 1), layout: layout, values: values,
-                        modifiedAt: Timestamp(millisecondsSince1970: row.int64(at: 2))))
+                        modifiedAt: Timestamp(millisecondsSince1970: row.int64(at: 2)),
+                        createdAt: Timestamp(millisecondsSince1970: row.int64(at: 4))))
             }
             return records
         }

@@ -6,8 +6,9 @@ import GRDB
 /// processes opening a new file at once cannot both create the tables.
 enum EmbeddedCloudSchema {
     /// 1: the first release. 2: `records` is keyed by (zone, record name) `WITHOUT ROWID`, one
-    /// B-tree insert fewer per saved record.
-    static let currentVersion = 2
+    /// B-tree insert fewer per saved record. 3: `records.created_at`, when a record was first
+    /// saved (`NULL` for records saved before: their `modified_at` stands in).
+    static let currentVersion = 3
 
     static func migrate(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -17,16 +18,16 @@ enum EmbeddedCloudSchema {
             }
             return
         }
-        if version == 0 {
-            try createVersion2(db)
-        } else {
-            try migrateVersion1(db)
+        switch version {
+        case 0: try createCurrent(db)
+        case 1: try migrateVersion1(db)
+        default: try db.execute(sql: "ALTER TABLE records ADD COLUMN created_at INTEGER")
         }
         try db.execute(sql: "PRAGMA user_version = \(currentVersion)")
     }
 
     /// A new file.
-    private static func createVersion2(_ db: Database) throws {
+    private static func createCurrent(_ db: Database) throws {
         // Zones keep their change-feed position: `generation` is new on every creation, so tokens
         // of a deleted zone never match its successor; `last_seq` is the commit sequence;
         // `purged_seq` is the newest tombstone removed, below which tokens have expired.
@@ -65,6 +66,7 @@ enum EmbeddedCloudSchema {
                     deleted INTEGER NOT NULL DEFAULT 0,
                     modified_at INTEGER NOT NULL,
                     fields BLOB,
+                    created_at INTEGER,
                     PRIMARY KEY (zone_key, record_name)
                 ) WITHOUT ROWID
                 """)

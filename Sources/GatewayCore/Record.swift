@@ -1,8 +1,8 @@
 /// One record: values by position in a shared ``RecordLayout``, identified by a ``RecordID``.
 ///
 /// A `nil` value, like a field the layout does not list, means null (CloudKit has no null).
-/// ``changeTag`` and ``modifiedAt`` are set by the cloud; a record that has never been saved has
-/// neither. The sync path reads and writes ``values`` by position; ``fields`` is a dictionary
+/// ``changeTag``, ``modifiedAt`` and ``createdAt`` are set by the cloud; a record that has never
+/// been saved has none of them. The sync path reads and writes ``values`` by position; ``fields`` is a dictionary
 /// view for custom resolvers, simple adapters and tests, built on demand.
 public struct Record: Hashable, Sendable, Codable {
     /// Where the record lives.
@@ -13,6 +13,9 @@ public struct Record: Hashable, Sendable, Codable {
     public var changeTag: String?
     /// When the cloud last saved the record.
     public var modifiedAt: Timestamp?
+    /// When the cloud first saved the record (CloudKit's `created.timestamp`); a record deleted and
+    /// saved again is created anew.
+    public var createdAt: Timestamp?
     /// The field names the values are in.
     public private(set) var layout: RecordLayout
     /// The values, one per field of ``layout`` (`nil`: null).
@@ -20,25 +23,29 @@ public struct Record: Hashable, Sendable, Codable {
 
     /// A record whose values are given by position in `layout` (`values.count == layout.count`).
     public init(
-        id: RecordID, recordType: String, changeTag: String? = nil, layout: RecordLayout, values: [FieldValue?], modifiedAt: Timestamp? = nil
+        id: RecordID, recordType: String, changeTag: String? = nil, layout: RecordLayout, values: [FieldValue?], modifiedAt: Timestamp? = nil,
+        createdAt: Timestamp? = nil
     ) {
         precondition(values.count == layout.count, "a record needs one value per field of its layout")
         self.id = id
         self.recordType = recordType
         self.changeTag = changeTag
         self.modifiedAt = modifiedAt
+        self.createdAt = createdAt
         self.layout = layout
         self.values = values
     }
 
     /// A record with the given fields (names sorted into a shared layout).
     public init(
-        id: RecordID, recordType: String, changeTag: String? = nil, fields: [String: FieldValue] = [:], modifiedAt: Timestamp? = nil
+        id: RecordID, recordType: String, changeTag: String? = nil, fields: [String: FieldValue] = [:], modifiedAt: Timestamp? = nil,
+        createdAt: Timestamp? = nil
     ) {
         self.id = id
         self.recordType = recordType
         self.changeTag = changeTag
         self.modifiedAt = modifiedAt
+        self.createdAt = createdAt
         (layout, values) = Self.positional(fields)
     }
 
@@ -132,7 +139,7 @@ public struct Record: Hashable, Sendable, Codable {
     /// do not matter.
     public static func == (lhs: Record, rhs: Record) -> Bool {
         lhs.id == rhs.id && lhs.recordType == rhs.recordType && lhs.changeTag == rhs.changeTag && lhs.modifiedAt == rhs.modifiedAt
-            && lhs.hasSameFields(as: rhs)
+            && lhs.createdAt == rhs.createdAt && lhs.hasSameFields(as: rhs)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -142,7 +149,7 @@ public struct Record: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, recordType, changeTag, fields, modifiedAt
+        case id, recordType, changeTag, fields, modifiedAt, createdAt
     }
 
     public init(from decoder: any Decoder) throws {
@@ -151,7 +158,8 @@ public struct Record: Hashable, Sendable, Codable {
             id: try container.decode(RecordID.self, forKey: .id), recordType: try container.decode(String.self, forKey: .recordType),
             changeTag: try container.decodeIfPresent(String.self, forKey: .changeTag),
             fields: try container.decode([String: FieldValue].self, forKey: .fields),
-            modifiedAt: try container.decodeIfPresent(Timestamp.self, forKey: .modifiedAt))
+            modifiedAt: try container.decodeIfPresent(Timestamp.self, forKey: .modifiedAt),
+            createdAt: try container.decodeIfPresent(Timestamp.self, forKey: .createdAt))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -161,5 +169,6 @@ public struct Record: Hashable, Sendable, Codable {
         try container.encodeIfPresent(changeTag, forKey: .changeTag)
         try container.encode(fields, forKey: .fields)
         try container.encodeIfPresent(modifiedAt, forKey: .modifiedAt)
+        try container.encodeIfPresent(createdAt, forKey: .createdAt)
     }
 }

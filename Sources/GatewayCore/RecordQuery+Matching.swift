@@ -27,6 +27,7 @@ extension QueryField {
         case .field(let name): record[name]
         case .recordName: .string(record.id.recordName)
         case .modifiedTimestamp: record.modifiedAt.map(FieldValue.timestamp)
+        case .createdTimestamp: record.createdAt.map(FieldValue.timestamp)
         }
     }
 }

@@ -25,12 +25,15 @@ public enum QueryField: Hashable, Sendable, CustomStringConvertible {
     case recordName
     /// When the record was last modified (`systemFieldName: modifiedTimestamp`), as a timestamp.
     case modifiedTimestamp
+    /// When the record was created (`systemFieldName: createdTimestamp`), as a timestamp.
+    case createdTimestamp
 
     /// The system field for CloudKit's `systemFieldName`, `nil` for names this store does not keep.
     public init?(systemFieldName: String) {
         switch systemFieldName {
         case "recordName", "___recordID": self = .recordName
         case "modifiedTimestamp", "___modTime": self = .modifiedTimestamp
+        case "createdTimestamp", "___createTime": self = .createdTimestamp
         default: return nil
         }
     }
@@ -40,6 +43,7 @@ public enum QueryField: Hashable, Sendable, CustomStringConvertible {
         case .field(let name): name
         case .recordName: "recordName"
         case .modifiedTimestamp: "modifiedTimestamp"
+        case .createdTimestamp: "createdTimestamp"
         }
     }
 }

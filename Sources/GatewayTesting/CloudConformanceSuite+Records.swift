@@ -16,6 +16,20 @@ extension CloudConformanceSuite {
             try expectEqual(server.changeTag, tag, "the server record's tag")
             try expectEqual(server.fields["title"], .string("first"), "the server record's title")
         },
+        CloudConformanceCase("a record keeps its creation time across saves, in lookups and in the change feed") { harness in
+            let cloud = try await freshCloud(harness)
+            let v1 = try await create([note("a", title: "v1")], in: cloud)[0]
+            let created = try unwrap(v1.createdAt, "a saved record has a creation time")
+            try expect(v1.modifiedAt.map { $0 >= created } == true, "it is not modified before it is created")
+            var edit = v1
+            edit["title"] = .string("v2")
+            let v2 = try saved(try await cloud.modify([.replace(edit)], in: zone, atomic: false)[0])
+            try expectEqual(v2.createdAt, created, "an update keeps the creation time")
+            let found = try await cloud.lookup([v1.id])
+            try expectEqual(found.first??.createdAt, created, "lookup's creation time")
+            let feed = try await cloud.fetchChanges(in: zone, since: nil, limit: 10)
+            try expectEqual(feed.modified.first { $0.id == v1.id }?.createdAt, created, "the change feed's creation time")
+        },
         CloudConformanceCase("replace needs the current change tag and changes it") { harness in
             let cloud = try await freshCloud(harness)
             let v1 = try await create([note("a", title: "v1")], in: cloud)[0]

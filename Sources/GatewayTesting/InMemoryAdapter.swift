@@ -51,6 +51,7 @@ public actor InMemoryAdapter: ModelAdapter {
         var record = record
         record.changeTag = nil
         record.modifiedAt = nil
+        record.createdAt = nil
         storage.rows[record.id] = record
         logLocalChange(record.id)
     }
@@ -155,6 +156,7 @@ public actor InMemoryAdapter: ModelAdapter {
                 var row = record
                 row.changeTag = nil
                 row.modifiedAt = nil
+                row.createdAt = nil
                 storage.rows[record.id] = row
             }
             for id in changes.deletes where !skipped.contains(id) {

@@ -20,7 +20,8 @@ extension PostgresCloud {
             // One row more than asked tells whether more are coming.
             let rows = try await connection.query(
                 """
-                SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields FROM \(unescaped: tables.records)
+                SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields, COALESCE(created_at, modified_at)
+                FROM \(unescaped: tables.records)
                 WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND seq > \(after)
                 ORDER BY seq LIMIT \(limit + 1)
                 """, logger: connection.logger)
@@ -30,8 +31,8 @@ extension PostgresCloud {
             var lastSequence = after
             var count = 0
             var moreComing = false
-            for try await (name, type, tag, sequence, isDeleted, modifiedAt, fields)
-                in rows.decode((String, String, String?, Int64, Bool, Int64, ByteBuffer?).self)
+            for try await (name, type, tag, sequence, isDeleted, modifiedAt, fields, createdAt)
+                in rows.decode((String, String, String?, Int64, Bool, Int64, ByteBuffer?, Int64).self)
             {
                 if count == limit {
                     moreComing = true
@@ -47,7 +48,7 @@ extension PostgresCloud {
                     modified.append(
                         Record(
                             id: id, recordType: type, changeTag: tag, layout: layout, values: values,
-                            modifiedAt: Timestamp(millisecondsSince1970: modifiedAt)))
+                            modifiedAt: Timestamp(millisecondsSince1970: modifiedAt), createdAt: Timestamp(millisecondsSince1970: createdAt)))
                 }
             }
             // At the end of the feed the token moves to the zone's sequence, so a caller that is
@@ -66,15 +67,18 @@ extension PostgresCloud {
                 _ = try await Self.zoneRow(zone, tables: tables, connection: connection)
                 let rows = try await connection.query(
                     """
-                    SELECT record_name, record_type, change_tag, fields, modified_at FROM \(unescaped: tables.records)
+                    SELECT record_name, record_type, change_tag, fields, modified_at, COALESCE(created_at, modified_at)
+                    FROM \(unescaped: tables.records)
                     WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)
                         AND record_name = ANY(\(ids.map(\.recordName))) AND NOT deleted
                     """, logger: connection.logger)
-                for try await (name, type, tag, fields, modifiedAt) in rows.decode((String, String, String?, ByteBuffer?, Int64).self) {
+                for try await (name, type, tag, fields, modifiedAt, createdAt) in rows.decode(
+                    (String, String, String?, ByteBuffer?, Int64, Int64).self)
+                {
                     let id = RecordID(recordName: name, zoneID: zone)
                     found[id] = Record(
                         id: id, recordType: type, changeTag: tag, fields: try Self.decodeFields(fields, id: id),
-                        modifiedAt: Timestamp(millisecondsSince1970: modifiedAt))
+                        modifiedAt: Timestamp(millisecondsSince1970: modifiedAt), createdAt: Timestamp(millisecondsSince1970: createdAt))
                 }
             }
             return recordIDs.map { found[$0] }

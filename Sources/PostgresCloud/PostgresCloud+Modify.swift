@@ -23,6 +23,7 @@ extension PostgresCloud {
         var recordType: String
         var fields: ByteBuffer?
         var modifiedAt: Int64
+        var createdAt: Int64
     }
 
     /// Decides every operation first (reads only), then writes the ones that succeed in two
@@ -37,11 +38,15 @@ extension PostgresCloud {
         var current: [String: Current] = [:]
         let rows = try await connection.query(
             """
-            SELECT record_name, change_tag, deleted, record_type, fields, modified_at FROM \(unescaped: tables.records)
+            SELECT record_name, change_tag, deleted, record_type, fields, modified_at, COALESCE(created_at, modified_at)
+            FROM \(unescaped: tables.records)
             WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name = ANY(\(names))
             """, logger: connection.logger)
-        for try await (name, tag, deleted, type, fields, modifiedAt) in rows.decode((String, String?, Bool, String, ByteBuffer?, Int64).self) {
-            current[name] = Current(changeTag: tag, isDeleted: deleted, recordType: type, fields: fields, modifiedAt: modifiedAt)
+        for try await (name, tag, deleted, type, fields, modifiedAt, createdAt) in rows.decode(
+            (String, String?, Bool, String, ByteBuffer?, Int64, Int64).self)
+        {
+            current[name] = Current(
+                changeTag: tag, isDeleted: deleted, recordType: type, fields: fields, modifiedAt: modifiedAt, createdAt: createdAt)
         }
         let storedAssets = try await assetSizes(
             Set(prepared.flatMap { $0.operation.record?.assetReferences.map(\.checksum) ?? [] }), tables: tables, connection: connection)
@@ -72,6 +77,9 @@ extension PostgresCloud {
                 var record = item.operation.record!
                 record.changeTag = String(sequence, radix: 36) + tagSuffix
                 record.modifiedAt = Timestamp(millisecondsSince1970: now)
+                // A tombstone saved again is a new record, created now.
+                let stored = current[id.recordName].flatMap { $0.isDeleted ? nil : $0.createdAt }
+                record.createdAt = Timestamp(millisecondsSince1970: stored ?? now)
                 saved.names.append(id.recordName)
                 saved.types.append(record.recordType)
                 saved.tags.append(record.changeTag!)
@@ -92,14 +100,15 @@ extension PostgresCloud {
         if !saved.names.isEmpty {
             try await connection.query(
                 """
-                INSERT INTO \(unescaped: tables.records)
-                    (owner_name, zone_name, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
-                SELECT \(zone.ownerName), \(zone.zoneName), u.n, u.t, u.c, u.q, false, \(now), u.f
+                INSERT INTO \(unescaped: tables.records) AS r
+                    (owner_name, zone_name, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
+                SELECT \(zone.ownerName), \(zone.zoneName), u.n, u.t, u.c, u.q, false, \(now), u.f, \(now)
                 FROM unnest(\(saved.names)::text[], \(saved.types)::text[], \(saved.tags)::text[], \(saved.sequences)::int8[], \(saved.fields)::bytea[])
                     AS u(n, t, c, q, f)
                 ON CONFLICT (owner_name, zone_name, record_name) DO UPDATE SET
                     record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
-                    deleted = false, modified_at = excluded.modified_at, fields = excluded.fields
+                    deleted = false, modified_at = excluded.modified_at, fields = excluded.fields,
+                    created_at = CASE WHEN r.deleted THEN excluded.created_at ELSE COALESCE(r.created_at, r.modified_at) END
                 """, logger: connection.logger)
         }
         if !deleted.names.isEmpty {
@@ -136,7 +145,7 @@ extension PostgresCloud {
         guard !row.isDeleted else { return nil }
         return Record(
             id: id, recordType: row.recordType, changeTag: row.changeTag, fields: try decodeFields(row.fields, id: id),
-            modifiedAt: Timestamp(millisecondsSince1970: row.modifiedAt))
+            modifiedAt: Timestamp(millisecondsSince1970: row.modifiedAt), createdAt: Timestamp(millisecondsSince1970: row.createdAt))
     }
 
     /// Decodes stored fields by position, in a layout shared with earlier records of the same shape.

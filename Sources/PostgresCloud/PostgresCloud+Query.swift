@@ -9,18 +9,18 @@ extension PostgresCloud: RecordScanning {
             _ = try await Self.zoneRow(zone, tables: tables, connection: connection)
             let rows = try await connection.query(
                 """
-                SELECT record_name, change_tag, fields, modified_at FROM \(unescaped: tables.records)
+                SELECT record_name, change_tag, fields, modified_at, COALESCE(created_at, modified_at) FROM \(unescaped: tables.records)
                 WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name > \(recordName ?? "")
                     AND NOT deleted AND record_type = \(recordType)
                 ORDER BY record_name LIMIT \(Int64(max(1, limit)))
                 """, logger: connection.logger)
             var records: [Record] = []
-            for try await (name, tag, fields, modifiedAt) in rows.decode((String, String?, ByteBuffer?, Int64).self) {
+            for try await (name, tag, fields, modifiedAt, createdAt) in rows.decode((String, String?, ByteBuffer?, Int64, Int64).self) {
                 let id = RecordID(recordName: name, zoneID: zone)
                 records.append(
                     Record(
                         id: id, recordType: recordType, changeTag: tag, fields: try Self.decodeFields(fields, id: id),
-                        modifiedAt: Timestamp(millisecondsSince1970: modifiedAt)))
+                        modifiedAt: Timestamp(millisecondsSince1970: modifiedAt), createdAt: Timestamp(millisecondsSince1970: createdAt)))
             }
             return records
         }

@@ -8,7 +8,9 @@ import PostgresSupport
 /// every zone: the protocol uploads them before naming a zone. Creation runs under a
 /// transaction-scoped advisory lock, so gateways starting together do not race.
 enum PostgresCloudSchema {
-    static let currentVersion = 1
+    /// 1: the first release. 2: `records.created_at`, when a record was first saved (`NULL` for
+    /// records saved before: their `modified_at` stands in).
+    static let currentVersion = 2
     /// The advisory lock key serializing schema changes (an arbitrary constant: "gwcloud").
     static let migrationLock: Int64 = 0x6777_636C_6F75_64
 
@@ -28,6 +30,10 @@ enum PostgresCloudSchema {
                     .statementFailed,
                     "the cloud schema \(schema) has version \(version), newer than the \(currentVersion) this gateway supports; upgrade the gateway")
             }
+            return
+        }
+        if version == 1 {
+            try await addCreationTimes(connection, schema: s)
             return
         }
         // Zones keep their change-feed position: `generation` is new on every creation, so tokens
@@ -56,6 +62,7 @@ enum PostgresCloudSchema {
                 deleted boolean NOT NULL DEFAULT false,
                 modified_at bigint NOT NULL,
                 fields bytea,
+                created_at bigint,
                 PRIMARY KEY (owner_name, zone_name, record_name)
             )
             """,
@@ -74,6 +81,14 @@ enum PostgresCloudSchema {
         for statement in statements {
             try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
         }
+    }
+
+    /// Version 1 to 2: a nullable column, so no row is rewritten.
+    private static func addCreationTimes(_ connection: PooledConnection, schema s: String) async throws {
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "ALTER TABLE \(s).records ADD COLUMN IF NOT EXISTS created_at bigint"), logger: connection.logger)
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))"), logger: connection.logger)
     }
 
     /// `name` as a quoted SQL identifier.

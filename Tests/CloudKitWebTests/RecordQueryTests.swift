@@ -212,6 +212,8 @@ struct RecordQueryTests {
             #expect(record["recordChangeTag"]?.stringValue?.isEmpty == false)
             #expect(record["fields"]?["title"]?["value"] == "Shopping list 0")
             #expect(record["fields"]?["rank"] == nil, "only the desired keys")
+            #expect(record["created"]?["timestamp"]?.int64Value != nil, "created, as in Apple's record dictionary: \(record)")
+            #expect(record["created"]?["userRecordName"] == "_user" && record["modified"]?["userRecordName"] == "_user")
             #expect(answer.body["continuationMarker"] == nil, "one page holds them all")
 
             let other = ZoneID(zoneName: "Archive")

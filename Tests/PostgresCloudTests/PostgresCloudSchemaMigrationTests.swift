@@ -1,0 +1,56 @@
+import Foundation
+import GatewayCore
+import GatewayTesting
+import PostgresCloud
+import PostgresNIO
+import PostgresSupport
+import PostgresTesting
+import Testing
+
+/// A cloud schema written by the first release (version 1) is upgraded in place when opened.
+@Suite("PostgreSQL cloud schema migration")
+struct PostgresCloudSchemaMigrationTests {
+    @Test("a version 1 schema gains creation times: old records report their last save, updates keep it, a record saved again after deletion is created anew")
+    func migratesVersion1() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("cloud_migration")
+        let zone = ZoneID(zoneName: "Notes")
+        let clock = LockedValue(Date(timeIntervalSince1970: 1_700_000_000))
+        let configuration = PostgresCloud.Configuration(schema: "cloud", maximumConnections: 1, now: { clock.get() })
+        let first = try await PostgresCloud.open(endpoint, configuration: configuration)
+        try await first.createZone(zone)
+        _ = try await first.modify(
+            [.create(Record(id: RecordID(recordName: "old", zoneID: zone), recordType: "Note", fields: ["n": .int64(1)]))], in: zone, atomic: true)
+        await first.close()
+        // What the version 1 code created: the same table without created_at.
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "making a version 1 schema") { connection in
+            for statement in [
+                "ALTER TABLE cloud.records DROP COLUMN created_at", "DELETE FROM cloud.schema_version",
+                "INSERT INTO cloud.schema_version (version) VALUES (1)",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+            }
+        }
+
+        clock.set(Date(timeIntervalSince1970: 1_700_000_100))
+        let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
+        let old = try #require(try await cloud.lookup([RecordID(recordName: "old", zoneID: zone)]).first ?? nil)
+        #expect(old.createdAt == Timestamp(millisecondsSince1970: 1_700_000_000_000))
+        var edit = old
+        edit["n"] = .int64(2)
+        let updated = try #require(Self.saved(try await cloud.modify([.replace(edit)], in: zone, atomic: true)[0]))
+        #expect(updated.createdAt == old.createdAt && updated.modifiedAt == Timestamp(millisecondsSince1970: 1_700_000_100_000))
+        _ = try await cloud.modify([.delete(old.id, changeTag: updated.changeTag)], in: zone, atomic: true)
+        clock.set(Date(timeIntervalSince1970: 1_700_000_200))
+        let again = try #require(
+            Self.saved(try await cloud.modify([.create(Record(id: old.id, recordType: "Note", fields: ["n": .int64(3)]))], in: zone, atomic: true)[0]))
+        #expect(again.createdAt == Timestamp(millisecondsSince1970: 1_700_000_200_000))
+        let feed = try await cloud.fetchChanges(in: zone, since: nil, limit: 10)
+        #expect(feed.modified.first?.createdAt == again.createdAt)
+        await cloud.close()
+    }
+
+    private static func saved(_ result: RecordOperationResult) -> Record? {
+        if case .saved(let record) = result { return record }
+        return nil
+    }
+}
