@@ -5,41 +5,116 @@ import Foundation
 import GRDB
 import GatewayCore
 import GatewayTesting
+import PostgresCloud
+import PostgresSupport
+import PostgresTesting
 
 /// Runs the cloud conformance suite through `CloudKitWebDatabase` → HTTP → the endpoint →
-/// an embedded cloud in a temporary folder.
+/// an embedded cloud in a temporary folder, or a PostgreSQL cloud in a schema of its own.
 final class CloudKitWebHarness: CloudConformanceHarness {
+    /// The cloud behind the endpoint.
+    enum Backing: String, Sendable, CaseIterable {
+        case embedded, postgres
+    }
+
+    /// One endpoint and the cloud behind it, with what the suite needs to reach past the endpoint.
     private struct Served {
         let server: EndpointServer
-        let embedded: EmbeddedCloud
-        let clock: LockedValue<Date>
+        let purgeAllTombstones: @Sendable () async throws -> Void
+        let corruptAsset: @Sendable (AssetReference) async throws -> Void
+        let storedAssetCount: @Sendable () async throws -> Int
+        let close: @Sendable () async -> Void
     }
 
     let directory: TemporaryDirectory
+    let backing: Backing
     /// Whether the endpoint serves `changes/zone`; without it the client must fall back to `records/changes`.
     let servesZoneChanges: Bool
     let writerKey = TestKey(id: "writer-key", user: "_writer")
     let readerKey = TestKey(id: "reader-key", user: "_reader")
     private let served = LockedValue<[ObjectIdentifier: Served]>([:])
+    private let database = LockedValue<PostgresEndpoint?>(nil)
 
-    init(directory: TemporaryDirectory, servesZoneChanges: Bool = true) {
+    init(directory: TemporaryDirectory, backing: Backing = .embedded, servesZoneChanges: Bool = true) {
         self.directory = directory
+        self.backing = backing
         self.servesZoneChanges = servesZoneChanges
     }
 
     func makeCloud(limits: CloudLimits) async throws -> any CloudDatabase {
         let clock = LockedValue(Date())
-        let embedded = try EmbeddedCloud(
-            path: directory.path("cloud-\(UUID().uuidString).sqlite"),
-            configuration: EmbeddedCloud.Configuration(limits: limits, signalPollInterval: .milliseconds(20), now: { clock.get() }))
+        let retention = Duration.seconds(30 * 86_400)
+        let cloud: any CloudDatabase
+        let purge: @Sendable () async throws -> Void
+        let corrupt: @Sendable (AssetReference) async throws -> Void
+        let count: @Sendable () async throws -> Int
+        let close: @Sendable () async -> Void
+        switch backing {
+        case .embedded:
+            let embedded = try EmbeddedCloud(
+                path: directory.path("cloud-\(UUID().uuidString).sqlite"),
+                configuration: EmbeddedCloud.Configuration(
+                    limits: limits, tombstoneRetention: retention, signalPollInterval: .milliseconds(20), now: { clock.get() }))
+            cloud = embedded
+            purge = {
+                clock.withLock { $0 += 31 * 86_400 }
+                try await embedded.purgeExpiredTombstones()
+            }
+            corrupt = { reference in
+                try await DatabaseQueue(path: embedded.path).write { db in
+                    try db.execute(sql: "UPDATE assets SET data = zeroblob(length(data)) WHERE checksum = ?", arguments: [reference.checksum])
+                }
+            }
+            count = { try await DatabaseQueue(path: embedded.path).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assets") ?? 0 } }
+            close = {}
+        case .postgres:
+            let endpoint = try await postgresDatabase()
+            let schema = "cloud_" + UUID().uuidString.prefix(8).lowercased()
+            let postgres = try await PostgresCloud.open(
+                endpoint,
+                configuration: PostgresCloud.Configuration(
+                    schema: schema, limits: limits, tombstoneRetention: retention, maximumConnections: 2, now: { clock.get() }))
+            cloud = postgres
+            purge = {
+                clock.withLock { $0 += 31 * 86_400 }
+                _ = try await postgres.purgeExpiredTombstones()
+            }
+            corrupt = { reference in
+                try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "corrupting an asset") { connection in
+                    _ = try await connection.query(
+                        "UPDATE \(unescaped: schema).assets SET data = decode(repeat('00', length(data)), 'hex') WHERE checksum = \(reference.checksum)",
+                        logger: connection.logger)
+                }
+            }
+            count = {
+                try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting assets") { connection in
+                    let rows = try await connection.query("SELECT count(*)::bigint FROM \(unescaped: schema).assets", logger: connection.logger)
+                    var count = 0
+                    for try await value in rows.decode(Int64.self) { count = Int(value) }
+                    return count
+                }
+            }
+            close = { await postgres.close() }
+        }
         let server = try await EndpointServer(
-            cloud: embedded,
+            cloud: cloud,
             configuration: CloudKitEndpointConfiguration(
                 container: EndpointServer.container, keys: [readerKey.registered, writerKey.registered],
                 servesZoneChanges: servesZoneChanges))
         let client = try server.client(key: readerKey, limits: limits)
-        served.withLock { $0[ObjectIdentifier(client)] = Served(server: server, embedded: embedded, clock: clock) }
+        served.withLock {
+            $0[ObjectIdentifier(client)] = Served(
+                server: server, purgeAllTombstones: purge, corruptAsset: corrupt, storedAssetCount: count, close: close)
+        }
         return client
+    }
+
+    /// One database for the harness, each cloud in a schema of its own.
+    private func postgresDatabase() async throws -> PostgresEndpoint {
+        if let known = database.get() { return known }
+        let fresh = try await PostgresTestServer.freshDatabase("cloudkit_web")
+        database.set(fresh)
+        return fresh
     }
 
     func makeSecondClient(of cloud: any CloudDatabase) async throws -> any CloudDatabase {
@@ -50,28 +125,25 @@ final class CloudKitWebHarness: CloudConformanceHarness {
     }
 
     func purgeAllTombstones(of cloud: any CloudDatabase) async throws {
-        let entry = try entry(cloud)
-        entry.clock.withLock { $0 += 31 * 86_400 }
-        try await entry.embedded.purgeExpiredTombstones()
+        try await entry(cloud).purgeAllTombstones()
     }
 
     func corruptAsset(_ reference: AssetReference, in cloud: any CloudDatabase) async throws {
-        let database = try DatabaseQueue(path: try entry(cloud).embedded.path)
-        try await database.write { db in
-            try db.execute(sql: "UPDATE assets SET data = zeroblob(length(data)) WHERE checksum = ?", arguments: [reference.checksum])
-        }
+        try await entry(cloud).corruptAsset(reference)
     }
 
     func storedAssetCount(in cloud: any CloudDatabase) async throws -> Int {
-        let database = try DatabaseQueue(path: try entry(cloud).embedded.path)
-        return try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assets") ?? 0 }
+        try await entry(cloud).storedAssetCount()
     }
 
-    /// Stops every endpoint this harness started.
+    /// Stops every endpoint this harness started and closes the clouds behind them.
     func stop() async {
-        let servers = served.withLock { entries in entries.values.map(\.server) }
+        let entries = served.withLock { entries in Array(entries.values) }
         var stopped = Set<ObjectIdentifier>()
-        for server in servers where stopped.insert(ObjectIdentifier(server)).inserted { await server.stop() }
+        for entry in entries where stopped.insert(ObjectIdentifier(entry.server)).inserted {
+            await entry.server.stop()
+            await entry.close()
+        }
     }
 
     private func entry(_ cloud: any CloudDatabase) throws -> Served {
