@@ -153,6 +153,7 @@ struct CloudKitEndpointOperations: Sendable {
         guard let items = body["operations"]?.arrayValue else {
             throw CloudError(.invalidArguments, "records/modify: the request has no operations")
         }
+        let desired = try Self.desiredKeys(body["desiredKeys"], operation: "records/modify")
         var operations: [RecordOperation] = []
         operations.reserveCapacity(items.count)
         for item in items { operations.append(try await operation(item, zone: zone)) }
@@ -161,7 +162,7 @@ struct CloudKitEndpointOperations: Sendable {
             "records": .array(
                 try results.map { result throws(CloudError) -> JSONValue in
                     switch result {
-                    case .saved(let record): return try encode(record)
+                    case .saved(let record): return try encode(record, desiredKeys: desired)
                     case .deleted(let id): return ["recordName": .string(id.recordName), "deleted": true]
                     case .failed(let id, let error): return CloudKitErrorCoding.encode(error, recordName: id.recordName)
                     }
@@ -176,7 +177,7 @@ struct CloudKitEndpointOperations: Sendable {
             throw CloudError(.invalidArguments, "records/modify: each operation needs operationType and record")
         }
         var record = try CloudKitWireCoding.decodeRecord(withName(wire), in: zone)
-        record.fields = record.fields.mapValues(Self.storable)
+        if !record.assetReferences.isEmpty { record.fields = record.fields.mapValues(Self.storable) }
         record.modifiedAt = nil
         record.createdAt = nil
         switch type {
@@ -305,9 +306,8 @@ struct CloudKitEndpointOperations: Sendable {
     /// asking for less).
     private func encode(_ record: Record, desiredKeys: Set<String>? = nil) throws(CloudError) -> JSONValue {
         var record = record
-        var fields = record.fields
-        if let desiredKeys { fields = fields.filter { desiredKeys.contains($0.key) } }
-        record.fields = fields.mapValues(withDownloadURLs)
+        if let desiredKeys { record.fields = record.fields.filter { desiredKeys.contains($0.key) } }
+        if !record.assetReferences.isEmpty { record.fields = record.fields.mapValues(withDownloadURLs) }
         return try CloudKitWireCoding.encode(record, userRecordName: userRecordName)
     }
 

@@ -173,8 +173,10 @@ public final class CloudKitWebDatabase: CloudDatabase {
                 throw CloudError(.invalidArguments, "record \(operation.recordID) appears twice in one request")
             }
         }
+        // The saved records are the records sent with the server's tag and times, so the answer
+        // need not repeat their fields (CloudKit's desiredKeys; empty: none).
         let body: JSONValue = [
-            "zoneID": CloudKitWireCoding.encode(zone), "atomic": .bool(atomic),
+            "zoneID": CloudKitWireCoding.encode(zone), "atomic": .bool(atomic), "desiredKeys": [],
             "operations": .array(try operations.map { operation throws(CloudError) in try Self.encode(operation) }),
         ]
         let answer = try await transport.call("records/modify", body: body)
@@ -197,8 +199,12 @@ public final class CloudKitWebDatabase: CloudDatabase {
                 results.append(.failed(id, error))
             } else if item["deleted"]?.boolValue == true || operation.record == nil {
                 results.append(.deleted(id))
-            } else {
-                results.append(.saved(try CloudKitWireCoding.decodeRecord(item, in: zone)))
+            } else if var saved = operation.record {
+                let answer = try CloudKitWireCoding.decodeRecord(item, in: zone)
+                saved.changeTag = answer.changeTag
+                saved.modifiedAt = answer.modifiedAt
+                saved.createdAt = answer.createdAt
+                results.append(.saved(saved))
             }
         }
         // CloudKit's CONFLICT carries no server record; the merge needs it, so look it up.

@@ -28,9 +28,11 @@ public enum CloudKitWireCoding {
     /// `userRecordName` when given) for records coming from a cloud.
     public static func encode(_ record: Record, includeTag: Bool = true, userRecordName: String? = nil) throws(CloudError) -> JSONValue {
         var fields: [String: JSONValue] = [:]
-        fields.reserveCapacity(record.fields.count)
-        for (name, value) in record.fields {
-            fields[name] = try CloudKitFieldCoding.encode(value, in: record.id.zoneID)
+        fields.reserveCapacity(record.fieldCount)
+        let names = record.layout.fieldNames
+        for position in names.indices {
+            guard let value = record[position: position] else { continue }
+            fields[names[position]] = try CloudKitFieldCoding.encode(value, in: record.id.zoneID)
         }
         var object: [String: JSONValue] = [
             "recordName": .string(record.id.recordName), "recordType": .string(record.recordType), "fields": .object(fields),
