@@ -46,6 +46,8 @@ public final class EmbeddedCloud: CloudDatabase {
                     return .commit
                 }
             }
+        } catch let error as CloudError {
+            throw error
         } catch {
             throw CloudError(
                 .internalError, "cannot open the embedded cloud: \(SQLiteFailureReason.describe(error, path: path))", underlying: error)

@@ -1,4 +1,5 @@
 import GRDB
+import GatewayCore
 
 /// The embedded cloud's tables, created and upgraded in place.
 ///
@@ -14,7 +15,9 @@ enum EmbeddedCloudSchema {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         guard version < currentVersion else {
             if version > currentVersion {
-                throw EmbeddedCloudSchemaError(found: version, supported: currentVersion)
+                throw CloudError(
+                    .internalError,
+                    "the cloud file has schema version \(version), newer than the \(currentVersion) this gateway supports; upgrade the gateway")
             }
             return
         }
@@ -91,14 +94,5 @@ enum EmbeddedCloudSchema {
                 ALTER TABLE records_v2 RENAME TO records;
                 """)
         try createRecordIndexes(db)
-    }
-}
-
-/// The file was written by a newer version of the gateway.
-struct EmbeddedCloudSchemaError: Error, CustomStringConvertible {
-    var found: Int
-    var supported: Int
-    var description: String {
-        "the cloud file has schema version \(found), newer than the \(supported) this gateway supports; upgrade the gateway"
     }
 }

@@ -261,6 +261,8 @@ private final class ProxyBox: Sendable {
 
 /// The proxy could not start.
 public struct ProxyError: Error, CustomStringConvertible {
+    /// The only failure: no loopback port could be bound (`cannotBind`).
+    public let code = "cannotBind"
     public var description: String
     init(_ description: String) { self.description = description }
 }

@@ -133,10 +133,30 @@ public struct BinaryReader {
 
 /// Bytes that are not a valid encoding.
 public struct BinaryDecodingError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+
+        /// The bytes break the format (truncated, an unknown tag, trailing bytes).
+        public static let corruptData = Code("corruptData")
+        /// The bytes were written in a format version this release does not know (a newer one).
+        public static let unsupportedVersion = Code("unsupportedVersion")
+
+        public var description: String { name }
+    }
+
+    public var code: Code
     /// Where in the input the problem was found.
     public var offset: Int
     /// What was wrong.
     public var reason: String
+
+    public init(_ code: Code = .corruptData, offset: Int, reason: String) {
+        self.code = code
+        self.offset = offset
+        self.reason = reason
+    }
 
     public var description: String { "corrupt binary data at byte \(offset): \(reason)" }
 }

@@ -55,7 +55,7 @@ public enum FieldCoding {
         var reader = BinaryReader(bytes)
         let version = try reader.readByte()
         guard version == formatVersion else {
-            throw BinaryDecodingError(offset: 0, reason: "unknown field format version \(version)")
+            throw BinaryDecodingError(.unsupportedVersion, offset: 0, reason: "unknown field format version \(version)")
         }
         let count = try reader.readLength()
         var values: [FieldValue?] = []
@@ -88,7 +88,7 @@ public enum FieldCoding {
         var reader = BinaryReader(bytes)
         let version = try reader.readByte()
         guard version == formatVersion else {
-            throw BinaryDecodingError(offset: 0, reason: "unknown field format version \(version)")
+            throw BinaryDecodingError(.unsupportedVersion, offset: 0, reason: "unknown field format version \(version)")
         }
         let count = try reader.readLength()
         var fields = [String: FieldValue](minimumCapacity: count)

@@ -17,9 +17,9 @@ public struct EncryptionKey: Sendable {
     /// - Throws: ``FieldEncryptionError`` when `id` is empty or longer than 255 bytes, or the key is
     ///   not 32 bytes.
     public init(id: String, rawKey: Data) throws(FieldEncryptionError) {
-        guard !id.isEmpty, id.utf8.count <= 255 else { throw FieldEncryptionError("a key id must be 1 to 255 bytes") }
+        guard !id.isEmpty, id.utf8.count <= 255 else { throw FieldEncryptionError(.invalidKey, "a key id must be 1 to 255 bytes") }
         guard rawKey.count == 32 else {
-            throw FieldEncryptionError("key \(id) has \(rawKey.count) bytes; an AES-256 key has 32 (create one with `gateway keygen`)")
+            throw FieldEncryptionError(.invalidKey, "key \(id) has \(rawKey.count) bytes; an AES-256 key has 32 (create one with `gateway keygen`)")
         }
         self.id = id
         self.key = try PreparedAESGCMKey(rawKey: rawKey)
@@ -34,8 +34,8 @@ public struct KeyRing: Sendable {
 
     /// - Throws: ``FieldEncryptionError`` for an empty ring or two keys with one id.
     public init(_ keys: [EncryptionKey]) throws(FieldEncryptionError) {
-        guard !keys.isEmpty else { throw FieldEncryptionError("a key ring needs at least one key") }
-        guard Set(keys.map(\.id)).count == keys.count else { throw FieldEncryptionError("two keys of the ring have the same id") }
+        guard !keys.isEmpty else { throw FieldEncryptionError(.invalidKey, "a key ring needs at least one key") }
+        guard Set(keys.map(\.id)).count == keys.count else { throw FieldEncryptionError(.invalidKey, "two keys of the ring have the same id") }
         self.keys = keys
     }
 
@@ -94,13 +94,13 @@ public struct KeyRing: Sendable {
     func open(_ data: Data, context: FieldContext, scratch: inout BinaryWriter) throws(FieldEncryptionError) -> FieldValue {
         let start = data.startIndex
         guard data.count >= 2, data[start] == Self.formatVersion, data.count >= 2 + Int(data[start + 1]) + 28 else {
-            throw FieldEncryptionError("the value is not a ciphertext this gateway wrote")
+            throw FieldEncryptionError(.notCiphertext, "the value is not a ciphertext this gateway wrote")
         }
         let idEnd = start + 2 + Int(data[start + 1])
         let idBytes = data[(start + 2)..<idEnd]
         guard let key = keys.first(where: { $0.idBytes.elementsEqual(idBytes) }) else {
             let id = String(decoding: idBytes, as: UTF8.self)
-            throw FieldEncryptionError("it was encrypted with key \(id), which the key ring does not have", missingKey: id)
+            throw FieldEncryptionError(.unknownKey, "it was encrypted with key \(id), which the key ring does not have", missingKey: id)
         }
         let nonceOffset = idEnd - start
         let sealedOffset = nonceOffset + PreparedAESGCMKey.nonceSize
@@ -117,12 +117,14 @@ public struct KeyRing: Sendable {
                     ) { plaintext throws(BinaryDecodingError) in try FieldCoding.decodeValue(plaintext) }
                 }
             }
+        } catch let error as FieldEncryptionError {
+            throw error
         } catch {
-            throw FieldEncryptionError("the decrypted bytes are not a field value")
+            throw FieldEncryptionError(.corruptPlaintext, "the decrypted bytes are not a field value: \(error)", underlying: error)
         }
         guard let value else {
             throw FieldEncryptionError(
-                "key \(key.id) cannot decrypt it: the ciphertext was altered, or belongs to another field or record")
+                .tampered, "key \(key.id) cannot decrypt it: the ciphertext was altered, or belongs to another field or record")
         }
         return value
     }
@@ -204,15 +206,41 @@ public struct FieldContext: Sendable, Hashable {
     private static let prefix = Array("gateway-field-v1\u{0}".utf8)
 }
 
-/// A value that cannot be encrypted or decrypted. Messages name keys, never values.
+/// A value that cannot be encrypted or decrypted, or a key ring that cannot be built. Messages
+/// name keys, never values.
 public struct FieldEncryptionError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+
+        /// A key or key ring is not usable (wrong length, empty ring, duplicate ids).
+        public static let invalidKey = Code("invalidKey")
+        /// The value is not a ciphertext the gateway wrote.
+        public static let notCiphertext = Code("notCiphertext")
+        /// The ciphertext names a key the ring does not have (see ``FieldEncryptionError/missingKey``).
+        public static let unknownKey = Code("unknownKey")
+        /// Authentication failed: the ciphertext was altered, or belongs to another field or record.
+        public static let tampered = Code("tampered")
+        /// The decrypted bytes are not a field value.
+        public static let corruptPlaintext = Code("corruptPlaintext")
+        /// The cipher itself failed (OpenSSL/BoringSSL could not set up or seal).
+        public static let cipherFailed = Code("cipherFailed")
+
+        public var description: String { name }
+    }
+
+    public var code: Code
     public var message: String
     /// The key id a ciphertext names that the ring does not have.
     public var missingKey: String?
+    public var underlying: (any Error)?
 
-    public init(_ message: String, missingKey: String? = nil) {
+    public init(_ code: Code, _ message: String, missingKey: String? = nil, underlying: (any Error)? = nil) {
+        self.code = code
         self.message = message
         self.missingKey = missingKey
+        self.underlying = underlying
     }
 
     public var description: String { message }

@@ -42,7 +42,7 @@ final class PreparedAESGCMKey: @unchecked Sendable {
             CCryptoBoringSSL_EVP_AEAD_CTX_new(
                 CCryptoBoringSSL_EVP_aead_aes_256_gcm(), raw.bindMemory(to: UInt8.self).baseAddress, raw.count, Self.tagSize)
         }
-        guard let created else { throw FieldEncryptionError("the AES-256-GCM context could not be created") }
+        guard let created else { throw FieldEncryptionError(.cipherFailed, "the AES-256-GCM context could not be created") }
         context = created
         #endif
     }
@@ -82,7 +82,7 @@ final class PreparedAESGCMKey: @unchecked Sendable {
                 nonce.bindMemory(to: UInt8.self).baseAddress, nonce.count, plaintext.bindMemory(to: UInt8.self).baseAddress,
                 plaintext.count, additional.bindMemory(to: UInt8.self).baseAddress, additional.count)
         }
-        guard status == 1, written == capacity else { throw FieldEncryptionError("AES-256-GCM sealing failed") }
+        guard status == 1, written == capacity else { throw FieldEncryptionError(.cipherFailed, "AES-256-GCM sealing failed") }
         #else
         do {
             let box = try AES.GCM.seal(
@@ -90,7 +90,7 @@ final class PreparedAESGCMKey: @unchecked Sendable {
             output.append(box.ciphertext)
             output.append(box.tag)
         } catch {
-            throw FieldEncryptionError("AES-256-GCM sealing failed")
+            throw FieldEncryptionError(.cipherFailed, "AES-256-GCM sealing failed")
         }
         #endif
     }

@@ -231,6 +231,8 @@ public actor InMemoryAdapter: ModelAdapter {
 
 /// A write the in-memory store refuses.
 public struct InMemoryAdapterError: Error, CustomStringConvertible {
+    /// The only failure: the store refused a write (`writeRefused`), as tests arrange.
+    public let code = "writeRefused"
     public var message: String
 
     public init(message: String) {
