@@ -24,13 +24,7 @@ struct DatabaseChangesTests {
         }
 
         func post(_ operation: String, _ body: JSONValue) async throws -> (status: Int, body: JSONValue) {
-            let path = "/database/1/\(EndpointServer.container)/development/private/\(operation)"
-            let data = try body.serialized()
-            let response = try await LoopbackHTTP.send(
-                "POST", port: server.port, path: path,
-                headers: Dictionary(try key.signer.headers(body: data, subpath: path).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 }),
-                body: data)
-            return (response.status, try JSONValue.parse(response.body))
+            try await server.post(operation, body, signedWith: key)
         }
 
         func names(_ answer: JSONValue) -> [String] {

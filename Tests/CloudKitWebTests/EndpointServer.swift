@@ -39,6 +39,17 @@ final class EndpointServer: Sendable {
         _ = await task.result
     }
 
+    /// POSTs `body` to a private-database `operation`, signed with `key`; the status and the JSON answer.
+    func post(_ operation: String, _ body: JSONValue, signedWith key: TestKey) async throws -> (status: Int, body: JSONValue) {
+        let path = "/database/1/\(Self.container)/development/private/\(operation)"
+        let data = try body.serialized()
+        let response = try await LoopbackHTTP.send(
+            "POST", port: port, path: path,
+            headers: Dictionary(try key.signer.headers(body: data, subpath: path).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 }),
+            body: data)
+        return (response.status, try JSONValue.parse(response.body))
+    }
+
     /// A client of this endpoint signing with `key`.
     func client(key: TestKey, limits: CloudLimits = CloudLimits(maxResultsPerFetch: 200), pollInterval: Duration = .milliseconds(50)) throws
         -> CloudKitWebDatabase

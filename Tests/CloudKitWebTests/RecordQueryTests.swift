@@ -72,13 +72,7 @@ struct RecordQueryTests {
         }
 
         func post(_ body: JSONValue) async throws -> (status: Int, body: JSONValue) {
-            let path = "/database/1/\(EndpointServer.container)/development/private/records/query"
-            let data = try body.serialized()
-            let response = try await LoopbackHTTP.send(
-                "POST", port: server.port, path: path,
-                headers: Dictionary(try key.signer.headers(body: data, subpath: path).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 }),
-                body: data)
-            return (response.status, try JSONValue.parse(response.body))
+            try await server.post("records/query", body, signedWith: key)
         }
 
         /// Every page of the query, following `continuationMarker`; the names in answer order.
@@ -105,6 +99,18 @@ struct RecordQueryTests {
             await server.stop()
             await cleanup()
         }
+    }
+
+    /// Runs `body` against a seeded endpoint in front of `cloudKind`, stopping it however `body` ends.
+    static func withFixture(_ cloudKind: String, _ body: (Fixture) async throws -> Void) async throws {
+        let fixture = try await Fixture(cloudKind: cloudKind)
+        do {
+            try await body(fixture)
+        } catch {
+            await fixture.stop()
+            throw error
+        }
+        await fixture.stop()
     }
 
     static func query(_ filters: [JSONValue] = [], sort: [JSONValue] = []) -> JSONValue {
@@ -147,8 +153,7 @@ struct RecordQueryTests {
 
     @Test("every comparator in filterBy selects what Apple's reference says, in front of both clouds", arguments: ["embedded", "postgres"])
     func comparators(cloudKind: String) async throws {
-        let fixture = try await Fixture(cloudKind: cloudKind)
-        do {
+        try await Self.withFixture(cloudKind) { fixture in
             for (name, filter, oracle) in Self.comparatorCases {
                 let found = try await fixture.all(Self.query([filter]), limit: 200)
                 let expected = Self.notes.filter(oracle).map(\.name)
@@ -162,17 +167,12 @@ struct RecordQueryTests {
                     ["systemFieldName": "recordName", "comparator": "BEGINS_WITH", "fieldValue": ["value": "n1"]],
                 ]), limit: 200)
             #expect(both.names == ["n10", "n12", "n14", "n16", "n18"])
-        } catch {
-            await fixture.stop()
-            throw error
         }
-        await fixture.stop()
     }
 
     @Test("pages follow continuationMarker without skipping or repeating a record, sorted or not", arguments: ["embedded", "postgres"])
     func paging(cloudKind: String) async throws {
-        let fixture = try await Fixture(cloudKind: cloudKind)
-        do {
+        try await Self.withFixture(cloudKind) { fixture in
             let everything = try await fixture.all(Self.query(), limit: 7)
             #expect(everything.names == Self.notes.map(\.name), "every Note once, in record-name order; no Other")
             #expect(everything.pages == 5)
@@ -191,17 +191,12 @@ struct RecordQueryTests {
             let near = try await fixture.all(
                 Self.query(sort: [["fieldName": "place", "relativeLocation": ["latitude": 60, "longitude": 13]]]), limit: 10)
             #expect(near.names == Self.notes.map(\.name).reversed())
-        } catch {
-            await fixture.stop()
-            throw error
         }
-        await fixture.stop()
     }
 
     @Test("records carry their zoneID and only the desiredKeys; zoneWide spans every zone", arguments: ["embedded", "postgres"])
     func shapes(cloudKind: String) async throws {
-        let fixture = try await Fixture(cloudKind: cloudKind)
-        do {
+        try await Self.withFixture(cloudKind) { fixture in
             let answer = try await fixture.post([
                 "zoneID": ["zoneName": "Notes"], "query": Self.query([Self.filter("rank", "EQUALS", 0)]), "desiredKeys": ["title"],
             ])
@@ -223,17 +218,12 @@ struct RecordQueryTests {
                 in: other, atomic: true)
             let wide = try await fixture.all(Self.query([Self.filter("rank", "EQUALS", 14)]), limit: 1, extra: ["zoneWide": true])
             #expect(wide.names == ["a1"] + Self.notes.filter { $0.rank == 14 }.map(\.name), "zones in name order, Archive first")
-        } catch {
-            await fixture.stop()
-            throw error
         }
-        await fixture.stop()
     }
 
     @Test("malformed queries, markers and unknown zones answer Apple's error shape")
     func errors() async throws {
-        let fixture = try await Fixture(cloudKind: "embedded")
-        do {
+        try await Self.withFixture("embedded") { fixture in
             let cases: [(JSONValue, Int, String)] = [
                 (["zoneID": ["zoneName": "Notes"], "query": ["filterBy": []]], 400, "BAD_REQUEST"),
                 (["zoneID": ["zoneName": "Notes"]], 400, "BAD_REQUEST"),
@@ -264,10 +254,6 @@ struct RecordQueryTests {
             // resultsLimit above 200 is clamped silently.
             let clamped = try await fixture.post(["zoneID": ["zoneName": "Notes"], "query": Self.query(), "resultsLimit": 5000])
             #expect(clamped.status == 200 && clamped.body["records"]?.arrayValue?.count == 30)
-        } catch {
-            await fixture.stop()
-            throw error
         }
-        await fixture.stop()
     }
 }
