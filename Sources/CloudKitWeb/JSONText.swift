@@ -73,6 +73,17 @@ enum JSONText {
 
     private static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        // Most strings need no escape: copy their bytes at once.
+        var text = text
+        let copied = text.withUTF8 { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if copied {
+            output.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
@@ -135,7 +146,8 @@ enum JSONText {
 
         private mutating func object(depth: Int) throws(CloudError) -> JSONValue {
             position += 1
-            var members: [String: JSONValue] = [:]
+            // Room for a record's usual fields, so small objects are not grown key by key.
+            var members: [String: JSONValue] = Dictionary(minimumCapacity: 8)
             skipWhitespace()
             if position < bytes.count && bytes[position] == UInt8(ascii: "}") {
                 position += 1
@@ -225,16 +237,22 @@ enum JSONText {
         mutating func string() throws(CloudError) -> String {
             position += 1
             let start = position
+            var isASCII = true
             // The common case: no escapes, so the bytes between the quotes are the string.
             while position < bytes.count {
                 let byte = bytes[position]
                 if byte == UInt8(ascii: "\"") {
-                    let text = try validated(start..<position)
+                    // ASCII needs no validation, and decoding it skips the generic validating path.
+                    let text =
+                        isASCII
+                        ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+                        : try validated(start..<position)
                     position += 1
                     return text
                 }
                 if byte == UInt8(ascii: "\\") { break }
                 guard byte >= 0x20 else { throw failure("a control character in a string") }
+                isASCII = isASCII && byte < 0x80
                 position += 1
             }
             var scalars: [UInt8] = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<position]))
