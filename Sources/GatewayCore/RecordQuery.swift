@@ -50,7 +50,9 @@ public enum QueryField: Hashable, Sendable, CustomStringConvertible {
 
 /// One condition of a query: CloudKit's filter dictionary.
 public struct QueryFilter: Hashable, Sendable {
+    /// What the filter looks at.
     public var field: QueryField
+    /// How the field is compared with ``value``.
     public var comparator: QueryComparator
     /// The value compared with; a list for `IN`, `NOT_IN` and the `*_ANY`/`*_ALL` list comparators,
     /// a location for `NEAR`.
@@ -68,11 +70,17 @@ public struct QueryFilter: Hashable, Sendable {
 
 /// CloudKit's filter comparators, by their wire names.
 public enum QueryComparator: String, CaseIterable, Hashable, Sendable {
+    /// The field equals the value (integers and doubles compare as numbers).
     case equals = "EQUALS"
+    /// The field differs from the value.
     case notEquals = "NOT_EQUALS"
+    /// The field orders before the value.
     case lessThan = "LESS_THAN"
+    /// The field orders before the value or equals it.
     case lessThanOrEquals = "LESS_THAN_OR_EQUALS"
+    /// The field orders after the value.
     case greaterThan = "GREATER_THAN"
+    /// The field orders after the value or equals it.
     case greaterThanOrEquals = "GREATER_THAN_OR_EQUALS"
     /// Within `distance` metres of a location.
     case near = "NEAR"
@@ -80,21 +88,29 @@ public enum QueryComparator: String, CaseIterable, Hashable, Sendable {
     case containsAllTokens = "CONTAINS_ALL_TOKENS"
     /// A string field containing at least one token of the value, ignoring case.
     case containsAnyTokens = "CONTAINS_ANY_TOKENS"
+    /// The field equals one of the listed values.
     case `in` = "IN"
+    /// The field equals none of the listed values.
     case notIn = "NOT_IN"
+    /// A string field starting with the value.
     case beginsWith = "BEGINS_WITH"
+    /// A string field not starting with the value.
     case notBeginsWith = "NOT_BEGINS_WITH"
     /// A list field holding the value.
     case listContains = "LIST_CONTAINS"
+    /// A list field without the value.
     case notListContains = "NOT_LIST_CONTAINS"
     /// A list field holding at least one of the values.
     case listContainsAny = "LIST_CONTAINS_ANY"
+    /// A list field holding none of the values.
     case notListContainsAny = "NOT_LIST_CONTAINS_ANY"
     /// A list field holding every one of the values.
     case listContainsAll = "LIST_CONTAINS_ALL"
+    /// A list field missing at least one of the values.
     case notListContainsAll = "NOT_LIST_CONTAINS_ALL"
     /// A list field with a string element starting with the value.
     case listMemberBeginsWith = "LIST_MEMBER_BEGINS_WITH"
+    /// A list field with no string element starting with the value.
     case notListMemberBeginsWith = "NOT_LIST_MEMBER_BEGINS_WITH"
 
     /// Whether the comparator takes a list of values.
@@ -108,7 +124,9 @@ public enum QueryComparator: String, CaseIterable, Hashable, Sendable {
 
 /// One key of a query's order: CloudKit's sort descriptor.
 public struct QuerySort: Hashable, Sendable {
+    /// What the records are ordered by.
     public var field: QueryField
+    /// Smallest first (the default), or largest first.
     public var ascending: Bool
     /// For a location field: order by distance from this point instead.
     public var relativeLocation: Location?
