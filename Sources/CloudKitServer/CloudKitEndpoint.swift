@@ -27,17 +27,17 @@ public enum CloudKitEndpoint {
         let router = Router()
         let gate = Gate(configuration: configuration, cloud: cloud, logger: logger)
         let prefix = "/database/1/:container/:environment/:database"
-        let jsonOperations: [(String, Bool, @Sendable (CloudKitEndpointOperations, JSONValue) async throws -> JSONValue)] = [
-            ("zones/list", true, { operations, _ in try await operations.listZones() }),
-            ("zones/lookup", false, { try await $0.lookupZones($1) }),
-            ("zones/modify", false, { try await $0.modifyZones($1) }),
+        let jsonOperations: [(String, Bool, @Sendable (CloudKitEndpointOperations, JSONValue) async throws -> EndpointAnswer)] = [
+            ("zones/list", true, { operations, _ in .json(try await operations.listZones()) }),
+            ("zones/lookup", false, { .json(try await $0.lookupZones($1)) }),
+            ("zones/modify", false, { .json(try await $0.modifyZones($1)) }),
             ("records/changes", false, { try await $0.recordChanges($1) }),
-            ("changes/database", false, { try await $0.databaseChanges($1, tokenKey: "syncToken", operation: "changes/database") }),
-            ("zones/changes", false, { try await $0.databaseChanges($1, tokenKey: "metaSyncToken", operation: "zones/changes") }),
-            ("records/modify", false, { try await $0.modifyRecords($1) }),
-            ("records/lookup", false, { try await $0.lookupRecords($1) }),
-            ("records/query", false, { try await $0.queryRecords($1) }),
-            ("assets/upload", false, { try $0.uploadTokens($1) }),
+            ("changes/database", false, { .json(try await $0.databaseChanges($1, tokenKey: "syncToken", operation: "changes/database")) }),
+            ("zones/changes", false, { .json(try await $0.databaseChanges($1, tokenKey: "metaSyncToken", operation: "zones/changes")) }),
+            ("records/modify", false, { .json(try await $0.modifyRecords($1)) }),
+            ("records/lookup", false, { .json(try await $0.lookupRecords($1)) }),
+            ("records/query", false, { .json(try await $0.queryRecords($1)) }),
+            ("assets/upload", false, { .json(try $0.uploadTokens($1)) }),
         ]
         var all = jsonOperations
         if configuration.servesZoneChanges { all.append(("changes/zone", false, { try await $0.zoneChanges($1) })) }
@@ -46,7 +46,7 @@ public enum CloudKitEndpoint {
             let handle: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
                 await gate.handle(request, context, operation: operation) { operations, body in
                     let json = body.isEmpty ? JSONValue.object([:]) : try JSONValue.parse(body)
-                    return .json(try await handler(operations, json))
+                    return try await handler(operations, json)
                 }
             }
             if isGet { router.get(path, use: handle) } else { router.post(path, use: handle) }
@@ -86,6 +86,8 @@ public enum CloudKitEndpoint {
 /// An operation's answer body.
 enum EndpointAnswer {
     case json(JSONValue)
+    /// JSON already written as text (pages of records, see ``JSONWriter``).
+    case jsonText(Data)
     case bytes(Data)
 }
 
@@ -188,6 +190,9 @@ struct Gate: Sendable {
         case .json(let value):
             headers[.contentType] = "application/json; charset=utf-8"
             let data = (try? value.serialized()) ?? Data("{}".utf8)
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+        case .jsonText(let data):
+            headers[.contentType] = "application/json; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
         case .bytes(let data):
             headers[.contentType] = "application/octet-stream"

@@ -105,46 +105,75 @@ struct CloudKitEndpointOperations: Sendable {
         return .object(["zones": .array(zones), tokenKey: .string(next.text), "moreComing": .bool(due.count > limit)])
     }
 
-    func zoneChanges(_ body: JSONValue) async throws -> JSONValue {
+    func zoneChanges(_ body: JSONValue) async throws -> EndpointAnswer {
         let defaultLimit = body["resultsLimit"]?.int64Value
-        var zones: [JSONValue] = []
+        var writer = JSONWriter(capacity: 64 * 1024)
+        writer.beginObject()
+        writer.key("zones")
+        writer.beginArray()
         for request in body["zones"]?.arrayValue ?? [] {
             let zone = try CloudKitWireCoding.decodeZoneID(request["zoneID"] ?? .null)
             do {
-                let page = try await changes(
-                    in: zone, token: request["syncToken"], limit: request["resultsLimit"]?.int64Value ?? defaultLimit,
-                    desiredKeys: try Self.desiredKeys(request["desiredKeys"] ?? body["desiredKeys"], operation: "changes/zone"))
-                guard case .object(var object) = page else { continue }
-                object["zoneID"] = CloudKitWireCoding.encode(zone)
-                zones.append(.object(object))
+                let page = try await changes(in: zone, token: request["syncToken"], limit: request["resultsLimit"]?.int64Value ?? defaultLimit)
+                // Written apart first, so a zone that fails halfway leaves no partial answer.
+                var zoneAnswer = JSONWriter(capacity: 64 * 1024)
+                try write(
+                    page, zone: zone, desiredKeys: try Self.desiredKeys(request["desiredKeys"] ?? body["desiredKeys"], operation: "changes/zone"),
+                    into: &zoneAnswer)
+                writer.value(zoneAnswer)
             } catch let error as CloudError {
-                zones.append(zoneError(error, zone: zone))
+                try writer.value(zoneError(error, zone: zone))
             }
         }
-        return ["zones": .array(zones)]
+        writer.endArray()
+        writer.endObject()
+        return .jsonText(writer.data)
     }
 
-    func recordChanges(_ body: JSONValue) async throws -> JSONValue {
+    func recordChanges(_ body: JSONValue) async throws -> EndpointAnswer {
         let zone = try CloudKitWireCoding.decodeZoneID(body["zoneID"] ?? .null)
-        return try await changes(
-            in: zone, token: body["syncToken"], limit: body["resultsLimit"]?.int64Value,
-            desiredKeys: try Self.desiredKeys(body["desiredKeys"], operation: "records/changes"))
+        let desiredKeys = try Self.desiredKeys(body["desiredKeys"], operation: "records/changes")
+        let page = try await changes(in: zone, token: body["syncToken"], limit: body["resultsLimit"]?.int64Value)
+        var writer = JSONWriter(capacity: 64 * 1024)
+        try write(page, zone: nil, desiredKeys: desiredKeys, into: &writer)
+        return .jsonText(writer.data)
     }
 
-    private func changes(in zone: ZoneID, token: JSONValue?, limit: Int64?, desiredKeys: Set<String>? = nil) async throws -> JSONValue {
+    private func changes(in zone: ZoneID, token: JSONValue?, limit: Int64?) async throws -> ZoneChanges {
         let since = try token?.stringValue.map { text throws(CloudError) in try CloudKitWireCoding.decodeToken(text) }
         let requested = Int(clamping: limit ?? Int64(cloud.limits.maxResultsPerFetch))
-        let page = try await cloud.fetchChanges(in: zone, since: since, limit: max(1, requested))
-        var records: [JSONValue] = []
-        records.reserveCapacity(page.modified.count + page.deleted.count)
-        for record in page.modified { records.append(try encode(record, desiredKeys: desiredKeys)) }
-        for id in page.deleted { records.append(["recordName": .string(id.recordName), "deleted": true]) }
-        return [
-            "records": .array(records), "syncToken": .string(CloudKitWireCoding.encode(page.token)), "moreComing": .bool(page.moreComing),
-        ]
+        return try await cloud.fetchChanges(in: zone, since: since, limit: max(1, requested))
     }
 
-    // MARK: Records
+    /// A page of the feed: `records` (saved ones whole, deleted ones as `{recordName, deleted}`),
+    /// `syncToken`, `moreComing`, and `zoneID` when answering per zone; written straight out, as a
+    /// page of records is the endpoint's largest answer.
+    private func write(_ page: ZoneChanges, zone: ZoneID?, desiredKeys: Set<String>?, into writer: inout JSONWriter) throws(CloudError) {
+        writer.beginObject()
+        writer.key("records")
+        writer.beginArray()
+        for record in page.modified {
+            try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName, into: &writer)
+        }
+        for id in page.deleted {
+            writer.beginObject()
+            writer.key("recordName")
+            writer.string(id.recordName)
+            writer.key("deleted")
+            try writer.value(true)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("syncToken")
+        writer.string(CloudKitWireCoding.encode(page.token))
+        writer.key("moreComing")
+        try writer.value(.bool(page.moreComing))
+        if let zone {
+            writer.key("zoneID")
+            try writer.value(CloudKitWireCoding.encode(zone))
+        }
+        writer.endObject()
+    }
 
     func modifyRecords(_ body: JSONValue) async throws -> JSONValue {
         let zone = try body["zoneID"].map { zone throws(CloudError) in try CloudKitWireCoding.decodeZoneID(zone) }
@@ -305,10 +334,15 @@ struct CloudKitEndpointOperations: Sendable {
     /// The record's wire dictionary; with `desiredKeys`, only those fields (CloudKit's way of
     /// asking for less).
     private func encode(_ record: Record, desiredKeys: Set<String>? = nil) throws(CloudError) -> JSONValue {
+        try CloudKitWireCoding.encode(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName)
+    }
+
+    /// The record as answers show it: only the desired fields, assets with their download URLs.
+    private func forAnswer(_ record: Record, desiredKeys: Set<String>?) -> Record {
         var record = record
         if let desiredKeys { record.fields = record.fields.filter { desiredKeys.contains($0.key) } }
         if !record.assetReferences.isEmpty { record.fields = record.fields.mapValues(withDownloadURLs) }
-        return try CloudKitWireCoding.encode(record, userRecordName: userRecordName)
+        return record
     }
 
     /// A request's `desiredKeys`: `nil` when absent (every field), else the names asked for.

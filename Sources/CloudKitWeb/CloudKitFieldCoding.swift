@@ -33,6 +33,21 @@ public enum CloudKitFieldCoding {
         return ["type": .string(typeName(value)), "value": try encodeValue(value, zone: zone)]
     }
 
+    /// Writes the encoded field, the same JSON as ``encode(_:in:)``; scalar values skip the tree.
+    public static func write(_ value: FieldValue, in zone: ZoneID, into writer: inout JSONWriter) throws(CloudError) {
+        switch value {
+        case .string, .int64, .double, .timestamp, .bytes, .encrypted:
+            writer.beginObject()
+            writer.key("type")
+            writer.string(typeName(value))
+            writer.key("value")
+            try writer.value(try encodeValue(value, zone: zone))
+            writer.endObject()
+        case .reference, .asset, .location, .list:
+            try writer.value(try encode(value, in: zone))
+        }
+    }
+
     /// The field value of an encoded field. A missing `type` is inferred from the value's shape.
     /// - Parameter zone: the zone of the record holding the field, for references without a `zoneID`.
     public static func decode(_ field: JSONValue, in zone: ZoneID, name: String) throws(CloudError) -> FieldValue {

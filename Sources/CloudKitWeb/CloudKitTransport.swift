@@ -30,7 +30,11 @@ struct CloudKitTransport: Sendable {
     func call(
         _ operation: String, get: Bool = false, body: JSONValue? = nil, database: String? = nil
     ) async throws -> JSONValue {
-        let bytes = try body?.serialized() ?? Data()
+        try await call(operation, get: get, text: try body?.serialized() ?? Data(), database: database)
+    }
+
+    /// ``call(_:get:body:database:)`` with a body already written as JSON text.
+    func call(_ operation: String, get: Bool = false, text bytes: Data, database: String? = nil) async throws -> JSONValue {
         let answer = try await send(
             url: configuration.baseURL + configuration.path(operation, database: database), method: get ? .get : .post,
             body: bytes, contentType: "application/json; charset=utf-8", context: operation)

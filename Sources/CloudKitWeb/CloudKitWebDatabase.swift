@@ -175,11 +175,20 @@ public final class CloudKitWebDatabase: CloudDatabase {
         }
         // The saved records are the records sent with the server's tag and times, so the answer
         // need not repeat their fields (CloudKit's desiredKeys; empty: none).
-        let body: JSONValue = [
-            "zoneID": CloudKitWireCoding.encode(zone), "atomic": .bool(atomic), "desiredKeys": [],
-            "operations": .array(try operations.map { operation throws(CloudError) in try Self.encode(operation) }),
-        ]
-        let answer = try await transport.call("records/modify", body: body)
+        var body = JSONWriter(capacity: 512 * operations.count)
+        body.beginObject()
+        body.key("zoneID")
+        try body.value(CloudKitWireCoding.encode(zone))
+        body.key("atomic")
+        try body.value(.bool(atomic))
+        body.key("desiredKeys")
+        try body.value([])
+        body.key("operations")
+        body.beginArray()
+        for operation in operations { try Self.write(operation, into: &body) }
+        body.endArray()
+        body.endObject()
+        let answer = try await transport.call("records/modify", text: body.data)
         guard let items = answer["records"]?.arrayValue, items.count == operations.count else {
             throw CloudError(.internalError, "records/modify: the answer does not hold one result per operation")
         }
@@ -217,6 +226,24 @@ public final class CloudKitWebDatabase: CloudDatabase {
             }
         }
         return results
+    }
+
+    /// Writes the operation dictionary of ``encode(_:)``; saves write their record without a tree.
+    static func write(_ operation: RecordOperation, into writer: inout JSONWriter) throws(CloudError) {
+        let (type, record, includeTag): (String, Record?, Bool) =
+            switch operation {
+            case .create(let record): ("create", record, false)
+            case .replace(let record): ("replace", record, true)
+            case .forceReplace(let record): ("forceReplace", record, false)
+            case .delete, .forceDelete: ("", nil, false)
+            }
+        guard let record else { return try writer.value(encode(operation)) }
+        writer.beginObject()
+        writer.key("operationType")
+        writer.string(type)
+        writer.key("record")
+        try CloudKitWireCoding.write(record, includeTag: includeTag, into: &writer)
+        writer.endObject()
     }
 
     static func encode(_ operation: RecordOperation) throws(CloudError) -> JSONValue {

@@ -48,6 +48,48 @@ public enum CloudKitWireCoding {
         return .object(object)
     }
 
+    /// Writes the record dictionary of ``encode(_:includeTag:userRecordName:)``, with `zoneID`
+    /// when `includeZone`, without building it as a tree first.
+    public static func write(
+        _ record: Record, includeTag: Bool = true, userRecordName: String? = nil, includeZone: Bool = false, into writer: inout JSONWriter
+    ) throws(CloudError) {
+        writer.beginObject()
+        writer.key("recordName")
+        writer.string(record.id.recordName)
+        writer.key("recordType")
+        writer.string(record.recordType)
+        if includeTag, let tag = record.changeTag {
+            writer.key("recordChangeTag")
+            writer.string(tag)
+        }
+        writer.key("fields")
+        writer.beginObject()
+        let names = record.layout.fieldNames
+        for position in names.indices {
+            guard let value = record[position: position] else { continue }
+            writer.key(names[position])
+            try CloudKitFieldCoding.write(value, in: record.id.zoneID, into: &writer)
+        }
+        writer.endObject()
+        for (key, time) in [("modified", record.modifiedAt), ("created", record.createdAt)] {
+            guard let time else { continue }
+            writer.key(key)
+            writer.beginObject()
+            writer.key("timestamp")
+            try writer.value(.integer(time.millisecondsSince1970))
+            if let userRecordName {
+                writer.key("userRecordName")
+                writer.string(userRecordName)
+            }
+            writer.endObject()
+        }
+        if includeZone {
+            writer.key("zoneID")
+            try writer.value(encode(record.id.zoneID))
+        }
+        writer.endObject()
+    }
+
     /// Reads a record dictionary of `zone`.
     public static func decodeRecord(_ value: JSONValue, in zone: ZoneID) throws(CloudError) -> Record {
         guard let name = value["recordName"]?.stringValue else {

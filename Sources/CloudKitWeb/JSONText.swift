@@ -35,7 +35,7 @@ enum JSONText {
         return Data(output)
     }
 
-    private static func write(_ value: JSONValue, into output: inout [UInt8]) throws(CloudError) {
+    static func write(_ value: JSONValue, into output: inout [UInt8]) throws(CloudError) {
         switch value {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let flag): output.append(contentsOf: (flag ? "true" : "false").utf8)
@@ -71,7 +71,7 @@ enum JSONText {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ text: String, into output: inout [UInt8]) {
+    static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escape: copy their bytes at once.
         var text = text

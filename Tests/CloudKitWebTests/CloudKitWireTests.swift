@@ -75,6 +75,11 @@ struct CloudKitWireTests {
         #expect(throws: CloudError.self) { try CloudKitWireCoding.decodeZoneID(Self.json("{}")) }
     }
 
+    /// JSON as canonical text (keys sorted, whole numbers without a fraction), to compare documents.
+    static func text(_ data: Data) throws -> String {
+        String(decoding: try JSONValue.parse(data).serialized(), as: UTF8.self)
+    }
+
     @Test("every field type has the wire encoding of the notes' table and decodes back exactly")
     func fieldEncodings() throws {
         let other = ZoneID(zoneName: "Elsewhere")
@@ -116,12 +121,24 @@ struct CloudKitWireTests {
             ),
         ]
         for (value, expected) in cases {
+            // The streaming writer produces the same JSON as the tree.
+            var writer = JSONWriter()
+            try CloudKitFieldCoding.write(value, in: Self.zone, into: &writer)
+            #expect(try Self.text(writer.data) == Self.text(try CloudKitFieldCoding.encode(value, in: Self.zone).serialized()), "written \(expected)")
             let encoded = try CloudKitFieldCoding.encode(value, in: Self.zone)
             // Compared as text: 35 and 35.0 are the same JSON number.
             #expect(String(decoding: try encoded.serialized(), as: UTF8.self) == String(decoding: try Self.json(expected).serialized(), as: UTF8.self))
             #expect(try CloudKitFieldCoding.decode(encoded, in: Self.zone, name: "f") == value, "decoding of \(expected)")
         }
         #expect(throws: CloudError.self, "NaN has no JSON") { try CloudKitFieldCoding.encode(.double(.nan), in: Self.zone) }
+        // A whole record, written member by member, is the tree's record dictionary.
+        let record = Record(
+            id: RecordID(recordName: "n1", zoneID: Self.zone), recordType: "Note", changeTag: "t1",
+            fields: Dictionary(uniqueKeysWithValues: cases.enumerated().map { ("f\($0.offset)", $0.element.0) }),
+            modifiedAt: Timestamp(millisecondsSince1970: 2000), createdAt: Timestamp(millisecondsSince1970: 1000))
+        var writer = JSONWriter()
+        try CloudKitWireCoding.write(record, userRecordName: "_u", into: &writer)
+        #expect(try Self.text(writer.data) == Self.text(try CloudKitWireCoding.encode(record, userRecordName: "_u").serialized()))
     }
 
     @Test("values from other clients: numbersAsStrings, ASSET, untyped values and malformed fields")
