@@ -117,7 +117,7 @@ actor RecordQueryPager {
             while true {
                 let chunk = try await cloud.scanRecords(in: zone, ofType: query.recordType, after: after, limit: Self.scanChunk)
                 for record in chunk where query.matches(record) {
-                    matches.append(record)
+                    matches.append(Self.sortKeys(of: record, for: query))
                     if matches.count > Self.maximumSortedMatches {
                         throw CloudError(
                             .limitExceeded,
@@ -130,6 +130,17 @@ actor RecordQueryPager {
         }
         matches.sort { query.orders($0, before: $1) }
         return Cursor(query: query, zones: zones, matches: matches.map(\.id), lastUsed: .now)
+    }
+
+    /// What sorting needs of a record (its name, times and sort fields), so a cursor of many
+    /// matches does not hold their other fields while it is built.
+    private static func sortKeys(of record: Record, for query: RecordQuery) -> Record {
+        var fields: [String: FieldValue] = [:]
+        for key in query.sort {
+            if case .field(let name) = key.field, let value = record[name] { fields[name] = value }
+        }
+        return Record(
+            id: record.id, recordType: record.recordType, fields: fields, modifiedAt: record.modifiedAt, createdAt: record.createdAt)
     }
 
     private func dropExpiredCursors() {

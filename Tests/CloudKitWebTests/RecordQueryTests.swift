@@ -221,6 +221,34 @@ struct RecordQueryTests {
         }
     }
 
+    @Test("a selective filter over more records than a page may examine gives an empty page with a marker, then the match")
+    func scanBudget() async throws {
+        try await Self.withFixture("embedded") { fixture in
+            let zone = ZoneID(zoneName: "Big")
+            let cloud = fixture.server.cloud
+            try await cloud.createZone(zone)
+            // 10,200 records: the one match sorts last, past the 10,000 a page examines.
+            for start in stride(from: 0, to: 10_200, by: 200) {
+                let saves = (start..<start + 200).map { index in
+                    RecordOperation.create(
+                        Record(
+                            id: RecordID(recordName: String(format: "r%05d", index), zoneID: zone), recordType: "Note",
+                            fields: ["rank": .int64(index == 10_199 ? -1 : Int64(index))]))
+                }
+                _ = try await cloud.modify(saves, in: zone, atomic: true)
+            }
+            let body: JSONValue = ["zoneID": ["zoneName": "Big"], "query": Self.query([Self.filter("rank", "LESS_THAN", 0)])]
+            let first = try await fixture.post(body)
+            #expect(first.status == 200 && first.body["records"]?.arrayValue?.isEmpty == true, "\(first.body)")
+            let marker = try #require(first.body["continuationMarker"], "an empty page still carries a marker")
+            guard case .object(var next) = body else { return }
+            next["continuationMarker"] = marker
+            let second = try await fixture.post(.object(next))
+            #expect(second.body["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } == ["r10199"])
+            #expect(second.body["continuationMarker"] == nil)
+        }
+    }
+
     @Test("malformed queries, markers and unknown zones answer Apple's error shape")
     func errors() async throws {
         try await Self.withFixture("embedded") { fixture in
