@@ -36,7 +36,7 @@ public enum CloudKitEndpoint {
             ("zones/changes", false, { .json(try await $0.databaseChanges($1, tokenKey: "metaSyncToken", operation: "zones/changes")) }),
             ("records/modify", false, { .json(try await $0.modifyRecords($1)) }),
             ("records/lookup", false, { .json(try await $0.lookupRecords($1)) }),
-            ("records/query", false, { .json(try await $0.queryRecords($1)) }),
+            ("records/query", false, { try await $0.queryRecords($1) }),
             ("assets/upload", false, { .json(try $0.uploadTokens($1)) }),
         ]
         var all = jsonOperations

@@ -155,14 +155,7 @@ struct CloudKitEndpointOperations: Sendable {
         for record in page.modified {
             try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName, into: &writer)
         }
-        for id in page.deleted {
-            writer.beginObject()
-            writer.key("recordName")
-            writer.string(id.recordName)
-            writer.key("deleted")
-            try writer.value(true)
-            writer.endObject()
-        }
+        for id in page.deleted { try writer.value(Self.deletion(id)) }
         writer.endArray()
         writer.key("syncToken")
         writer.string(CloudKitWireCoding.encode(page.token))
@@ -192,7 +185,7 @@ struct CloudKitEndpointOperations: Sendable {
                 try results.map { result throws(CloudError) -> JSONValue in
                     switch result {
                     case .saved(let record): return try encode(record, desiredKeys: desired)
-                    case .deleted(let id): return ["recordName": .string(id.recordName), "deleted": true]
+                    case .deleted(let id): return Self.deletion(id)
                     case .failed(let id, let error): return CloudKitErrorCoding.encode(error, recordName: id.recordName)
                     }
                 })
@@ -261,7 +254,7 @@ struct CloudKitEndpointOperations: Sendable {
     /// `records/query`: one page of the query's matches in `zoneID` (the default zone when
     /// absent) or, with `zoneWide`, in every zone; at most `resultsLimit` (default and maximum
     /// 200), and a `continuationMarker` while more may follow.
-    func queryRecords(_ body: JSONValue) async throws -> JSONValue {
+    func queryRecords(_ body: JSONValue) async throws -> EndpointAnswer {
         guard let pager else {
             throw CloudError(.invalidArguments, "records/query: the cloud behind this endpoint cannot list its records")
         }
@@ -281,16 +274,20 @@ struct CloudKitEndpointOperations: Sendable {
             return text
         }
         let page = try await pager.page(query, zones: zones, limit: min(Int(clamping: requested), Self.maximumQueryResults), continuation: continuation)
-        var records: [JSONValue] = []
-        records.reserveCapacity(page.records.count)
+        var writer = JSONWriter(capacity: 64 * 1024)
+        writer.beginObject()
+        writer.key("records")
+        writer.beginArray()
         for record in page.records {
-            guard case .object(var object) = try encode(record, desiredKeys: desired) else { continue }
-            object["zoneID"] = CloudKitWireCoding.encode(record.id.zoneID)
-            records.append(.object(object))
+            try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desired), userRecordName: userRecordName, includeZone: true, into: &writer)
         }
-        var answer: [String: JSONValue] = ["records": .array(records)]
-        if let next = page.next { answer["continuationMarker"] = .string(next) }
-        return .object(answer)
+        writer.endArray()
+        if let next = page.next {
+            writer.key("continuationMarker")
+            writer.string(next)
+        }
+        writer.endObject()
+        return .jsonText(writer.data)
     }
 
     /// Records per query page: CloudKit's default `resultsLimit`, to which larger requests are clamped.
@@ -330,6 +327,11 @@ struct CloudKitEndpointOperations: Sendable {
     }
 
     // MARK: Encoding
+
+    /// A deleted record in an answer: `{recordName, deleted: true}`.
+    private static func deletion(_ id: RecordID) -> JSONValue {
+        ["recordName": .string(id.recordName), "deleted": true]
+    }
 
     /// The record's wire dictionary; with `desiredKeys`, only those fields (CloudKit's way of
     /// asking for less).

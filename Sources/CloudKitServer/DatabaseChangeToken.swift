@@ -25,9 +25,7 @@ struct DatabaseChangeToken: Equatable, Sendable {
     var text: String {
         let entries = zones.keys.sorted().map { JSONValue.array([.string($0), .string(zones[$0]!)]) }
         let data = (try? JSONValue.array(entries).serialized()) ?? Data("[]".utf8)
-        return Self.prefix
-            + data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Self.prefix + data.base64URLText
     }
 
     init(zones: [String: String] = [:]) { self.zones = zones }
@@ -36,9 +34,7 @@ struct DatabaseChangeToken: Equatable, Sendable {
     init(text: String, operation: String) throws(CloudError) {
         let refused = CloudError(.invalidArguments, "\(operation): the token is not one this endpoint issued")
         guard text.hasPrefix(Self.prefix) else { throw refused }
-        var base64 = String(text.dropFirst(Self.prefix.count)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), let entries = (try? JSONValue.parse(data))?.arrayValue else { throw refused }
+        guard let data = Data(base64URLText: text.dropFirst(Self.prefix.count)), let entries = (try? JSONValue.parse(data))?.arrayValue else { throw refused }
         var zones: [String: String] = [:]
         for entry in entries {
             guard let pair = entry.arrayValue, pair.count == 2, let key = pair[0].stringValue, let token = pair[1].stringValue else { throw refused }

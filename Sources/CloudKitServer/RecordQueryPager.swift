@@ -1,3 +1,4 @@
+import CloudKitWeb
 import Foundation
 import GatewayCore
 
@@ -51,8 +52,8 @@ actor RecordQueryPager {
         var after: String?
         if let marker {
             guard case .position(let zoneKey, let name) = marker else { throw QueryContinuation.mismatch }
-            remaining = zones.filter { QueryContinuation.key($0) >= zoneKey }
-            if remaining.first.map(QueryContinuation.key) == zoneKey { after = name }
+            remaining = zones.filter { DatabaseChangeToken.key($0) >= zoneKey }
+            if remaining.first.map(DatabaseChangeToken.key) == zoneKey { after = name }
         }
         var found: [Record] = []
         var examined = 0
@@ -63,7 +64,7 @@ actor RecordQueryPager {
                 after = record.id.recordName
                 if query.matches(record) { found.append(record) }
                 if found.count == limit || examined >= Self.scanBudget {
-                    return (found, QueryContinuation.position(zone: QueryContinuation.key(zone), after: record.id.recordName).text)
+                    return (found, QueryContinuation.position(zone: DatabaseChangeToken.key(zone), after: record.id.recordName).text)
                 }
             }
             if chunk.count < Self.scanChunk {
@@ -158,14 +159,10 @@ enum QueryContinuation: Equatable {
     static let mismatch = CloudError(
         .invalidArguments, "records/query: the continuationMarker belongs to another query; send the query it came with")
 
-    static func key(_ zone: ZoneID) -> String { DatabaseChangeToken.key(zone) }
-
     init(text: String) throws(CloudError) {
         let invalid = CloudError(.invalidArguments, "records/query: the continuationMarker is not one this endpoint issued")
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64),
-            let parts = try? JSONDecoder().decode([String].self, from: data), parts.count == 3
+        guard let data = Data(base64URLText: text), let parts = (try? JSONValue.parse(data))?.arrayValue?.compactMap(\.stringValue),
+            parts.count == 3
         else { throw invalid }
         switch parts[0] {
         case "p": self = .position(zone: parts[1], after: parts[2])
@@ -182,8 +179,7 @@ enum QueryContinuation: Equatable {
             case .position(let zone, let after): ["p", zone, after]
             case .cursor(let id, let offset): ["c", id, String(offset)]
             }
-        let data = (try? JSONEncoder().encode(parts)) ?? Data()
-        return data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let data = (try? JSONValue.array(parts.map(JSONValue.string)).serialized()) ?? Data()
+        return data.base64URLText
     }
 }

@@ -17,35 +17,6 @@ public enum CloudKitQueryCoding {
         return RecordQuery(recordType: recordType, filters: filters, sort: sort)
     }
 
-    /// The query as CloudKit's dictionary, for clients.
-    public static func encode(_ query: RecordQuery, in zone: ZoneID) throws(CloudError) -> JSONValue {
-        var filters: [JSONValue] = []
-        for filter in query.filters {
-            guard case .object(var object) = fieldKey(filter.field) else { continue }
-            object["comparator"] = .string(filter.comparator.rawValue)
-            object["fieldValue"] = try CloudKitFieldCoding.encode(filter.value, in: zone)
-            if let distance = filter.distance { object["distance"] = .double(distance) }
-            filters.append(.object(object))
-        }
-        var sorts: [JSONValue] = []
-        for key in query.sort {
-            guard case .object(var object) = fieldKey(key.field) else { continue }
-            object["ascending"] = .bool(key.ascending)
-            if let location = key.relativeLocation {
-                object["relativeLocation"] = ["latitude": .double(location.latitude), "longitude": .double(location.longitude)]
-            }
-            sorts.append(.object(object))
-        }
-        return ["recordType": .string(query.recordType), "filterBy": .array(filters), "sortBy": .array(sorts)]
-    }
-
-    private static func fieldKey(_ field: QueryField) -> JSONValue {
-        switch field {
-        case .field(let name): ["fieldName": .string(name)]
-        case .recordName, .modifiedTimestamp, .createdTimestamp: ["systemFieldName": .string(field.description)]
-        }
-    }
-
     private static func decodeField(_ value: JSONValue, what: String) throws(CloudError) -> QueryField {
         if let name = value["fieldName"]?.stringValue, !name.isEmpty { return .field(name) }
         if let system = value["systemFieldName"]?.stringValue {

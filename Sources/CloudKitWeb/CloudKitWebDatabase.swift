@@ -206,14 +206,11 @@ public final class CloudKitWebDatabase: CloudDatabase {
                 }
                 if error.code == .serverRecordChanged { conflicts.append(index) }
                 results.append(.failed(id, error))
-            } else if item["deleted"]?.boolValue == true || operation.record == nil {
-                results.append(.deleted(id))
-            } else if var saved = operation.record {
-                let answer = try CloudKitWireCoding.decodeRecord(item, in: zone)
-                saved.changeTag = answer.changeTag
-                saved.modifiedAt = answer.modifiedAt
-                saved.createdAt = answer.createdAt
+            } else if item["deleted"]?.boolValue != true, var saved = operation.record {
+                (saved.changeTag, saved.modifiedAt, saved.createdAt) = CloudKitWireCoding.decodeVersion(item)
                 results.append(.saved(saved))
+            } else {
+                results.append(.deleted(id))
             }
         }
         // CloudKit's CONFLICT carries no server record; the merge needs it, so look it up.

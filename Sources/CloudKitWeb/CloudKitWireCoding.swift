@@ -71,8 +71,8 @@ public enum CloudKitWireCoding {
             try CloudKitFieldCoding.write(value, in: record.id.zoneID, into: &writer)
         }
         writer.endObject()
-        for (key, time) in [("modified", record.modifiedAt), ("created", record.createdAt)] {
-            guard let time else { continue }
+        func writeStamp(_ key: String, _ time: Timestamp?) throws(CloudError) {
+            guard let time else { return }
             writer.key(key)
             writer.beginObject()
             writer.key("timestamp")
@@ -83,6 +83,8 @@ public enum CloudKitWireCoding {
             }
             writer.endObject()
         }
+        try writeStamp("modified", record.modifiedAt)
+        try writeStamp("created", record.createdAt)
         if includeZone {
             writer.key("zoneID")
             try writer.value(encode(record.id.zoneID))
@@ -109,22 +111,27 @@ public enum CloudKitWireCoding {
         }
         return Record(
             id: id, recordType: value["recordType"]?.stringValue ?? "", changeTag: value["recordChangeTag"]?.stringValue,
-            fields: fields, modifiedAt: value["modified"]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:)),
-            createdAt: value["created"]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:)))
+            fields: fields, modifiedAt: stamp(value, "modified"), createdAt: stamp(value, "created"))
+    }
+
+    /// What a save's answer says of the saved record: its new tag and its times (CloudKit's
+    /// `recordChangeTag`, `modified` and `created`).
+    public static func decodeVersion(_ value: JSONValue) -> (changeTag: String?, modifiedAt: Timestamp?, createdAt: Timestamp?) {
+        (value["recordChangeTag"]?.stringValue, stamp(value, "modified"), stamp(value, "created"))
+    }
+
+    private static func stamp(_ record: JSONValue, _ key: String) -> Timestamp? {
+        record[key]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:))
     }
 
     /// A change token as CloudKit's `syncToken` string (URL-safe base64 of the opaque bytes).
     public static func encode(_ token: ChangeToken) -> String {
-        token.data.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        token.data.base64URLText
     }
 
     /// The change token of a `syncToken` string.
     public static func decodeToken(_ text: String) throws(CloudError) -> ChangeToken {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64) else {
+        guard let data = Data(base64URLText: text) else {
             throw CloudError(.invalidArguments, "the syncToken is not a token this cloud issued; reset the adapter's sync state")
         }
         return ChangeToken(data: data)

@@ -130,6 +130,7 @@ enum FieldOrder {
         case (.timestamp(let x), .timestamp(let y)): return order(x, y)
         case (.reference(let x), .reference(let y)): return order(x.recordID.recordName, y.recordID.recordName)
         case (.reference(let x), .string(let y)): return order(x.recordID.recordName, y)
+        case (.string(let x), .reference(let y)): return order(x, y.recordID.recordName)
         case (.bytes(let x), .bytes(let y)): return x == y ? .orderedSame : x.lexicographicallyPrecedes(y) ? .orderedAscending : .orderedDescending
         case (.location(let x), .location(let y)): return x.latitude == y.latitude && x.longitude == y.longitude ? .orderedSame : nil
         case (.asset(let x), .asset(let y)): return x.checksum == y.checksum ? .orderedSame : nil
