@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "PluginAdapter", targets: ["PluginAdapter"]),
         .library(name: "CloudKitWeb", targets: ["CloudKitWeb"]),
         .library(name: "CloudKitServer", targets: ["CloudKitServer"]),
+        .library(name: "GatewayConfig", targets: ["GatewayConfig"]),
         .library(name: "GatewayService", targets: ["GatewayService"]),
         .library(name: "GatewayKinds", targets: ["GatewayKinds"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -45,27 +46,34 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // `swift package generate-documentation`: the API reference `.ci/run` builds.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .target(
             name: "GatewayCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Sources/Core/GatewayCore",
             swiftSettings: strictSettings
         ),
         .target(
             name: "EmbeddedCloud",
             dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Sources/Clouds/EmbeddedCloud",
+            exclude: ["Kind"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "GatewayTesting",
             dependencies: ["GatewayCore"],
+            path: "Sources/TestKit/GatewayTesting",
             swiftSettings: strictSettings
         ),
         // What the SQLite-backed cloud and adapter share: statements bound through SQLite's C API.
         .target(
             name: "SQLiteSupport",
             dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            path: "Sources/Core/SQLiteSupport",
             swiftSettings: strictSettings
         ),
         // Connection settings, a small connection pool and error mapping shared by the PostgreSQL
@@ -75,17 +83,21 @@ let package = Package(
             dependencies: [
                 "GatewayCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/Core/PostgresSupport",
             swiftSettings: strictSettings
         ),
         .target(
             name: "PostgresCloud",
             dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "Sources/Clouds/PostgresCloud",
+            exclude: ["Kind"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "PostgresAdapter",
             dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
-            path: "adapters/Postgres",
+            path: "Sources/Adapters/Postgres",
+            exclude: ["Kind"],
             swiftSettings: strictSettings
         ),
         // A loopback TCP proxy that cuts, stalls and delays connections: network faults for
@@ -93,12 +105,14 @@ let package = Package(
         .target(
             name: "FaultProxy",
             dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Sources/TestKit/FaultProxy",
             swiftSettings: strictSettings
         ),
         // Starts a private PostgreSQL server for tests (or uses GATEWAY_TEST_POSTGRES_URL).
         .target(
             name: "PostgresTesting",
             dependencies: ["GatewayCore", "GatewayTesting", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "Sources/TestKit/PostgresTesting",
             swiftSettings: strictSettings
         ),
         // A CloudDatabase over CloudKit Web Services: wire encoding, request signing, web auth
@@ -111,6 +125,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
+            path: "Sources/Clouds/CloudKitWeb",
+            exclude: ["Kind"],
             swiftSettings: strictSettings
         ),
         // `gateway cloud serve`: CloudKit Web Services' paths and JSON in front of any CloudDatabase.
@@ -122,12 +138,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            path: "Sources/Clouds/CloudKitServer",
             swiftSettings: strictSettings
         ),
         .target(
             name: "SQLiteAdapter",
             dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
-            path: "adapters/SQLite",
+            path: "Sources/Adapters/SQLite",
+            exclude: ["Kind"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -136,7 +154,8 @@ let package = Package(
                 "GatewayCore", "SQLiteSupport", "AdapterKit", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            path: "adapters/JSONFiles",
+            path: "Sources/Adapters/JSONFiles",
+            exclude: ["Kind"],
             swiftSettings: strictSettings
         ),
         // The adapter kit: sync state in a sidecar database for stores without transactions.
@@ -145,6 +164,7 @@ let package = Package(
             dependencies: [
                 "GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ],
+            path: "Sources/Adapters/Kit",
             swiftSettings: strictSettings
         ),
         // Process plugins: adapters in any language, spoken to over stdin/stdout, on the kit.
@@ -154,30 +174,48 @@ let package = Package(
                 "GatewayCore", "AdapterKit", "CloudKitWeb", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            path: "adapters/Plugin",
+            path: "Sources/Adapters/Plugin",
+            exclude: ["Kind"],
             swiftSettings: strictSettings
         ),
-        // Config, registry and runtime of the gateway; no database library (kinds bring theirs).
+        // Configuration: YAML decoding, the kinds registry and its checks, and what opens a
+        // configured gateway and syncs it once (stores, session, manual sync, status). A program
+        // that embeds the gateway's sync depends on this, never on the server below.
+        .target(
+            name: "GatewayConfig",
+            dependencies: ["GatewayCore", .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto")],
+            path: "Sources/Service/GatewayConfig",
+            swiftSettings: strictSettings
+        ),
+        // The long-running service: scheduler, control server and status page, metrics, logging.
         .target(
             name: "GatewayService",
             dependencies: [
-                "GatewayCore", .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
+                "GatewayCore", "GatewayConfig",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            path: "Sources/Service/GatewayService",
             swiftSettings: strictSettings
         ),
-        // The adapter and cloud kinds this build ships, registered by name.
+        // The adapter and cloud kinds this build ships, registered by name. Each kind's source
+        // stands beside its adapter or cloud, in that folder's `Kind/`.
         .target(
             name: "GatewayKinds",
             dependencies: [
-                "GatewayCore", "GatewayService", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresAdapter", "PostgresSupport",
+                "GatewayCore", "GatewayConfig", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresAdapter", "PostgresSupport",
                 "CloudKitWeb", "AdapterKit", "PluginAdapter", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources",
+            sources: [
+                "Service/GatewayKinds", "Adapters/SQLite/Kind", "Adapters/Postgres/Kind", "Adapters/JSONFiles/Kind", "Adapters/Plugin/Kind",
+                "Clouds/EmbeddedCloud/Kind", "Clouds/PostgresCloud/Kind", "Clouds/CloudKitWeb/Kind",
             ],
             swiftSettings: strictSettings
         ),
@@ -185,18 +223,20 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "GatewayCore", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb", "GatewayTesting",
+                "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb", "GatewayTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/CLI/GatewayCLI",
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "gateway",
             dependencies: ["GatewayCLI"],
+            path: "Sources/CLI/gateway",
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -214,7 +254,7 @@ let package = Package(
         .executableTarget(
             name: "GatewayHarness",
             dependencies: [
-                "GatewayCore", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "PostgresCloud",
+                "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "PostgresCloud",
                 "PostgresSupport", "PostgresTesting", "FaultProxy",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -254,7 +294,7 @@ let package = Package(
         .testTarget(
             name: "GatewayServiceTests",
             dependencies: [
-                "GatewayCore", "GatewayService", "GatewayKinds", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
+                "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
                 "PostgresTesting", "SQLiteWriter", "PostgresWriter", "PostgresSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -264,7 +304,7 @@ let package = Package(
         .testTarget(
             name: "PluginAdapterTests",
             dependencies: [
-                "GatewayCore", "AdapterKit", "PluginAdapter", "GatewayTesting", "GatewayKinds", "GatewayService", "CloudKitWeb",
+                "GatewayCore", "AdapterKit", "PluginAdapter", "GatewayTesting", "GatewayKinds", "GatewayConfig", "CloudKitWeb",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -303,7 +343,7 @@ let package = Package(
             name: "CloudKitWebTests",
             dependencies: [
                 "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "PostgresCloud", "PostgresTesting", "GatewayTesting",
-                "GatewayService", "GatewayKinds", "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "GatewayConfig", "GatewayService", "GatewayKinds", "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

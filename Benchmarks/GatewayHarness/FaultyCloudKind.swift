@@ -1,7 +1,7 @@
 import EmbeddedCloud
 import Foundation
 import GatewayCore
-import GatewayService
+import GatewayConfig
 import GatewayTesting
 
 /// `kind: faulty-embedded`: the embedded cloud behind ``FaultInjectingCloud`` with the chaos plan,

@@ -12,7 +12,7 @@
 import Foundation
 import GatewayCLI
 import GatewayKinds
-import GatewayService
+import GatewayConfig
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {

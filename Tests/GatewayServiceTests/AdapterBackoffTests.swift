@@ -1,4 +1,5 @@
 import GatewayCore
+import GatewayConfig
 import GatewayService
 import Testing
 

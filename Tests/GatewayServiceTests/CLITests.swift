@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GatewayConfig
 import GatewayService
 import GatewayTesting
 import PostgresNIO

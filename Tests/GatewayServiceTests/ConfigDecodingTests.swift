@@ -1,7 +1,7 @@
 import Foundation
 import GatewayCore
 import GatewayKinds
-@testable import GatewayService
+@testable import GatewayConfig
 import GatewayTesting
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import GatewayKinds
-@testable import GatewayService
+@testable import GatewayConfig
 import GatewayTesting
 import Testing
 

@@ -1,5 +1,6 @@
 import GatewayCore
-import GatewayService
+import GatewayConfig
+import GatewayCLI
 import GatewayTesting
 import Testing
 

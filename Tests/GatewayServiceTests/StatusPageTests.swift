@@ -1,5 +1,6 @@
 import Foundation
 import GatewayCore
+import GatewayConfig
 @testable import GatewayService
 import GatewayTesting
 import Testing

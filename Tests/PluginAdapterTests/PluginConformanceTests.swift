@@ -1,7 +1,7 @@
 import Foundation
 import GatewayCore
 import GatewayKinds
-import GatewayService
+import GatewayConfig
 import GatewayTesting
 import Testing
 

@@ -13,7 +13,7 @@ let package = Package(
             name: "my-gateway",
             dependencies: [
                 .product(name: "GatewayCLI", package: "sync-gateway"),
-                .product(name: "GatewayService", package: "sync-gateway"),
+                .product(name: "GatewayConfig", package: "sync-gateway"),
                 .product(name: "GatewayKinds", package: "sync-gateway"),
                 .product(name: "GatewayCore", package: "sync-gateway"),
                 .product(name: "AdapterKit", package: "sync-gateway"),

@@ -1,7 +1,7 @@
 import AdapterKit
 import Foundation
 import GatewayCore
-import GatewayService
+import GatewayConfig
 
 /// `kind: records-file`: keys `path` (the JSON file, created on the first write) and
 /// `record_types` (names of the types it holds).

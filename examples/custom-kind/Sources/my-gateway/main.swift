@@ -1,6 +1,6 @@
 import GatewayCLI
 import GatewayKinds
-import GatewayService
+import GatewayConfig
 
 // Every `gateway` command, with one more adapter kind registered.
 var registry = GatewayRegistry.builtIn

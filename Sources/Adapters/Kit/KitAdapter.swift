@@ -1,0 +1,375 @@
+import Foundation
+import GRDB
+import GatewayCore
+import Synchronization
+
+/// What a ``KitAdapter`` syncs: one store, one zone, and where its sync state lives.
+public struct KitAdapterConfiguration: Sendable {
+    /// The adapter's name from the configuration.
+    public var name: String
+    public var zoneID: ZoneID
+    /// The sidecar state database, such as `<state_dir>/adapters/<name>.sqlite`.
+    public var statePath: String
+    /// How often change signals look at a store that does not report its changes.
+    public var pollInterval: Duration
+
+    public init(name: String, zoneID: ZoneID, statePath: String, pollInterval: Duration = .seconds(1)) {
+        self.name = name
+        self.zoneID = zoneID
+        self.statePath = statePath
+        self.pollInterval = pollInterval
+    }
+}
+
+/// A `ModelAdapter` over any ``KitStore``: the adapter kit.
+///
+/// The store only lists, reads and writes records. The kit keeps everything else in a sidecar
+/// SQLite database: what it last saw of each record (a version or a hash of the values), the
+/// change log, sync metadata, failures and the zone state. Local edits are found by comparing
+/// listings with what it saw. A download is journaled before the store is written and committed
+/// after, so a crash of the gateway between the two replays the same (idempotent) write instead
+/// of mistaking it for a local edit; a record edited in the store meanwhile is left alone and
+/// uploaded later. A write the store fails commits nothing.
+public final class KitAdapter: ModelAdapter {
+    public let configuration: KitAdapterConfiguration
+    /// The store this adapter syncs.
+    public let store: any KitStore
+    let state: KitStateDatabase
+    private let gate = KitGate()
+    private let journalChecked = Mutex(false)
+
+    public var name: String { configuration.name }
+    public var zoneID: ZoneID { configuration.zoneID }
+
+    /// Opens (creating) the sidecar state. The store is not contacted until the first operation.
+    public init(configuration: KitAdapterConfiguration, store: any KitStore) throws {
+        self.configuration = configuration
+        self.store = store
+        state = try KitStateDatabase(path: configuration.statePath)
+    }
+
+    // MARK: ModelAdapter
+
+    public func loadZoneState() async throws -> Data? {
+        try await exclusively {
+            try await self.refresh()
+            return try await self.state.read { db in try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") }
+        }
+    }
+
+    public func hasChanges() async throws -> Bool {
+        try await pendingChangeCount() > 0
+    }
+
+    public func pendingChangeCount() async throws -> Int {
+        try await exclusively {
+            try await self.refresh()
+            return try await self.state.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM changes") ?? 0 }
+        }
+    }
+
+    public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
+        try await exclusively {
+            if after == nil { try await self.refresh() }
+            let rows = try await self.state.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT c.record_name, c.version, m.data, c.record_type FROM changes c
+                        LEFT JOIN metadata m ON m.record_name = c.record_name
+                        WHERE c.version > ?
+                          AND NOT EXISTS (SELECT 1 FROM failures f WHERE f.record_name = c.record_name AND f.version = c.version)
+                          AND NOT EXISTS (SELECT 1 FROM problems p WHERE p.record_name = c.record_name)
+                        ORDER BY c.version LIMIT ?
+                        """, arguments: [after ?? 0, max(0, limit)]
+                ).map { row -> (name: String, version: Int64, metadata: Data?, type: String?) in (row[0], row[1], row[2], row[3]) }
+            }
+            let keys = rows.compactMap { row in row.type.map { KitRecordKey(recordName: row.name, recordType: $0) } }
+            let current = try await self.readRecords(keys)
+            var pending = PendingChanges()
+            for row in rows {
+                let id = RecordID(recordName: row.name, zoneID: self.zoneID)
+                if row.type != nil {
+                    // Gone since the listing: the next listing logs the delete.
+                    guard let record = current[row.name] else { continue }
+                    pending.saves.append(PendingSave(record: record, metadata: row.metadata, version: row.version))
+                } else {
+                    pending.deletes.append(PendingDelete(recordID: id, metadata: row.metadata, version: row.version))
+                }
+            }
+            return pending
+        }
+    }
+
+    public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
+        try await exclusively {
+            let names = KitStateDatabase.jsonArray(recordIDs.map(\.recordName))
+            // The store's current form of the records the kit knows, so an edit made since the
+            // last listing is pending here, before the synchronizer merges.
+            let keys = try await self.state.read { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT r.record_name, r.record_type FROM json_each(?) n JOIN records r ON r.record_name = n.value",
+                    arguments: [names]
+                ).map { KitRecordKey(recordName: $0[0], recordType: $0[1]) }
+            }
+            let current = keys.isEmpty ? [] : try await self.store.read(keys)
+            let rows = try await self.state.write { db in
+                _ = try KitListingRecorder.notice(current, keys: keys, db: db)
+                return try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT n.value, m.data, c.version FROM json_each(?) n
+                        LEFT JOIN metadata m ON m.record_name = n.value
+                        LEFT JOIN changes c ON c.record_name = n.value
+                        """, arguments: [names]
+                ).map { row -> (name: String, metadata: Data?, version: Int64?) in (row[0], row[1], row[2]) }
+            }
+            let records = self.records(of: current)
+            var states: [RecordID: LocalRecordState] = [:]
+            for row in rows where row.metadata != nil || row.version != nil {
+                let id = RecordID(recordName: row.name, zoneID: self.zoneID)
+                states[id] = LocalRecordState(
+                    record: row.version == nil ? nil : records[row.name], metadata: row.metadata, pendingVersion: row.version)
+            }
+            return states
+        }
+    }
+
+    public func syncedRecordIDs() async throws -> [RecordID] {
+        let zone = zoneID
+        return try await state.read { db in
+            try String.fetchAll(db, sql: "SELECT record_name FROM metadata").map { RecordID(recordName: $0, zoneID: zone) }
+        }
+    }
+
+    public func apply(_ changes: DownloadedChanges) async throws {
+        try await exclusively { try await self.applyExclusively(changes) }
+    }
+
+    public func markUploaded(_ update: SyncStateUpdate) async throws {
+        try await exclusively {
+            try await self.state.write { db in try KitStateDatabase.commit(update, skipping: [], db: db) }
+        }
+    }
+
+    public func failedRecords() async throws -> [FailedRecord] {
+        let zone = zoneID
+        return try await exclusively {
+            try await self.state.read { db in
+                // A failure mark counts only while the change it failed is the current one.
+                let marks = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT f.record_name, f.version, f.code, f.message FROM failures f
+                        JOIN changes c ON c.record_name = f.record_name AND c.version = f.version
+                        """)
+                let problems = try Row.fetchAll(db, sql: "SELECT record_name, code, message FROM problems")
+                return marks.map { row in
+                    FailedRecord(
+                        recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
+                }
+                    + problems.map { row in
+                        FailedRecord(
+                            recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: 0, code: row[1], message: row[2]))
+                    }
+            }
+        }
+    }
+
+    public func retryFailedRecords() async throws {
+        try await exclusively {
+            try await self.state.write { db in try db.execute(sql: "DELETE FROM failures") }
+        }
+    }
+
+    public func resetSyncState(keepData: Bool) async throws {
+        try await exclusively {
+            // A complete listing, so that every record the store holds is known afterwards.
+            try await self.state.write { db in
+                try db.execute(sql: "DELETE FROM metadata; DELETE FROM failures; DELETE FROM zone; DELETE FROM cursor;")
+            }
+            try await self.refresh()
+            if keepData {
+                try await self.state.write { db in
+                    for row in try Row.fetchAll(db, sql: "SELECT record_name, record_type FROM records") {
+                        try KitStateDatabase.logChange(row[0], recordType: row[1], db: db)
+                    }
+                }
+            } else {
+                let keys = try await self.state.read { db in
+                    try Row.fetchAll(db, sql: "SELECT record_name, record_type FROM records").map {
+                        KitRecordKey(recordName: $0[0], recordType: $0[1])
+                    }
+                }
+                if !keys.isEmpty { _ = try await self.store.write(saves: [], deletes: keys) }
+                try await self.state.write { db in try db.execute(sql: "DELETE FROM records; DELETE FROM changes;") }
+            }
+        }
+    }
+
+    public func changeSignals() -> ChangeSignals {
+        // A store that reports its changes is asked only when it did; others are listed each
+        // interval, and every change found moves the change-log counter.
+        .polling(every: configuration.pollInterval) { [self] in
+            if let notifications = await store.notificationCount() { return Int64(notifications) }
+            return try await exclusively {
+                try await self.refresh()
+                return try await self.state.read { db in try Int64.fetchOne(db, sql: "SELECT version FROM counter") ?? 0 }
+            }
+        }
+    }
+
+    /// Stops the store.
+    public func close() async {
+        await store.close()
+    }
+
+    // MARK: Operations
+
+    /// Runs `body` alone, after replaying a write a crash interrupted.
+    private func exclusively<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await gate.run {
+            if !journalChecked.withLock({ $0 }) {
+                try await replayJournal()
+                journalChecked.withLock { $0 = true }
+            }
+            return try await body()
+        }
+    }
+
+    /// Lists the store and records what changed since the kit last looked.
+    func refresh() async throws {
+        let cursor = try await state.read { db in try String.fetchOne(db, sql: "SELECT value FROM cursor WHERE id = 1") }
+        let listing = try await store.list(since: cursor)
+        try await state.write { db in try KitListingRecorder.record(listing, db: db) }
+    }
+
+    /// The store's current records for `keys`, by name, with this adapter's zone.
+    private func readRecords(_ keys: [KitRecordKey]) async throws -> [String: GatewayCore.Record] {
+        keys.isEmpty ? [:] : records(of: try await store.read(keys))
+    }
+
+    /// The records among `entries` (those that carry values), by name, with this adapter's zone.
+    private func records(of entries: [KitEntry]) -> [String: GatewayCore.Record] {
+        var records: [String: GatewayCore.Record] = [:]
+        for entry in entries {
+            guard var record = entry.record else { continue }
+            record.id = RecordID(recordName: entry.key.recordName, zoneID: zoneID)
+            records[entry.key.recordName] = record
+        }
+        return records
+    }
+
+    private func applyExclusively(_ changes: DownloadedChanges) async throws {
+        let deleteNames = changes.deletes.map(\.recordName)
+        let deleteTypes = try await state.read { db in
+            var types: [String: String] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT r.record_name, r.record_type FROM json_each(?) n JOIN records r ON r.record_name = n.value",
+                arguments: [KitStateDatabase.jsonArray(deleteNames)])
+            {
+                types[row[0]] = row[1]
+            }
+            return types
+        }
+        // Records of types the store has no place for are left out, as a SQL store without their
+        // table leaves them out: no write, no metadata.
+        let served = try await store.servedRecordTypes()
+        let unserved = Set(changes.writes.filter { served?.contains($0.recordType) == false }.map(\.id.recordName))
+        let saveKeys = changes.writes.filter { !unserved.contains($0.id.recordName) }.map {
+            KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType)
+        }
+        let deleteKeys = changes.deletes.compactMap { id in deleteTypes[id.recordName].map { KitRecordKey(recordName: id.recordName, recordType: $0) } }
+        // What the store holds now: an edit the last listing missed becomes a change here, so the
+        // version comparison below leaves that record alone.
+        let current = try await store.read(saveKeys + deleteKeys)
+        let expected = changes.expectedPendingVersions
+        let plan = try await state.write { db -> KitJournal in
+            let before = try KitListingRecorder.notice(current, keys: saveKeys + deleteKeys, db: db)
+            var versions: [String: Int64] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT c.record_name, c.version FROM json_each(?) n JOIN changes c ON c.record_name = n.value",
+                arguments: [KitStateDatabase.jsonArray(expected.keys.map(\.recordName))])
+            {
+                versions[row[0]] = row[1]
+            }
+            var skipped = unserved
+            for (id, version) in expected where (versions[id.recordName] ?? 0) != version { skipped.insert(id.recordName) }
+            let journal = KitJournal(
+                saves: changes.writes.filter { !skipped.contains($0.id.recordName) },
+                deletes: deleteKeys.filter { !skipped.contains($0.recordName) },
+                before: before, update: changes.state, skipped: skipped.sorted())
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)").execute(arguments: [journal.encoded()])
+            return journal
+        }
+        try await finish(plan)
+    }
+
+    /// Writes a journaled download into the store and commits its state.
+    private func finish(_ journal: KitJournal) async throws {
+        let stored: [KitEntry]
+        do {
+            stored = journal.saves.isEmpty && journal.deletes.isEmpty
+                ? [] : try await store.write(saves: journal.saves, deletes: journal.deletes)
+        } catch {
+            // The store refused or failed part way: nothing is committed. Records it wrote before
+            // failing differ from what the kit saw, so the next listing offers them as local edits
+            // (holding the cloud's values, which the merge settles); the page downloads again.
+            try await state.write { db in try db.execute(sql: "DELETE FROM journal") }
+            throw error
+        }
+        try await state.write { db in
+            var observedAfter: [String: String] = [:]
+            for entry in stored {
+                if let observed = KitRecordObservation.observed(entry) { observedAfter[entry.key.recordName] = observed }
+            }
+            for record in journal.saves {
+                let name = record.id.recordName
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
+                    .execute(arguments: [name, record.recordType, observedAfter[name] ?? KitRecordObservation.observed(record)])
+            }
+            for key in journal.deletes {
+                try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
+            }
+            try KitStateDatabase.commit(journal.update, skipping: Set(journal.skipped), db: db)
+            try db.execute(sql: "DELETE FROM journal")
+        }
+    }
+
+    /// Finishes a download a crash interrupted between the journal and the commit. Records the
+    /// store holds as they were before, or as the download left them, are written (again);
+    /// others were edited in the store meanwhile: they are left alone, as a local change.
+    private func replayJournal() async throws {
+        let data = try await state.read { db in try Data.fetchOne(db, sql: "SELECT data FROM journal WHERE id = 1") }
+        guard let data else { return }
+        var journal = try KitJournal.decode(data, zone: zoneID, statePath: state.path)
+        let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
+        let current = Dictionary(try await store.read(keys).map { ($0.key.recordName, $0) }, uniquingKeysWith: { first, _ in first })
+        var edited = Set<String>()
+        for record in journal.saves {
+            let name = record.id.recordName
+            let values = current[name]?.record.map(KitRecordObservation.observed)
+            let now = current[name].flatMap { KitRecordObservation.observed($0) }
+            if values != KitRecordObservation.observed(record), now != journal.before[name] { edited.insert(name) }
+        }
+        for key in journal.deletes where current[key.recordName] != nil {
+            let now = current[key.recordName].flatMap { KitRecordObservation.observed($0) }
+            if now != journal.before[key.recordName] { edited.insert(key.recordName) }
+        }
+        if !edited.isEmpty {
+            let editedEntries = current.values.filter { edited.contains($0.key.recordName) }
+            try await state.write { db in
+                for entry in editedEntries {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)",
+                        arguments: [entry.key.recordName, entry.key.recordType, KitRecordObservation.observed(entry) ?? ""])
+                    try KitStateDatabase.logChange(entry.key.recordName, recordType: entry.key.recordType, db: db)
+                }
+            }
+            journal.saves.removeAll { edited.contains($0.id.recordName) }
+            journal.deletes.removeAll { edited.contains($0.recordName) }
+            journal.skipped += edited.sorted()
+        }
+        try await finish(journal)
+    }
+}

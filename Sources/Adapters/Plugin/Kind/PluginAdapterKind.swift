@@ -1,0 +1,116 @@
+import AdapterKit
+import CloudKitWeb
+import Foundation
+import GatewayCore
+import GatewayConfig
+import Logging
+import PluginAdapter
+
+/// `kind: plugin`: a process plugin, any executable speaking the plugin protocol over
+/// stdin/stdout (`docs/writing-adapters.md`). Its sync state lives in
+/// `<state_dir>/adapters/<name>.sqlite`.
+///
+/// Keys: `command` (required: a path, or a name looked up in `PATH`), `args`, `env` (variables
+/// added to the gateway's environment), `working_directory`, `settings` (anything; passed to the
+/// plugin in the handshake), `start_timeout` (default 10s), `request_timeout` (default 30s),
+/// `poll_interval` (default 1s; how often a plugin without change notifications is listed),
+/// `max_message_bytes` (default 64 MiB), `max_records_per_message` (default 1000) and
+/// `record_types` (entries with `record_type` plus the shared record-type keys).
+public struct PluginAdapterKind: AdapterKind {
+    public let name = "plugin"
+
+    public init() {}
+
+    enum Keys: String, CodingKey {
+        case command, args, env, workingDirectory = "working_directory", settings, startTimeout = "start_timeout"
+        case requestTimeout = "request_timeout", pollInterval = "poll_interval", maxMessageBytes = "max_message_bytes"
+        case maxRecordsPerMessage = "max_records_per_message", recordTypes = "record_types"
+    }
+
+    public func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan {
+        let container = try decoder.container(keyedBy: Keys.self)
+        let command = try container.decode(Located<String>.self, forKey: .command)
+        guard !command.value.isEmpty else { throw command.problem(.invalidValue, "must name a program") }
+        let arguments = try container.decodeIfPresent([String].self, forKey: .args) ?? []
+        let environment = try container.decodeIfPresent([String: String].self, forKey: .env) ?? [:]
+        let directory = try container.decodeIfPresent(Located<String>.self, forKey: .workingDirectory)
+        let pluginSettings = try container.decodeIfPresent(JSONValue.self, forKey: .settings) ?? .object([:])
+        func duration(_ key: Keys, default value: Duration) throws -> Duration {
+            guard let located = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: key) else { return value }
+            guard located.value.duration > .zero else { throw located.problem(.invalidValue, "must be longer than 0s") }
+            return located.value.duration
+        }
+        let maxBytes = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxMessageBytes)
+        if let maxBytes, maxBytes.value.bytes < 1024 || maxBytes.value.bytes > Int64(Int32.max) {
+            throw maxBytes.problem(.invalidValue, "must be between 1 KiB and 2 GiB")
+        }
+        let maxRecords = try container.decodeIfPresent(Located<Int>.self, forKey: .maxRecordsPerMessage)
+        if let maxRecords, maxRecords.value < 1 { throw maxRecords.problem(.invalidValue, "must be at least 1") }
+        // A command given as a relative path is relative to the config file, like every path.
+        let program = command.value.contains("/") ? context.resolve(command.value) : command.value
+        let configuration = PluginConfiguration(
+            adapterName: settings.name.value, zoneID: settings.zoneID, command: program, arguments: arguments, environment: environment,
+            workingDirectory: directory.map { context.resolve($0.value) }, settings: pluginSettings,
+            startTimeout: try duration(.startTimeout, default: .seconds(10)), requestTimeout: try duration(.requestTimeout, default: .seconds(30)),
+            maxMessageBytes: maxBytes.map { Int($0.value.bytes) } ?? 64 << 20, maxRecordsPerMessage: maxRecords?.value ?? 1000)
+        let statePath = context.adapterStatePath(named: settings.name.value)
+        return Plan(
+            configuration: configuration, statePath: statePath, pollInterval: try duration(.pollInterval, default: .seconds(1)),
+            recordTypes: try container.decodeIfPresent([RecordTypeEntry].self, forKey: .recordTypes)?.map(\.settings) ?? [])
+    }
+
+    struct Plan: ScratchStorePlan {
+        let configuration: PluginConfiguration
+        let statePath: String
+        let pollInterval: Duration
+        let recordTypes: [RecordTypeSettings]
+
+        /// Starts the plugin, checks its handshake against the configured record types, stops it.
+        func check() async throws {
+            let store = PluginStore(configuration: configuration, logger: Logger(label: "gateway.plugin"))
+            let handshake: PluginStore.Handshake
+            do {
+                handshake = try await store.handshake()
+                await store.close()
+            } catch {
+                await store.close()
+                throw error
+            }
+            let served = Set(handshake.recordTypes.map(\.name))
+            for type in recordTypes where !served.contains(type.recordType) {
+                throw ConfigError(
+                    .storeMismatch,
+                    "adapter \(configuration.adapterName): record type \(type.recordType) is configured, but plugin \(configuration.displayName) serves only \(served.sorted().joined(separator: ", "))",
+                    at: type.location)
+            }
+        }
+
+        func open() async throws -> any ModelAdapter {
+            try makeAdapter(configuration: configuration, statePath: statePath)
+        }
+
+        var detectsChangesByScanning: Bool { true }
+
+        /// The plugin started with `scratch` in its handshake: it keeps its data in a new folder.
+        func openScratch(in directory: String, zone: ZoneID) async throws -> any ScratchStore {
+            var scratch = configuration
+            scratch.zoneID = zone
+            scratch.scratchDirectory = URL(fileURLWithPath: directory).appendingPathComponent("store").path
+            try FileManager.default.createDirectory(atPath: scratch.scratchDirectory!, withIntermediateDirectories: true)
+            let adapter = try makeAdapter(configuration: scratch, statePath: URL(fileURLWithPath: directory).appendingPathComponent("state.sqlite").path)
+            // The protocol carries no record name with control characters: such a write fails
+            // before anything reaches the plugin.
+            return KitScratchStore(kit: adapter) { zone in
+                Record(id: RecordID(recordName: "refused\u{7}", zoneID: zone), recordType: "Note", fields: ["title": .string("refused")])
+            }
+        }
+
+        func makeAdapter(configuration: PluginConfiguration, statePath: String) throws -> KitAdapter {
+            let store = PluginStore(configuration: configuration, logger: Logger(label: "gateway.plugin"))
+            return try KitAdapter(
+                configuration: KitAdapterConfiguration(
+                    name: configuration.adapterName, zoneID: configuration.zoneID, statePath: statePath, pollInterval: pollInterval),
+                store: store)
+        }
+    }
+}

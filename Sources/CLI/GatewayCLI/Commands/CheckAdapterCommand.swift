@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import GatewayCore
+import GatewayConfig
+import GatewayTesting
+import Synchronization
+
+/// `gateway check-adapter NAME`: the adapter conformance suite against a configured adapter, each
+/// case over a new scratch store, so an adapter's author proves it without writing Swift.
+struct CheckAdapterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-adapter",
+        abstract: "Run the adapter conformance suite against a configured adapter, in scratch stores.",
+        discussion: """
+            Each case opens the adapter's kind over a new, empty store in a temporary folder (a
+            plugin is told the folder in its handshake as 'scratch'), so the configured store and
+            the gateway's state are never touched. Exit status 0 when every case passes, 1 when one
+            fails.
+            """)
+
+    @OptionGroup var options: ConfigOptions
+
+    @Argument(help: "The adapter's name in the config.")
+    var adapter: String
+
+    @Option(name: .long, help: "Only the cases whose name contains this text.")
+    var only: String?
+
+    func run() async throws {
+        let configuration = try options.load()
+        guard let entry = configuration.adapters.first(where: { $0.name == adapter }) else {
+            throw GatewayError(
+                .unknownAdapter,
+                "the config has no adapter named \(adapter); it has \(configuration.adapters.map(\.name).joined(separator: ", "))")
+        }
+        guard let plan = entry.plan as? any ScratchStorePlan else {
+            throw ConfigError(
+                .unsupported,
+                "adapter \(adapter) is of kind \(entry.settings.kind.value), which cannot open a scratch store; its conformance runs in the package's tests")
+        }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let counter = CaseCounter()
+        let harness = ScratchStoreHarness(scanning: plan.detectsChangesByScanning) { zone in
+            let folder = root.appendingPathComponent("store-\(counter.next())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return try await plan.openScratch(in: folder.path, zone: zone)
+        }
+        let cases = AdapterConformanceSuite.cases.filter { only == nil || $0.name.localizedCaseInsensitiveContains(only!) }
+        Console.out("Checking adapter \(adapter) (kind \(entry.settings.kind.value)) against \(cases.count) conformance case(s)\n")
+        var failed = 0
+        for check in cases {
+            do {
+                try await check.run(with: harness)
+                Console.out("  pass  \(check.name)\n")
+            } catch {
+                failed += 1
+                Console.out("  FAIL  \(check.name)\n        \(error)\n")
+            }
+            await harness.closeAll()
+        }
+        Console.out("\(cases.count - failed) of \(cases.count) case(s) passed\n")
+        if failed > 0 { throw ExitCode(1) }
+    }
+}
+
+/// Numbers the scratch stores of one check.
+private final class CaseCounter: Sendable {
+    private let value = Mutex(0)
+    func next() -> Int { value.withLock { $0 += 1; return $0 } }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import GatewayCore
+import GatewayKinds
+import GatewayConfig
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Sync once now, show progress, print a summary per adapter.",
+        discussion: "Exits 0 when every adapter synced, 1 when one failed, 75 when another sync is running.")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Option(name: .long, help: "Sync only this adapter (repeatable).")
+    var adapter: [String] = []
+
+    @Option(name: .long, help: "Progress on standard error: auto (a bar on a terminal, lines otherwise), bar, lines, json (one JSON object per event) or none.")
+    var progress: ProgressStyle = .auto
+
+    func run() async throws {
+        let configuration = try options.load()
+        let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver(progress))
+        Console.out(SyncSummary.render(report, zones: Self.zones(configuration)))
+        if !report.succeeded { throw ExitCode(ExitStatus.syncFailed) }
+    }
+
+    enum ProgressStyle: String, ExpressibleByArgument, CaseIterable {
+        case auto, bar, lines, json, none
+    }
+
+    static func progressObserver(_ style: ProgressStyle = .auto) -> @Sendable (SyncEvent) -> Void {
+        switch style {
+        case .none:
+            return { _ in }
+        case .json:
+            return { Console.err(SyncEventLine($0).text) }
+        case .auto, .bar, .lines:
+            let interactive = style == .bar || (style == .auto && SyncProgressView.standardErrorIsTerminal)
+            let view = SyncProgressView(interactive: interactive, write: Console.err)
+            return { view.handle($0) }
+        }
+    }
+
+    static func zones(_ configuration: GatewayConfiguration) -> [String: String] {
+        Dictionary(configuration.adapters.map { ($0.name, $0.settings.zone.value) }, uniquingKeysWith: { first, _ in first })
+    }
+}

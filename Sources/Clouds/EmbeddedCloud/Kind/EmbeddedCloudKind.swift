@@ -1,0 +1,90 @@
+import Foundation
+import EmbeddedCloud
+import GatewayCore
+import GatewayConfig
+
+/// `kind: embedded`: the cloud in one SQLite file on this machine; the default.
+///
+/// Keys: `path` (default `<state_dir>/cloud.sqlite`), `limits` (`max_operations`,
+/// `max_record_size`, `max_request_size`, `max_asset_size`; CloudKit's by default),
+/// `tombstone_retention` (default 30d) and `poll_interval` (default 100ms).
+public struct EmbeddedCloudKind: CloudKind {
+    public let name = "embedded"
+
+    public init() {}
+
+    enum Keys: String, CodingKey {
+        case kind, path, limits, tombstoneRetention = "tombstone_retention", pollInterval = "poll_interval"
+    }
+
+    public func decodePlan(from decoder: any Decoder, context: ConfigContext) throws -> any CloudPlan {
+        let container = try decoder.container(keyedBy: Keys.self)
+        _ = try container.decodeIfPresent(String.self, forKey: .kind)
+        let path = try container.decodeIfPresent(String.self, forKey: .path).map(context.resolve)
+            ?? URL(fileURLWithPath: context.stateDirectory).appendingPathComponent("cloud.sqlite").path
+        var configuration = EmbeddedCloud.Configuration()
+        configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.limits ?? CloudLimits()
+        for (key, keyPath) in [(Keys.tombstoneRetention, \EmbeddedCloud.Configuration.tombstoneRetention), (.pollInterval, \.signalPollInterval)] {
+            if let value = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: key) {
+                guard value.value.duration > .zero else { throw value.problem(.invalidValue, "must be longer than 0s") }
+                configuration[keyPath: keyPath] = value.value.duration
+            }
+        }
+        return EmbeddedCloudPlan(path: path, configuration: configuration)
+    }
+}
+
+/// `limits:` of a cloud that enforces them itself.
+struct CloudLimitSettings: Decodable {
+    var limits = CloudLimits()
+
+    enum Keys: String, CodingKey {
+        case maxOperations = "max_operations", maxRecordSize = "max_record_size", maxRequestSize = "max_request_size"
+        case maxAssetSize = "max_asset_size"
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        if let value = try container.decodeIfPresent(Located<Int>.self, forKey: .maxOperations) {
+            guard value.value >= 1 else { throw value.problem(.invalidValue, "must be at least 1") }
+            limits.maxOperationsPerRequest = value.value
+        }
+        for (key, keyPath) in [(Keys.maxRecordSize, \CloudLimits.maxRecordSize), (.maxRequestSize, \.maxRequestSize)] {
+            if let value = try container.decodeIfPresent(Located<ByteSize>.self, forKey: key) {
+                guard value.value.bytes >= 1, value.value.bytes <= Int64(Int32.max) else {
+                    throw value.problem(.invalidValue, "must be between 1 byte and 2GB")
+                }
+                limits[keyPath: keyPath] = Int(value.value.bytes)
+            }
+        }
+        if let value = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxAssetSize) {
+            guard value.value.bytes >= 1 else { throw value.problem(.invalidValue, "must be at least 1 byte") }
+            limits.maxAssetSize = value.value.bytes
+        }
+        if limits.maxRequestSize < limits.maxRecordSize {
+            throw decoder.configProblem(.inconsistent, "max_request_size must be at least max_record_size")
+        }
+    }
+}
+
+struct EmbeddedCloudPlan: CloudPlan {
+    let path: String
+    let configuration: EmbeddedCloud.Configuration
+
+    var limits: CloudLimits { configuration.limits }
+
+    func check() async throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: path) else {
+                throw GatewayError(.cloudUnavailable, "the embedded cloud \(path) is not a readable file")
+            }
+        }
+    }
+
+    func open() async throws -> any CloudDatabase {
+        try FileManager.default.createDirectory(
+            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        return try EmbeddedCloud(path: path, configuration: configuration)
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import GatewayConfig
+import GatewayCore
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// The control server of `gateway run` (Hummingbird): `GET /` (the status page, with its
+/// `POST /login`, `POST /actions/sync` and `POST /actions/retry`), `GET /healthz`, `GET /readyz`,
+/// `GET /status`, `GET /metrics` (Prometheus) and `POST /sync[?adapter=N][&wait=1]`.
+///
+/// `POST` needs `Authorization: Bearer <control.token>`; with no token configured it is refused.
+/// Bound to a non-loopback address, every route needs the token (the config refuses such an
+/// address without one).
+public enum ControlServer {
+    /// The application, a `Service` to run next to the scheduler.
+    public static func application(scheduler: SyncScheduler, logger: Logger) -> some Service {
+        let settings = scheduler.configuration.settings.control
+        let router = Router()
+        let everything = !settings.isLoopback
+        let token = settings.token
+        let monitor = scheduler.monitor
+        let configuration = scheduler.configuration
+
+        router.get("healthz") { request, _ -> Response in
+            if let refused = authorize(request, token: token, required: everything) { return refused }
+            return text(.ok, "ok\n")
+        }
+        router.get("readyz") { request, _ -> Response in
+            if let refused = authorize(request, token: token, required: everything) { return refused }
+            if let reason = monitor.notReadyReason { return text(.serviceUnavailable, "not ready: \(reason)\n") }
+            return text(.ok, "ready\n")
+        }
+        router.get("status") { request, _ -> Response in
+            if let refused = authorize(request, token: token, required: everything) { return refused }
+            let adapters = monitor.adapters
+            guard !adapters.isEmpty || configuration.adapters.isEmpty else {
+                return text(.serviceUnavailable, "the stores are not open yet\n")
+            }
+            let status = try await GatewayStatus.read(adapters, configuration: configuration, tolerant: true)
+            return try json(.ok, ServiceStatus(status: status, monitor: monitor))
+        }
+        let metrics = scheduler.metrics
+        router.get("metrics") { request, _ -> Response in
+            if let refused = authorize(request, token: token, required: everything) { return refused }
+            let adapters = monitor.adapters
+            if !adapters.isEmpty { metrics.record(try await GatewayStatus.read(adapters, configuration: configuration, tolerant: true)) }
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: metrics.text())))
+        }
+        router.post("sync") { request, _ -> Response in
+            if let refused = authorize(request, token: token, required: true) { return refused }
+            if let name = request.uri.queryParameters["adapter"].map(String.init),
+                !configuration.adapters.contains(where: { $0.name == name })
+            {
+                return text(.notFound, "no adapter named \(name)\n")
+            }
+            let wait = request.uri.queryParameters["wait"].map { $0 == "1" || $0 == "true" } ?? false
+            // A sync already running does not cover this request: wait for the one after it.
+            let target = monitor.completedSyncs + (monitor.inProgress == nil ? 0 : 1)
+            scheduler.requestSync(.http)
+            guard wait else { return text(.accepted, "sync requested\n") }
+            let report = try await monitor.waitForSync(after: target)
+            let adapter = request.uri.queryParameters["adapter"].map(String.init)
+            let lines = (report?.adapters ?? []).filter { adapter == nil || $0.adapter == adapter }.map(SyncResultLine.init)
+            return try json(lines.allSatisfy { $0.result == "synced" } ? .ok : .internalServerError, lines)
+        }
+
+        StatusPageRoutes(scheduler: scheduler, token: token, everything: everything).add(to: router)
+
+        let address = settings
+        return Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: "sync-gateway"),
+            onServerRunning: { channel in
+                logger.info(
+                    "control server listening", metadata: ["address": "\(address.host):\(channel.localAddress?.port ?? address.port)"])
+            },
+            logger: logger)
+    }
+
+    static func authorize(_ request: Request, token: String, required: Bool) -> Response? {
+        guard required else { return nil }
+        guard !token.isEmpty else { return text(.forbidden, "set control.token to allow this request\n") }
+        guard request.headers[.authorization] == "Bearer \(token)" else {
+            return text(.unauthorized, "a bearer token is required\n")
+        }
+        return nil
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    private static func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(data: try encoder.encode(value))))
+    }
+}
+
+/// `GET /status`: each adapter's store status and sync history, and the sync in progress.
+public struct ServiceStatus: Codable, Sendable, Equatable {
+    public struct Adapter: Codable, Sendable, Equatable {
+        public var name: String
+        public var zone: String
+        public var hasChanges: Bool
+        public var pendingChanges: Int
+        public var failedRecords: Int
+        public var batchSize: Int
+        public var lastSuccessAt: Date?
+        public var consecutiveFailures: Int
+        public var lastError: String?
+    }
+
+    public var hasChanges: Bool
+    public var adapters: [Adapter]
+    public var syncInProgress: GatewayMonitor.SyncInProgress?
+
+    init(status: GatewayStatus, monitor: GatewayMonitor) {
+        let health = monitor.health
+        hasChanges = status.hasChanges
+        adapters = status.adapters.map { adapter in
+            let history = health[adapter.name] ?? GatewayMonitor.AdapterHealth()
+            return Adapter(
+                name: adapter.name, zone: adapter.zone, hasChanges: adapter.hasChanges, pendingChanges: adapter.pendingChanges,
+                failedRecords: adapter.failedRecords, batchSize: history.batchSize ?? adapter.batchSize,
+                lastSuccessAt: history.lastSuccessAt, consecutiveFailures: history.consecutiveFailures, lastError: history.lastError)
+        }
+        syncInProgress = monitor.inProgress
+    }
+}
+
+/// One adapter's outcome in the answer to `POST /sync?wait=1`.
+struct SyncResultLine: Codable, Sendable {
+    var adapter: String
+    var result: String
+    var downloaded: Int
+    var uploaded: Int
+    var conflicts: Int
+    var failed: Int
+    var error: String?
+
+    init(_ report: AdapterSyncReport) {
+        adapter = report.adapter
+        downloaded = report.downloaded + report.deletedLocally
+        uploaded = report.uploaded + report.deletedRemotely
+        conflicts = report.conflictCount
+        failed = report.failedRecords
+        switch report.outcome {
+        case .synced: result = "synced"
+        case .paused(let reason): (result, error) = ("paused", reason)
+        case .failed(let code, let message): (result, error) = ("failed", "\(code): \(message)")
+        }
+    }
+}

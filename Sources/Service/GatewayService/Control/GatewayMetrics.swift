@@ -1,0 +1,63 @@
+import Foundation
+import GatewayConfig
+import GatewayCore
+import Metrics
+import Prometheus
+
+/// The metrics of `gateway run`, recorded through swift-metrics into a Prometheus registry that
+/// `GET /metrics` exposes. All are labelled by adapter where it applies:
+/// `gateway_syncs_total{result}`, `gateway_sync_duration_seconds`,
+/// `gateway_records_downloaded_total`, `gateway_records_uploaded_total`,
+/// `gateway_records_failed_total`, `gateway_conflicts_total{policy,resolution}`,
+/// `gateway_last_success_timestamp_seconds`, `gateway_batch_size`, and, refreshed at each scrape,
+/// `gateway_has_changes`, `gateway_pending_changes`, `gateway_failed_records`.
+public final class GatewayMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        self.factory = PrometheusMetricsFactory(registry: registry)
+    }
+
+    private func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {
+        Metrics.Counter(label: label, dimensions: dimensions, factory: factory)
+    }
+
+    private func gauge(_ label: String, _ adapter: String) -> Metrics.Gauge {
+        Metrics.Gauge(label: label, dimensions: [("adapter", adapter)], factory: factory)
+    }
+
+    func record(_ report: SyncReport, duration: Duration, policies: [String: MergePolicy]) {
+        counter("gateway_syncs_total", [("result", report.succeeded ? "succeeded" : "failed")]).increment()
+        Metrics.Timer(label: "gateway_sync_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
+            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        for adapter in report.adapters {
+            let name = adapter.adapter
+            counter("gateway_records_downloaded_total", [("adapter", name)]).increment(by: adapter.downloaded + adapter.deletedLocally)
+            counter("gateway_records_uploaded_total", [("adapter", name)]).increment(by: adapter.uploaded + adapter.deletedRemotely)
+            counter("gateway_records_failed_total", [("adapter", name)]).increment(by: adapter.failedRecords)
+            for (resolution, count) in adapter.conflicts {
+                counter(
+                    "gateway_conflicts_total",
+                    [("adapter", name), ("policy", policies[name]?.rawValue ?? ""), ("resolution", resolution.rawValue)]
+                ).increment(by: count)
+            }
+            gauge("gateway_batch_size", name).record(adapter.batchSize)
+            if adapter.outcome == .synced {
+                gauge("gateway_last_success_timestamp_seconds", name).record(Date().timeIntervalSince1970)
+            }
+        }
+    }
+
+    func record(_ status: GatewayStatus) {
+        for adapter in status.adapters {
+            gauge("gateway_has_changes", adapter.name).record(adapter.hasChanges ? 1 : 0)
+            gauge("gateway_pending_changes", adapter.name).record(adapter.pendingChanges)
+            gauge("gateway_failed_records", adapter.name).record(adapter.failedRecords)
+        }
+    }
+
+    /// The Prometheus text exposition.
+    public func text() -> String { registry.emitToString() }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import GatewayConfig
+import GatewayCore
+import Logging
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+/// The service behind `gateway run`: syncs every adapter at start, then on `sync_interval`, when
+/// an adapter's store changes (debounced), when the cloud signals a change in a zone, and on
+/// SIGUSR1. Requests that arrive during a sync are coalesced into one more sync. An adapter whose
+/// sync failed is left out of the next syncs for a while (``AdapterBackoff``: 1 s, doubling up to
+/// `retry.max_delay`), so it neither blocks nor floods the others.
+///
+/// It holds the state folder's process lock while it runs, so `gateway sync` on the same config
+/// exits 75 meanwhile. On graceful shutdown (SIGTERM, SIGINT) no new sync starts and the current
+/// one stops after its page or batch, committed; then `run()` returns.
+public struct SyncScheduler: Service {
+    public let configuration: GatewayConfiguration
+    public let logger: Logger
+    /// What the control server reports.
+    public let monitor: GatewayMonitor
+    /// Where sync metrics go.
+    public let metrics: GatewayMetrics
+    /// How long a store's change signal waits for more changes before it asks for a sync
+    /// (`gateway.debounce` unless given).
+    public var debounce: Duration
+    private let requests: SyncRequests
+    /// Adapters whose last syncs failed wait before they are tried again.
+    let backoff: AdapterBackoff
+
+    public init(
+        configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
+        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration? = nil
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.monitor = monitor
+        self.metrics = metrics
+        self.debounce = debounce ?? configuration.settings.debounce.duration
+        self.requests = SyncRequests()
+        self.backoff = AdapterBackoff(baseDelay: .seconds(1), maxDelay: configuration.settings.retry.maxDelay.duration)
+    }
+
+    /// Why a sync was asked for.
+    public enum Trigger: String, Sendable {
+        case start, interval, store, cloud, signal, http
+    }
+
+    /// Asks for a sync; requests made during a sync are coalesced into one more.
+    public func requestSync(_ trigger: Trigger) {
+        requests.request(trigger)
+    }
+
+    /// Collapses sync requests: the wake-up stream buffers one element, and the reasons gathered
+    /// meanwhile are taken together by the next sync.
+    final class SyncRequests: Sendable {
+        let wakeUps: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
+        private let requested = Mutex<Set<Trigger>>([])
+        private let syncCount = Mutex(0)
+        private let followUps = Mutex(0)
+
+        /// Whether a follow-up sync may be asked for, given whether one is needed: no more than
+        /// three in a row.
+        func allowFollowUp(_ needed: Bool) -> Bool {
+            followUps.withLock { count in
+                guard needed, count < 3 else {
+                    count = 0
+                    return false
+                }
+                count += 1
+                return true
+            }
+        }
+
+        /// The next sync's number, which its log lines carry as `sync`.
+        func nextSyncID() -> Int {
+            syncCount.withLock { count in
+                count += 1
+                return count
+            }
+        }
+
+        init() {
+            (wakeUps, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        }
+
+        func request(_ trigger: Trigger) {
+            requested.withLock { _ = $0.insert(trigger) }
+            continuation.yield(())
+        }
+
+        func take() -> Set<Trigger> {
+            requested.withLock { reasons in
+                defer { reasons.removeAll() }
+                return reasons
+            }
+        }
+    }
+
+    public func run() async throws {
+        guard let session = try await openSession() else {
+            logger.info("gateway stopped before it could open its cloud")
+            return
+        }
+        let (cloud, adapters, deviceID) = (session.cloud, session.adapters, session.deviceID)
+        let synchronizer = session.synchronizer(configuration)
+        logger.info(
+            "gateway running", metadata: ["adapters": "\(adapters.map(\.name))", "device": "\(deviceID)", "pid": "\(getpid())"])
+
+        monitor.started(with: adapters)
+        let request: @Sendable (Trigger) -> Void = { [requests] in requests.request($0) }
+        request(.start)
+        await withThrowingTaskGroup(of: Void.self) { group in
+            let interval = configuration.settings.syncInterval.duration
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: interval)
+                    request(.interval)
+                }
+            }
+            for opened in adapters {
+                let debounce = debounce
+                group.addTask {
+                    for await _ in opened.adapter.changeSignals() {
+                        try await Task.sleep(for: debounce)
+                        request(.store)
+                    }
+                }
+            }
+            for zone in Set(adapters.map(\.adapter.zoneID)) {
+                group.addTask {
+                    for await _ in cloud.changeSignals(in: zone) { request(.cloud) }
+                }
+            }
+            group.addTask {
+                for await _ in await UnixSignalsSequence(trapping: .sigusr1) { request(.signal) }
+            }
+
+            for await _ in requests.wakeUps.cancelOnGracefulShutdown() {
+                // On shutdown the sync stops after its current page or batch, committed.
+                let reasons = requests.take()
+                await cancelWhenGracefulShutdown { await sync(synchronizer, adapters: adapters, reasons: reasons) }
+                if Task.isShuttingDownGracefully { break }
+            }
+            group.cancelAll()
+        }
+        await session.end()
+        logger.info("gateway stopped")
+    }
+
+    /// Opens the cloud and the stores. A cloud that cannot be reached is tried again (1 s,
+    /// doubling up to `retry.max_delay`) until it can be, or until shutdown (then `nil`); a store
+    /// that cannot be reached fails only its adapter, which opens once its server is back. A
+    /// config that does not match a store, or a held lock, ends the service.
+    private func openSession() async throws -> SyncSession? {
+        var delay = Duration.seconds(1)
+        while true {
+            do {
+                let session = try await SyncSession.open(configuration, adapters: configuration.adapters, tolerateUnavailableStores: true)
+                for name in session.unopenedAdapters {
+                    logger.warning("store not reachable yet; the adapter fails its syncs until it is", metadata: ["adapter": "\(name)"])
+                }
+                return session
+            } catch let error as GatewayError where error.code == .cloudUnavailable {
+                monitor.waiting(for: error.message)
+                logger.error("cannot open the cloud; trying again", metadata: ["error": "\(error.message)", "retry_in": "\(delay)"])
+                let wait = delay
+                let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+                if slept == nil || Task.isShuttingDownGracefully { return nil }
+                delay = min(delay * 2, max(configuration.settings.retry.maxDelay.duration, .seconds(1)))
+            }
+        }
+    }
+
+    /// Asks for one more sync when a synced adapter still has changes it can send: they were
+    /// made during the sync, and a store whose signals fire on the synced-to-changed transition
+    /// would not signal them, since it never looked synced. At most three follow-ups in a row,
+    /// so a change that can never leave does not keep the service busy.
+    private func requestFollowUpIfNeeded(after report: SyncReport, adapters: [OpenedAdapter], logger: Logger) async {
+        var unsent = false
+        for result in report.adapters where result.outcome == .synced {
+            guard let adapter = adapters.first(where: { $0.name == result.adapter })?.adapter else { continue }
+            let pending = (try? await adapter.pendingChangeCount()) ?? 0
+            guard pending > 0 else { continue }
+            let failed = (try? await adapter.failedRecords().count) ?? pending
+            if pending > failed {
+                unsent = true
+                break
+            }
+        }
+        if requests.allowFollowUp(unsent) {
+            logger.debug("changes arrived during the sync; syncing again")
+            requests.request(.store)
+        }
+    }
+
+    private func sync(_ synchronizer: Synchronizer, adapters: [OpenedAdapter], reasons: Set<Trigger>) async {
+        let started = ContinuousClock.now
+        let all = configuration.adapters.map(\.name)
+        // Adapters that failed recently wait their turn; the others sync now.
+        let names = backoff.eligible(all, at: started)
+        guard !names.isEmpty else {
+            logger.debug("every adapter is backing off after failures", metadata: ["reasons": "\(reasons.map(\.rawValue).sorted())"])
+            return
+        }
+        monitor.syncStarted(reasons: reasons.map(\.rawValue).sorted())
+        var logger = logger
+        logger[metadataKey: "sync"] = "\(requests.nextSyncID())"
+        do {
+            let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
+            backoff.record(report, at: ContinuousClock.now)
+            monitor.syncFinished(report, error: nil)
+            var pending = 0
+            for opened in adapters { pending += (try? await opened.adapter.pendingChangeCount()) ?? 0 }
+            monitor.pendingChanges(pending)
+            await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
+            metrics.record(
+                report, duration: ContinuousClock.now - started,
+                policies: Dictionary(
+                    configuration.adapters.map { ($0.name, configuration.syncOptions(for: $0).merge.policy) },
+                    uniquingKeysWith: { first, _ in first }))
+            for adapter in report.adapters {
+                var metadata: Logger.Metadata = [
+                    "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
+                    "uploaded": "\(adapter.uploaded + adapter.deletedRemotely)", "conflicts": "\(adapter.conflictCount)",
+                    "failed": "\(adapter.failedRecords)",
+                ]
+                switch adapter.outcome {
+                case .synced:
+                    logger.info("adapter synced", metadata: metadata)
+                case .paused(let reason):
+                    metadata["reason"] = "\(reason)"
+                    logger.warning("adapter paused", metadata: metadata)
+                case .failed(let code, let message):
+                    metadata["code"] = "\(code)"
+                    metadata["error"] = "\(message)"
+                    if let retryAt = backoff.retryAt(adapter.adapter) {
+                        metadata["retry_in"] = "\(retryAt - ContinuousClock.now)"
+                    }
+                    logger.error("adapter failed", metadata: metadata)
+                }
+            }
+            logger.info(
+                "sync finished",
+                metadata: ["reasons": "\(reasons.map(\.rawValue).sorted())", "duration": "\(ContinuousClock.now - started)"])
+        } catch {
+            monitor.syncFinished(nil, error: error)
+            logger.error("sync could not start", metadata: ["error": "\(error)"])
+        }
+    }
+}

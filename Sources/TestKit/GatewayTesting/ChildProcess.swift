@@ -1,0 +1,111 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A program run as a real child process, started with `posix_spawn` and reaped with `waitpid`.
+///
+/// Tests use it instead of Foundation's `Process`, whose exit notification can go missing on
+/// Linux when many children exit at once, leaving a test waiting forever.
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    /// Starts `executable`.
+    /// - Parameters:
+    ///   - executable: the program's path.
+    ///   - arguments: its arguments, without the program's name.
+    ///   - directory: the child's working directory (the current one when `nil`).
+    ///   - environment: the child's whole environment (this process's when `nil`).
+    ///   - standardOutput: the file the output goes to (discarded when `nil`).
+    ///   - standardError: the file the error output goes to (discarded when `nil`).
+    ///   - descriptors: more descriptors the child gets, by its number: this process's
+    ///     descriptor `value` becomes the child's `key` (a pipe to talk to it, say).
+    public init(
+        _ executable: String, arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
+        standardOutput: String? = nil, standardError: String? = nil, descriptors: [Int32: Int32] = [:]
+    ) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, standardOutput ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        for (child, parent) in descriptors.sorted(by: { $0.key < $1.key }) {
+            posix_spawn_file_actions_adddup2(&actions, parent, child)
+        }
+        // glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift; env(1) changes
+        // the folder and then execs the program.
+        let program = directory == nil ? executable : "/usr/bin/env"
+        let programArguments = directory.map { ["-C", $0, executable] + arguments } ?? arguments
+
+        let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let argv = ([program] + programArguments).map { strdup($0) } + [nil]
+        let envp = variables.map { strdup($0) } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, program, &actions, nil, argv, envp)
+        guard result == 0 else {
+            throw ConformanceFailure("cannot start \(executable): \(String(cString: strerror(result)))")
+        }
+        self.pid = pid
+    }
+
+    /// The exit status once the child has exited (128 + signal when a signal ended it), without
+    /// waiting.
+    public func poll() -> Int32? {
+        exitStatus.withLock { cached in
+            if let cached { return cached }
+            var status: Int32 = 0
+            guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+            let low = status & 0x7f
+            cached = low == 0 ? (status >> 8) & 0xff : 128 + low
+            return cached
+        }
+    }
+
+    /// Whether the child is still running.
+    public var isRunning: Bool { poll() == nil }
+
+    /// Waits for the child to exit; after `timeout` it is killed and the wait fails.
+    public func wait(timeout: Duration = .seconds(120)) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let status = poll() { return status }
+            guard ContinuousClock.now < deadline else {
+                kill()
+                _ = try? await waitAfterKill()
+                throw ConformanceFailure("process \(pid) did not exit within \(timeout); it was killed")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    private func waitAfterKill() async throws -> Int32 {
+        while true {
+            if let status = poll() { return status }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Sends SIGKILL.
+    public func kill() {
+        sendSignal(pid, SIGKILL)
+    }
+
+    /// Sends SIGTERM, asking the child to stop gracefully.
+    public func terminate() {
+        sendSignal(pid, SIGTERM)
+    }
+}
+
+private func sendSignal(_ pid: pid_t, _ signal: Int32) {
+    _ = kill(pid, signal)
+}
