@@ -59,8 +59,7 @@ let package = Package(
         .target(
             name: "EmbeddedCloud",
             dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
-            path: "Sources/Clouds/EmbeddedCloud",
-            exclude: ["Kind"],
+            path: "Sources/Clouds/Embedded/EmbeddedCloud",
             swiftSettings: strictSettings
         ),
         .target(
@@ -89,15 +88,13 @@ let package = Package(
         .target(
             name: "PostgresCloud",
             dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
-            path: "Sources/Clouds/PostgresCloud",
-            exclude: ["Kind"],
+            path: "Sources/Clouds/Postgres/PostgresCloud",
             swiftSettings: strictSettings
         ),
         .target(
             name: "PostgresAdapter",
             dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
-            path: "Sources/Adapters/Postgres",
-            exclude: ["Kind"],
+            path: "Sources/Adapters/Postgres/PostgresAdapter",
             swiftSettings: strictSettings
         ),
         // A loopback TCP proxy that cuts, stalls and delays connections: network faults for
@@ -125,8 +122,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            path: "Sources/Clouds/CloudKitWeb",
-            exclude: ["Kind"],
+            path: "Sources/Clouds/CloudKit/CloudKitWeb",
             swiftSettings: strictSettings
         ),
         // `gateway cloud serve`: CloudKit Web Services' paths and JSON in front of any CloudDatabase.
@@ -138,14 +134,13 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            path: "Sources/Clouds/CloudKitServer",
+            path: "Sources/Clouds/CloudKit/CloudKitServer",
             swiftSettings: strictSettings
         ),
         .target(
             name: "SQLiteAdapter",
             dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
-            path: "Sources/Adapters/SQLite",
-            exclude: ["Kind"],
+            path: "Sources/Adapters/SQLite/SQLiteAdapter",
             swiftSettings: strictSettings
         ),
         .target(
@@ -154,8 +149,7 @@ let package = Package(
                 "GatewayCore", "SQLiteSupport", "AdapterKit", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            path: "Sources/Adapters/JSONFiles",
-            exclude: ["Kind"],
+            path: "Sources/Adapters/JSONFiles/JSONFilesAdapter",
             swiftSettings: strictSettings
         ),
         // The adapter kit: sync state in a sidecar database for stores without transactions.
@@ -174,8 +168,7 @@ let package = Package(
                 "GatewayCore", "AdapterKit", "CloudKitWeb", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            path: "Sources/Adapters/Plugin",
-            exclude: ["Kind"],
+            path: "Sources/Adapters/Plugin/PluginAdapter",
             swiftSettings: strictSettings
         ),
         // Configuration: YAML decoding, the kinds registry and its checks, and what opens a
@@ -213,9 +206,16 @@ let package = Package(
                 "CloudKitWeb", "AdapterKit", "PluginAdapter", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources",
+            // Everything under Sources/ but the kinds' folders belongs to other targets.
+            exclude: [
+                "Core", "CLI", "TestKit", "Service/GatewayConfig", "Service/GatewayService", "Adapters/Kit",
+                "Adapters/SQLite/SQLiteAdapter", "Adapters/Postgres/PostgresAdapter", "Adapters/JSONFiles/JSONFilesAdapter",
+                "Adapters/Plugin/PluginAdapter", "Clouds/Embedded/EmbeddedCloud", "Clouds/Postgres/PostgresCloud",
+                "Clouds/CloudKit/CloudKitWeb", "Clouds/CloudKit/CloudKitServer",
+            ],
             sources: [
                 "Service/GatewayKinds", "Adapters/SQLite/Kind", "Adapters/Postgres/Kind", "Adapters/JSONFiles/Kind", "Adapters/Plugin/Kind",
-                "Clouds/EmbeddedCloud/Kind", "Clouds/PostgresCloud/Kind", "Clouds/CloudKitWeb/Kind",
+                "Clouds/Embedded/Kind", "Clouds/Postgres/Kind", "Clouds/CloudKit/Kind",
             ],
             swiftSettings: strictSettings
         ),

@@ -25,7 +25,7 @@ struct CloudKitErrorTests {
 
     @Test("every cloud error code survives the endpoint's error dictionary; without the extension key the table applies")
     func roundTrip() throws {
-        for code in CloudError.Code.all {
+        for code in CloudError.Code.allCases {
             let encoded = CloudKitErrorCoding.encode(CloudError(code, "what happened"), recordName: "r")
             #expect(encoded["recordName"] == "r")
             let decoded = CloudKitErrorCoding.decode(encoded, context: "test")

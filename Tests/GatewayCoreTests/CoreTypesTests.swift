@@ -44,8 +44,8 @@ struct CoreTypesTests {
 
     @Test("error codes are distinct and only the transient ones are retryable")
     func errorCodes() {
-        #expect(Set(CloudError.Code.all).count == CloudError.Code.all.count)
-        #expect(Set(CloudError.Code.all.filter(\.isTransient)) == [.requestRateLimited, .zoneBusy, .serviceUnavailable, .networkFailure])
+        #expect(Set(CloudError.Code.allCases).count == CloudError.Code.allCases.count)
+        #expect(Set(CloudError.Code.allCases.filter(\.isTransient)) == [.requestRateLimited, .zoneBusy, .serviceUnavailable, .networkFailure])
         let error = CloudError(.requestRateLimited, "slow down", retryAfter: .seconds(3))
         #expect(error.description.contains("requestRateLimited") && error.description.contains("3"))
     }

@@ -13,17 +13,20 @@ enum PluginFixtures {
     static let misbehaving = root.appendingPathComponent("Tests/Fixtures/plugins/misbehaving_plugin.py").path
     static let zone = ZoneID(zoneName: "PluginZone")
 
-    /// A kit adapter over the misbehaving plugin, its store and state inside `directory`.
+    /// A kit adapter over the misbehaving plugin, its store and state inside `directory`. The
+    /// timeouts are long unless a case is about them: thirty Python processes starting at once on
+    /// a loaded machine can take seconds to answer.
     static func misbehavingAdapter(
         in directory: TemporaryDirectory, misbehave: JSONValue?, command: String = "python3", arguments: [String]? = nil,
-        workingDirectory: String? = nil, requestTimeout: Duration = .seconds(2), maxMessageBytes: Int = 200_000
+        workingDirectory: String? = nil, startTimeout: Duration = .seconds(60), requestTimeout: Duration = .seconds(30),
+        maxMessageBytes: Int = 200_000
     ) throws -> KitAdapter {
         var settings: [String: JSONValue] = ["directory": .string(directory.path("store")), "switch": .string(directory.path("misbehave"))]
         if let misbehave { settings["misbehave"] = misbehave }
         _ = FileManager.default.createFile(atPath: directory.path("misbehave"), contents: Data())
         let configuration = PluginConfiguration(
             adapterName: "plugged", zoneID: zone, command: command, arguments: arguments ?? [misbehaving], workingDirectory: workingDirectory,
-            settings: .object(settings), startTimeout: .seconds(5), requestTimeout: requestTimeout, maxMessageBytes: maxMessageBytes)
+            settings: .object(settings), startTimeout: startTimeout, requestTimeout: requestTimeout, maxMessageBytes: maxMessageBytes)
         return try KitAdapter(
             configuration: KitAdapterConfiguration(name: "plugged", zoneID: zone, statePath: directory.path("state.sqlite")),
             store: PluginStore(configuration: configuration, logger: Logger(label: "test.plugin")))

@@ -85,8 +85,12 @@ struct PluginMisbehaviourTests {
     func misbehaviour(_ bad: Misbehaviour) async throws {
         let directory = try TemporaryDirectory(prefix: "plugin-misbehaviour")
         defer { directory.remove() }
+        // Short timeouts only where the case is a hang: the handshake's, or a request's.
+        let hangs = bad.misbehave?["how"]?.stringValue == "hang"
+        let hangsInHello = hangs && bad.misbehave?["method"]?.stringValue == "hello"
         let adapter = try PluginFixtures.misbehavingAdapter(
-            in: directory, misbehave: bad.misbehave, command: bad.command, arguments: bad.arguments, workingDirectory: bad.workingDirectory)
+            in: directory, misbehave: bad.misbehave, command: bad.command, arguments: bad.arguments, workingDirectory: bad.workingDirectory,
+            startTimeout: hangsInHello ? .seconds(5) : .seconds(60), requestTimeout: hangs ? .seconds(3) : .seconds(30))
         defer { Task { await adapter.close() } }
         let records = [PluginFixtures.note("a", "A"), PluginFixtures.note("b", "B")]
 

@@ -7,12 +7,15 @@ import Synchronization
 public struct KitAdapterConfiguration: Sendable {
     /// The adapter's name from the configuration.
     public var name: String
+    /// The zone the adapter syncs with.
     public var zoneID: ZoneID
     /// The sidecar state database, such as `<state_dir>/adapters/<name>.sqlite`.
     public var statePath: String
     /// How often change signals look at a store that does not report its changes.
     public var pollInterval: Duration
 
+    /// A configuration; `pollInterval` is how often the store is listed for change signals when it
+    /// cannot notify.
     public init(name: String, zoneID: ZoneID, statePath: String, pollInterval: Duration = .seconds(1)) {
         self.name = name
         self.zoneID = zoneID
@@ -31,6 +34,7 @@ public struct KitAdapterConfiguration: Sendable {
 /// of mistaking it for a local edit; a record edited in the store meanwhile is left alone and
 /// uploaded later. A write the store fails commits nothing.
 public final class KitAdapter: ModelAdapter {
+    /// What the adapter was opened with.
     public let configuration: KitAdapterConfiguration
     /// The store this adapter syncs.
     public let store: any KitStore

@@ -6,6 +6,7 @@ import Synchronization
 /// them interleaved could commit a stale view over a newer one, so each runs alone. Stores that
 /// can serve one request at a time (a plugin process) use one too.
 public final class KitGate: Sendable {
+    /// A gate with nothing running.
     public init() {}
 
     private struct State {

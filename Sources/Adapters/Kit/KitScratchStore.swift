@@ -3,6 +3,7 @@ import GatewayCore
 /// A kit adapter over a scratch store, for the conformance check: edits "by another program" go
 /// straight to the store, behind the kit's back.
 public struct KitScratchStore: ScratchStore {
+    /// The kit adapter the conformance suite drives.
     public let kit: KitAdapter
     private let failingRecord: @Sendable (ZoneID) -> Record
 

@@ -9,11 +9,14 @@ import SQLiteSupport
 public struct KitStateImport: Sendable {
     /// A record as the adapter last saw it in the store.
     public struct SeenRecord: Sendable {
+        /// The record's name.
         public var recordName: String
+        /// The record's type.
         public var recordType: String
         /// The store's version of the record (see ``KitEntry/version``).
         public var version: String
 
+        /// A record the earlier state had seen, at the store's `version`.
         public init(recordName: String, recordType: String, version: String) {
             self.recordName = recordName
             self.recordType = recordType
@@ -23,10 +26,14 @@ public struct KitStateImport: Sendable {
 
     /// A pending change: a save (`recordType` given) or a delete.
     public struct Change: Sendable {
+        /// The record's name.
         public var recordName: String
+        /// The change's position in the earlier change log; later changes have larger versions.
         public var version: Int64
+        /// The record's type, when the earlier state recorded it.
         public var recordType: String?
 
+        /// A pending change of the earlier state.
         public init(recordName: String, version: Int64, recordType: String?) {
             self.recordName = recordName
             self.version = version
@@ -34,16 +41,20 @@ public struct KitStateImport: Sendable {
         }
     }
 
+    /// The records the earlier state had seen in the store.
     public var seen: [SeenRecord] = []
+    /// The changes the earlier state had not uploaded yet.
     public var changes: [Change] = []
     /// Sync metadata by record name.
     public var metadata: [String: Data] = [:]
     /// Upload failures by record name.
     public var failures: [String: RecordFailure] = [:]
+    /// The zone state blob (token, batch size) of the earlier state, carried over as it was.
     public var zoneState: Data?
     /// The change-log counter; versions given later continue from it.
     public var changeCounter: Int64 = 0
 
+    /// An empty import: nothing seen, nothing pending.
     public init() {}
 }
 

@@ -40,9 +40,12 @@ extension KitStore {
 
 /// A record's name and type, which a store needs to find it.
 public struct KitRecordKey: Sendable, Hashable, Codable {
+    /// The record's name, unique within the zone.
     public var recordName: String
+    /// The record's type.
     public var recordType: String
 
+    /// The key of the record named `recordName` of type `recordType`.
     public init(recordName: String, recordType: String) {
         self.recordName = recordName
         self.recordType = recordType
@@ -51,6 +54,7 @@ public struct KitRecordKey: Sendable, Hashable, Codable {
 
 /// One record as the store holds it.
 public struct KitEntry: Sendable, Equatable {
+    /// Which record this is.
     public var key: KitRecordKey
     /// The record's values; `nil` when the store listed only a ``version``.
     public var record: Record?
@@ -58,6 +62,8 @@ public struct KitEntry: Sendable, Equatable {
     /// compares it instead of the record's values to find changes.
     public var version: String?
 
+    /// An entry: the record as the store holds it (`nil` when it is gone) and the store's version
+    /// of it, if the store keeps versions.
     public init(key: KitRecordKey, record: Record?, version: String? = nil) {
         self.key = key
         self.record = record
@@ -79,6 +85,8 @@ public struct KitListing: Sendable {
     /// Where the next listing starts; `nil` for stores without cursors.
     public var cursor: String?
 
+    /// A page of a listing; `isComplete` says whether it lists the whole store, `cursor` is where
+    /// the next listing starts.
     public init(entries: [KitEntry], deleted: [String] = [], problems: [KitProblem] = [], isComplete: Bool, cursor: String? = nil) {
         self.entries = entries
         self.deleted = deleted
@@ -90,12 +98,14 @@ public struct KitListing: Sendable {
 
 /// A record the store holds but cannot offer for sync.
 public struct KitProblem: Sendable, Equatable {
+    /// The name of the record the store cannot offer.
     public var recordName: String
     /// A short code, such as `unknownRecordType`.
     public var code: String
     /// What is wrong, naming the place but never field values.
     public var message: String
 
+    /// A problem with one record, shown to operators as a failed record with `code` and `message`.
     public init(recordName: String, code: String, message: String) {
         self.recordName = recordName
         self.code = code

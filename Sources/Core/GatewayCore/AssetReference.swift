@@ -17,6 +17,8 @@ public struct AssetReference: Hashable, Sendable, Codable, CustomStringConvertib
     /// asset (CloudKit's `singleFile` receipt, as JSON); `nil` for clouds that need nothing.
     public var uploadReceipt: String?
 
+    /// An asset known by its SHA-256 `checksum` and `size`; clouds add where it can be downloaded,
+    /// uploads carry their receipt.
     public init(checksum: String, size: Int64, downloadURL: String? = nil, uploadReceipt: String? = nil) {
         self.checksum = checksum
         self.size = size

@@ -13,6 +13,8 @@ public struct AssetSettings: Sendable, Equatable {
     /// Fields sent as assets even when `forceData` is on, per record type.
     public var assetFields: [String: Set<String>]
 
+    /// Settings: binary fields become assets unless `forceData` (for all types, or per type);
+    /// `assetFields` names fields that are always assets.
     public init(forceData: Bool = false, forceDataByRecordType: [String: Bool] = [:], assetFields: [String: Set<String>] = [:]) {
         self.forceData = forceData
         self.forceDataByRecordType = forceDataByRecordType

@@ -8,6 +8,7 @@ public struct ChangeToken: Hashable, Sendable, Codable, CustomStringConvertible 
     /// The token's opaque bytes.
     public var data: Data
 
+    /// A token holding the cloud's opaque bytes.
     public init(data: Data) {
         self.data = data
     }

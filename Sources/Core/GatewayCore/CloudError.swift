@@ -5,55 +5,43 @@
 /// zones but never contain field values or credentials.
 public struct CloudError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as a stable code callers branch on.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, as used in logs, metrics and JSON.
-        public let name: String
-
-        private init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// A request or record exceeded a size or count limit.
-        public static let limitExceeded = Code("limitExceeded")
+        case limitExceeded
         /// The record changed on the server since the change tag the client sent;
         /// ``CloudError/serverRecord`` holds the server's version when the cloud returns it.
-        public static let serverRecordChanged = Code("serverRecordChanged")
+        case serverRecordChanged
         /// The zone does not exist.
-        public static let zoneNotFound = Code("zoneNotFound")
+        case zoneNotFound
         /// The user deleted the zone (through another client or the iCloud settings).
-        public static let userDeletedZone = Code("userDeletedZone")
+        case userDeletedZone
         /// The change token is from before the zone was recreated, or older than the tombstones kept.
-        public static let changeTokenExpired = Code("changeTokenExpired")
+        case changeTokenExpired
         /// Too many requests; wait ``CloudError/retryAfter``.
-        public static let requestRateLimited = Code("requestRateLimited")
+        case requestRateLimited
         /// The zone is busy with other writes; retry.
-        public static let zoneBusy = Code("zoneBusy")
+        case zoneBusy
         /// The service is temporarily unavailable; retry.
-        public static let serviceUnavailable = Code("serviceUnavailable")
+        case serviceUnavailable
         /// The request did not reach the service or its answer was lost; it may or may not have been applied.
-        public static let networkFailure = Code("networkFailure")
+        case networkFailure
         /// The account or container is out of storage.
-        public static let quotaExceeded = Code("quotaExceeded")
+        case quotaExceeded
         /// The credentials are missing, wrong or expired.
-        public static let notAuthenticated = Code("notAuthenticated")
+        case notAuthenticated
         /// The credentials do not allow this operation.
-        public static let permissionFailure = Code("permissionFailure")
+        case permissionFailure
         /// The record (or asset) does not exist.
-        public static let unknownItem = Code("unknownItem")
+        case unknownItem
         /// The request is malformed: a bad name, a duplicated record, a corrupt token.
-        public static let invalidArguments = Code("invalidArguments")
+        case invalidArguments
         /// This record was fine, but another record of the same atomic request failed.
-        public static let batchRequestFailed = Code("batchRequestFailed")
+        case batchRequestFailed
         /// The asset's bytes are missing or do not match the checksum.
-        public static let assetNotAvailable = Code("assetNotAvailable")
+        case assetNotAvailable
         /// The cloud failed internally.
-        public static let internalError = Code("internalError")
+        case internalError
 
-        /// Every code, for exhaustive tests and documentation.
-        public static let all: [Code] = [
-            .limitExceeded, .serverRecordChanged, .zoneNotFound, .userDeletedZone, .changeTokenExpired,
-            .requestRateLimited, .zoneBusy, .serviceUnavailable, .networkFailure, .quotaExceeded,
-            .notAuthenticated, .permissionFailure, .unknownItem, .invalidArguments, .batchRequestFailed,
-            .assetNotAvailable, .internalError,
-        ]
 
         /// Whether waiting and sending the same request again may succeed.
         public var isTransient: Bool {
@@ -61,7 +49,9 @@ public struct CloudError: Error, Sendable, CustomStringConvertible {
                 || self == .networkFailure
         }
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
     /// The error's code.
@@ -77,6 +67,8 @@ public struct CloudError: Error, Sendable, CustomStringConvertible {
     /// The error that caused this one, such as a database or network error.
     public var underlying: (any Error)?
 
+    /// An error with a code, a message naming records and zones, and what the code needs: when to
+    /// retry, which record failed, the server's record of a conflict.
     public init(
         _ code: Code, _ message: String, retryAfter: Duration? = nil, recordID: RecordID? = nil,
         serverRecord: Record? = nil, underlying: (any Error)? = nil

@@ -13,6 +13,7 @@ public struct CloudLimits: Hashable, Sendable, Codable {
     /// Most changes one fetch returns; larger requested limits are clamped.
     public var maxResultsPerFetch: Int
 
+    /// Limits; the defaults are CloudKit's documented ones.
     public init(
         maxOperationsPerRequest: Int = 200, maxRecordSize: Int = 1_000_000,
         maxRequestSize: Int = 2_000_000, maxAssetSize: Int64 = 50_000_000,

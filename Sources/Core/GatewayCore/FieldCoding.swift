@@ -279,6 +279,7 @@ public struct DecodedLayouts {
     var last: Known?
     private var byNames: [[String]: Known] = [:]
 
+    /// No layouts yet; decoding adds them.
     public init() {}
 
     mutating func layout(of names: [String]) -> Known {

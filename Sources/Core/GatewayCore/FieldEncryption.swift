@@ -10,6 +10,7 @@ import Darwin
 
 /// One AES-256 key of a ``KeyRing``, named by an id that every ciphertext carries.
 public struct EncryptionKey: Sendable {
+    /// The key's name, stored in every ciphertext it seals so the ring can find it again.
     public let id: String
     let key: PreparedAESGCMKey
     let idBytes: [UInt8]
@@ -30,6 +31,7 @@ public struct EncryptionKey: Sendable {
 /// A key ring: the first key encrypts, every key decrypts, so keys can be rotated without
 /// re-encrypting what the cloud already holds.
 public struct KeyRing: Sendable {
+    /// The keys, the one that seals first.
     public let keys: [EncryptionKey]
 
     /// - Throws: ``FieldEncryptionError`` for an empty ring or two keys with one id.
@@ -183,10 +185,15 @@ final class NoncePool: Sendable {
 
 /// Where an encrypted value belongs; authenticated with the ciphertext.
 public struct FieldContext: Sendable, Hashable {
+    /// The record's type.
     public var recordType: String
+    /// The record's name.
     public var recordName: String
+    /// The field's name.
     public var field: String
 
+    /// The place of one field value: a ciphertext moved to another record or field no longer
+    /// authenticates.
     public init(recordType: String, recordName: String, field: String) {
         self.recordType = recordType
         self.recordName = recordName
@@ -210,32 +217,36 @@ public struct FieldContext: Sendable, Hashable {
 /// name keys, never values.
 public struct FieldEncryptionError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// A key or key ring is not usable (wrong length, empty ring, duplicate ids).
-        public static let invalidKey = Code("invalidKey")
+        case invalidKey
         /// The value is not a ciphertext the gateway wrote.
-        public static let notCiphertext = Code("notCiphertext")
+        case notCiphertext
         /// The ciphertext names a key the ring does not have (see ``FieldEncryptionError/missingKey``).
-        public static let unknownKey = Code("unknownKey")
+        case unknownKey
         /// Authentication failed: the ciphertext was altered, or belongs to another field or record.
-        public static let tampered = Code("tampered")
+        case tampered
         /// The decrypted bytes are not a field value.
-        public static let corruptPlaintext = Code("corruptPlaintext")
+        case corruptPlaintext
         /// The cipher itself failed (OpenSSL/BoringSSL could not set up or seal).
-        public static let cipherFailed = Code("cipherFailed")
+        case cipherFailed
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
+    /// What went wrong, as a stable code.
     public var code: Code
+    /// What happened, naming keys and fields, never values.
     public var message: String
     /// The key id a ciphertext names that the ring does not have.
     public var missingKey: String?
+    /// The error that caused this one, when there is one.
     public var underlying: (any Error)?
 
+    /// An error with a code, a message, the key a ciphertext names when the ring lacks it, and the
+    /// cause.
     public init(_ code: Code, _ message: String, missingKey: String? = nil, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
@@ -248,10 +259,12 @@ public struct FieldEncryptionError: Error, Sendable, CustomStringConvertible {
 
 /// Which fields of an adapter's record types are encrypted, and the key ring.
 public struct FieldEncryption: Sendable {
+    /// The keys: the first seals, all of them open.
     public var keyRing: KeyRing
     /// Encrypted field names by record type.
     public var fields: [String: Set<String>]
 
+    /// Encryption of `fields` (field names by record type) with `keyRing`.
     public init(keyRing: KeyRing, fields: [String: Set<String>]) {
         self.keyRing = keyRing
         self.fields = fields

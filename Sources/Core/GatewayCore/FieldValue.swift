@@ -63,6 +63,8 @@ public struct Reference: Hashable, Sendable, Codable {
     /// The deletion behaviour.
     public var action: Action
 
+    /// A reference to `recordID`; `action` says what deleting the target does to the referring
+    /// record.
     public init(recordID: RecordID, action: Action = .none) {
         self.recordID = recordID
         self.action = action
@@ -71,7 +73,9 @@ public struct Reference: Hashable, Sendable, Codable {
 
 /// A geographic location, in CloudKit's shape. Latitude and longitude are required.
 public struct Location: Hashable, Sendable, Codable {
+    /// Degrees north of the equator, -90 to 90.
     public var latitude: Double
+    /// Degrees east of Greenwich, -180 to 180.
     public var longitude: Double
     /// Radius of uncertainty for the coordinates, in metres.
     public var horizontalAccuracy: Double?
@@ -86,6 +90,8 @@ public struct Location: Hashable, Sendable, Codable {
     /// When the location was determined.
     public var timestamp: Timestamp?
 
+    /// A location; everything but the coordinates is optional, as in CloudKit's `CLLocation`
+    /// fields.
     public init(
         latitude: Double, longitude: Double, horizontalAccuracy: Double? = nil,
         verticalAccuracy: Double? = nil, altitude: Double? = nil, speed: Double? = nil,

@@ -2,6 +2,8 @@
 /// formatters (which are slow and not Sendable): `YYYY-MM-DD`, then optionally `T` or a space,
 /// `HH:MM`, `:SS`, `.fraction`, and `Z` or `±HH:MM` (no zone means UTC).
 public enum ISO8601Timestamps {
+    /// Parses ISO 8601 text as the gateway and CloudKit write it (date, time, optional fraction,
+    /// `Z` or an offset); `nil` when it is not such a timestamp.
     public static func parse(_ text: String) -> Timestamp? {
         let bytes = Array(text.utf8)
         var index = 0

@@ -20,11 +20,15 @@ public enum MergePreference: String, Sendable, Codable, CaseIterable {
 
 /// The merge behaviour for an adapter or a record type.
 public struct MergeSettings: Sendable, Equatable {
+    /// How conflicts are settled.
     public var policy: MergePolicy
+    /// Which side wins a field both sides changed, under ``MergePolicy/merge``.
     public var prefers: MergePreference
     /// The registered resolver's name, for ``MergePolicy/custom``.
     public var resolverName: String?
 
+    /// Settings; `resolverName` names a ``ConflictResolver`` of the configuration for
+    /// ``MergePolicy/custom``.
     public init(policy: MergePolicy = .merge, prefers: MergePreference = .server, resolverName: String? = nil) {
         self.policy = policy
         self.prefers = prefers
@@ -38,14 +42,19 @@ public struct MergeSettings: Sendable, Equatable {
 /// server. The ancestor is known only by fingerprints, so a resolver asks whether a field changed
 /// rather than what it was.
 public struct ConflictContext: Sendable {
+    /// The record in conflict.
     public let recordID: RecordID
     /// Fingerprints of the last synced values; empty when the record was never synced.
     public let ancestor: [String: FieldFingerprint]
     /// Whether the record was ever synced (an empty ancestor may also be a synced empty record).
     public let hasAncestor: Bool
+    /// The store's version, `nil` when the store deleted it.
     public let local: Record?
+    /// The cloud's version, `nil` when the cloud deleted it.
     public let server: Record?
 
+    /// A conflict over `recordID` between `local` and `server`, with the fingerprints of the last
+    /// version both agreed on.
     public init(recordID: RecordID, ancestor: [String: FieldFingerprint]?, local: Record?, server: Record?) {
         self.recordID = recordID
         self.ancestor = ancestor ?? [:]
@@ -94,5 +103,6 @@ public enum ConflictResolution: Sendable, Equatable {
 
 /// Resolves conflicts for ``MergePolicy/custom``; register it by name in ``SyncConfiguration``.
 public protocol ConflictResolver: Sendable {
+    /// Decides a conflict; called on the syncing task, so it must not block.
     func resolve(_ conflict: ConflictContext) -> ConflictResolution
 }

@@ -83,6 +83,7 @@ public struct PendingChanges: Sendable, Equatable {
     /// Records deleted locally.
     public var deletes: [PendingDelete]
 
+    /// Changes to upload, oldest first.
     public init(saves: [PendingSave] = [], deletes: [PendingDelete] = []) {
         self.saves = saves
         self.deletes = deletes
@@ -118,6 +119,7 @@ public struct PendingSave: Sendable, Equatable {
     /// The change-log version that was read; only entries up to it are cleared after upload.
     public var version: Int64
 
+    /// A save of `record` at change-log `version`, with the metadata of its last synced version.
     public init(record: Record, metadata: Data?, version: Int64) {
         self.record = record
         self.metadata = metadata
@@ -127,12 +129,15 @@ public struct PendingSave: Sendable, Equatable {
 
 /// A record deleted locally and not yet deleted in the cloud.
 public struct PendingDelete: Sendable, Equatable {
+    /// The deleted record.
     public var recordID: RecordID
     /// The record's sync metadata, `nil` if it was never synced.
     public var metadata: Data?
     /// The change-log version that was read.
     public var version: Int64
 
+    /// A delete of `recordID` at change-log `version`, with the metadata of its last synced
+    /// version.
     public init(recordID: RecordID, metadata: Data?, version: Int64) {
         self.recordID = recordID
         self.metadata = metadata
@@ -150,6 +155,8 @@ public struct LocalRecordState: Sendable, Equatable {
     /// The change-log version when the record has local changes not yet uploaded.
     public var pendingVersion: Int64?
 
+    /// What the store holds for a record: the record (`nil` if absent), its metadata and its
+    /// pending change's version.
     public init(record: Record?, metadata: Data?, pendingVersion: Int64?) {
         self.record = record
         self.metadata = metadata
@@ -184,6 +191,7 @@ public struct SyncStateUpdate: Sendable, Equatable {
     /// survive a crash as the rest of the update does.
     public var sending: Set<RecordID>
 
+    /// An update; every part is optional, and all of it commits in one transaction.
     public init(
         metadata: [RecordID: Data] = [:], removedMetadata: Set<RecordID> = [], settled: [RecordID: Int64] = [:],
         failures: [RecordID: RecordFailure] = [:], zoneState: Data, sending: Set<RecordID> = []
@@ -216,6 +224,8 @@ public struct DownloadedChanges: Sendable, Equatable {
     /// may still have created such a row since, so the adapter must cope with one existing.
     public var absentLocally: Set<RecordID>
 
+    /// A page to apply: records to write and delete, the state to commit with them, and what the
+    /// store must still hold for the writes to go ahead.
     public init(
         writes: [Record] = [], deletes: [RecordID] = [], state: SyncStateUpdate,
         expectedPendingVersions: [RecordID: Int64] = [:], absentLocally: Set<RecordID> = []
@@ -237,6 +247,7 @@ public struct RecordFailure: Sendable, Equatable, Codable {
     /// The error message (never field values).
     public var message: String
 
+    /// A failure of the change at `version`, with the cloud's code and message.
     public init(version: Int64, code: String, message: String) {
         self.version = version
         self.code = code
@@ -246,9 +257,12 @@ public struct RecordFailure: Sendable, Equatable, Codable {
 
 /// A failed record, for status and `gateway retry`.
 public struct FailedRecord: Sendable, Equatable {
+    /// The record that failed.
     public var recordID: RecordID
+    /// Why, and which version of the change.
     public var failure: RecordFailure
 
+    /// A failed record and its failure.
     public init(recordID: RecordID, failure: RecordFailure) {
         self.recordID = recordID
         self.failure = failure

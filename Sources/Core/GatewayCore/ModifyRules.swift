@@ -185,6 +185,18 @@ package enum ModifyRules {
         return (decisions, failures)
     }
 
+    /// The version a cloud stores for a save: the change tag from the zone's sequence (base 36,
+    /// then the zone generation's suffix), modified `now`, and created `now` unless the record
+    /// already lives in the store (`storedCreatedAt` of a live, not deleted, record). A tombstone
+    /// saved again is a new record, created now.
+    package static func stamp(_ operation: RecordOperation, sequence: Int64, tagSuffix: String, now: Int64, storedCreatedAt: Int64?) -> Record {
+        var record = operation.record!
+        record.changeTag = String(sequence, radix: 36) + tagSuffix
+        record.modifiedAt = Timestamp(millisecondsSince1970: now)
+        record.createdAt = Timestamp(millisecondsSince1970: storedCreatedAt ?? now)
+        return record
+    }
+
     package static func failedResults(
         ids: [RecordID], failures: [Int: CloudError], atomic: Bool
     ) -> [Int: CloudError] {

@@ -5,6 +5,7 @@ public struct RecordID: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The zone that holds the record.
     public var zoneID: ZoneID
 
+    /// The record named `recordName` in `zoneID`.
     public init(recordName: String, zoneID: ZoneID) {
         self.recordName = recordName
         self.zoneID = zoneID

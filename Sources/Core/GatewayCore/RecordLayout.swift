@@ -87,11 +87,14 @@ public final class RecordLayout: Sendable, Hashable, CustomStringConvertible {
 /// Maps the positions of one layout onto another by field name, computed once per pair: an
 /// adapter writing records of a cloud layout into its columns, the merge aligning two records.
 public struct LayoutMapping: Sendable {
+    /// The layout values are read from.
     public let source: RecordLayout
+    /// The layout values are written to.
     public let target: RecordLayout
     /// For each target position, the source position holding that field (`nil`: the source lacks it).
     public let sourcePositions: [Int?]
 
+    /// The mapping of `source`'s positions to `target`'s, by field name.
     public init(from source: RecordLayout, to target: RecordLayout) {
         self.source = source
         self.target = target
@@ -107,9 +110,11 @@ public struct LayoutMapping: Sendable {
 /// Remembers the mapping of the layouts last seen onto one target, for adapters that receive
 /// records of a few layouts over and over. Not shared between tasks.
 public struct LayoutMappings {
+    /// The layout every source is mapped to.
     public let target: RecordLayout
     private var known: [ObjectIdentifier: LayoutMapping] = [:]
 
+    /// Mappings into `target`, made as sources are met.
     public init(target: RecordLayout) {
         self.target = target
     }

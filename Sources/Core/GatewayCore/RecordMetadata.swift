@@ -20,6 +20,8 @@ public struct RecordMetadata: Sendable, Equatable {
     /// How many unconfirmed (field, value) pairs are remembered.
     public static let sentValuesKept = 64
 
+    /// Metadata of a synced version: its change tag, type, field fingerprints and whether it was
+    /// sent by this replica.
     public init(
         changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint], sent: [UInt64] = []
     ) {
@@ -154,8 +156,10 @@ public struct RecordMetadata: Sendable, Equatable {
 /// non-cryptographic hash is enough (FNV-1a over the encoding, then a SplitMix64 finaliser to
 /// spread the bits); a collision would only make one edit look unchanged to the merge.
 public struct FieldFingerprint: Hashable, Sendable {
+    /// The 64-bit hash.
     public var value: UInt64
 
+    /// A fingerprint with a known hash.
     public init(value: UInt64) {
         self.value = value
     }

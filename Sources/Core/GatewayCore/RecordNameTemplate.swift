@@ -3,8 +3,11 @@
 /// A single-column key is used as is; the columns of a composite key are joined with `|` after
 /// escaping `\` and `|` with a backslash, so every key has exactly one name and back.
 public struct RecordNameTemplate: Sendable, Equatable {
+    /// Text before the key.
     public let prefix: String
+    /// Text after the key.
     public let suffix: String
+    /// How many key columns the name joins.
     public let keyColumnCount: Int
 
     /// - Returns: `nil` when `template` does not contain `<pk>` exactly once.
@@ -49,6 +52,8 @@ public struct RecordNameTemplate: Sendable, Equatable {
         return components.count == keyColumnCount ? components : nil
     }
 
+    /// Escapes the backslash and the separator `|` in one key component, so joined components
+    /// split back unambiguously.
     public static func escape(_ component: String) -> String {
         component.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "|", with: "\\|")
     }

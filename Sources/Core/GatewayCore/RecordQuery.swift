@@ -10,6 +10,8 @@ public struct RecordQuery: Hashable, Sendable {
     /// The order of the results, most significant first.
     public var sort: [QuerySort]
 
+    /// A query for records of `recordType` matching every filter, in the order of `sort` (none:
+    /// record-name order).
     public init(recordType: String, filters: [QueryFilter] = [], sort: [QuerySort] = []) {
         self.recordType = recordType
         self.filters = filters
@@ -60,6 +62,8 @@ public struct QueryFilter: Hashable, Sendable {
     /// For `NEAR`: the radius in metres.
     public var distance: Double?
 
+    /// A filter comparing `field` with `value`; `distance` (meters) is for
+    /// ``QueryComparator/near``.
     public init(field: QueryField, comparator: QueryComparator, value: FieldValue, distance: Double? = nil) {
         self.field = field
         self.comparator = comparator
@@ -131,6 +135,7 @@ public struct QuerySort: Hashable, Sendable {
     /// For a location field: order by distance from this point instead.
     public var relativeLocation: Location?
 
+    /// A sort key; `relativeLocation` sorts locations by distance from it.
     public init(field: QueryField, ascending: Bool = true, relativeLocation: Location? = nil) {
         self.field = field
         self.ascending = ascending

@@ -14,6 +14,7 @@ public final class SyncActivity: Sendable {
 
     private let state: Mutex<State>
 
+    /// Nothing synced yet.
     public init() {
         state = Mutex(State(lastProgress: .now))
     }

@@ -32,6 +32,7 @@ public struct SyncConfiguration: Sendable {
     /// The default of ``stallTimeout``: far above every call's own time limit.
     public static let defaultStallTimeout: Duration = .seconds(300)
 
+    /// A configuration; the defaults are the gateway's documented config defaults.
     public init(
         compatibilityVersion: Int64 = 1, deviceID: String = UUID().uuidString,
         compatibilityVersionField: String = "QSCloudKitModelCompatibilityVersionKey",
@@ -62,6 +63,8 @@ public struct RetryPolicy: Sendable, Equatable {
     /// The longest backoff delay. A server's `retryAfter` is honoured as given.
     public var maxDelay: Duration
 
+    /// Retries with exponential back-off from `baseDelay`, at most `maxDelay` apart, `maxAttempts`
+    /// in all.
     public init(maxAttempts: Int = 5, baseDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(60)) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = baseDelay
@@ -104,6 +107,7 @@ public struct AdapterSyncOptions: Sendable {
     /// Which binary fields travel as assets.
     public var assets: AssetSettings
 
+    /// Options; the defaults are the gateway's documented config defaults.
     public init(
         batchSize: Int = 200, merge: MergeSettings = MergeSettings(), mergeByRecordType: [String: MergeSettings] = [:],
         onZoneDeleted: ZoneDeletedPolicy = .recreate, encryption: FieldEncryption? = nil, assets: AssetSettings = AssetSettings()
@@ -124,9 +128,12 @@ public struct AdapterSyncOptions: Sendable {
 
 /// An adapter with its sync settings.
 public struct SyncedAdapter: Sendable {
+    /// The store.
     public var adapter: any ModelAdapter
+    /// How it syncs.
     public var options: AdapterSyncOptions
 
+    /// An adapter with its options.
     public init(_ adapter: any ModelAdapter, options: AdapterSyncOptions = AdapterSyncOptions()) {
         self.adapter = adapter
         self.options = options
@@ -143,6 +150,8 @@ public struct SyncEnvironment: Sendable {
     /// A number in [0, 1) for backoff jitter.
     public var jitter: @Sendable () -> Double
 
+    /// An environment with other sleeping, clock and jitter than the live one (tests use it to make
+    /// time deterministic).
     public init(
         sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Date,
         jitter: @escaping @Sendable () -> Double

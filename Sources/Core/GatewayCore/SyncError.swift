@@ -3,55 +3,57 @@
 /// Messages say what to do and name adapters, zones and records, never field values.
 public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-
-        private init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// Another sync of the same gateway is running.
-        public static let alreadySyncing = Code("alreadySyncing")
+        case alreadySyncing
         /// A downloaded record needs a newer model version than this gateway's.
-        public static let higherModelVersionFound = Code("higherModelVersionFound")
+        case higherModelVersionFound
         /// The cloud kept failing transiently until the retry attempts ran out.
-        public static let retriesExhausted = Code("retriesExhausted")
+        case retriesExhausted
         /// The cloud rejected the credentials.
-        public static let notAuthenticated = Code("notAuthenticated")
+        case notAuthenticated
         /// The cloud is out of storage; uploads stopped.
-        public static let quotaExceeded = Code("quotaExceeded")
+        case quotaExceeded
         /// The adapter is paused because its zone was deleted (`on_zone_deleted: pause`).
-        public static let zonePaused = Code("zonePaused")
+        case zonePaused
         /// Sync metadata or zone state in the store is damaged.
-        public static let corruptSyncState = Code("corruptSyncState")
+        case corruptSyncState
         /// The adapter's store failed.
-        public static let adapterFailed = Code("adapterFailed")
+        case adapterFailed
         /// The cloud failed in a way retrying does not fix.
-        public static let cloudFailed = Code("cloudFailed")
+        case cloudFailed
         /// A custom merge policy names a resolver that is not registered.
-        public static let unknownResolver = Code("unknownResolver")
+        case unknownResolver
         /// A sync was asked for an adapter the gateway does not have.
-        public static let unknownAdapter = Code("unknownAdapter")
+        case unknownAdapter
         /// A downloaded field is encrypted with a key this gateway does not have, or was tampered
         /// with; the adapter stops, and nothing of the page is applied.
-        public static let undecryptableField = Code("undecryptableField")
+        case undecryptableField
         /// A local value could not be encrypted.
-        public static let encryptionFailed = Code("encryptionFailed")
+        case encryptionFailed
         /// The sync was stopped (the service shutting down) between two pages or batches.
-        public static let interrupted = Code("interrupted")
+        case interrupted
         /// Records kept conflicting with concurrent writers; they stay pending for the next sync.
-        public static let conflictsUnresolved = Code("conflictsUnresolved")
+        case conflictsUnresolved
         /// The adapter's sync made no progress for `stall_timeout`: a store or cloud call never
         /// returned. The message names the call.
-        public static let stalled = Code("stalled")
+        case stalled
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
+    /// What went wrong, as a stable code.
     public var code: Code
+    /// What happened, naming adapters, zones and records, never field values.
     public var message: String
     /// The adapter the error is about, when it is about one.
     public var adapter: String?
+    /// The error that caused this one, when there is one.
     public var underlying: (any Error)?
 
+    /// An error with a code, a message, the adapter it concerns and its cause.
     public init(_ code: Code, _ message: String, adapter: String? = nil, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message

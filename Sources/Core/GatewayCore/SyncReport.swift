@@ -1,7 +1,9 @@
 /// What one sync did, per adapter.
 public struct SyncReport: Sendable {
+    /// One report per adapter, in configuration order.
     public var adapters: [AdapterSyncReport]
 
+    /// A report of a whole sync.
     public init(adapters: [AdapterSyncReport]) {
         self.adapters = adapters
     }
@@ -22,7 +24,9 @@ public struct AdapterSyncReport: Sendable {
         case failed(code: SyncError.Code, message: String)
     }
 
+    /// The adapter's name.
     public var adapter: String
+    /// How its pass ended.
     public var outcome: Outcome
     /// Records written locally from the cloud.
     public var downloaded = 0
@@ -44,6 +48,7 @@ public struct AdapterSyncReport: Sendable {
     /// The full error, for logs, when the outcome is failed.
     public var error: SyncError?
 
+    /// A report of one adapter's pass.
     public init(adapter: String, outcome: Outcome = .synced) {
         self.adapter = adapter
         self.outcome = outcome

@@ -7,8 +7,11 @@
 /// order, or several at once with ``SyncConfiguration/parallelism``; one adapter's failure does
 /// not stop the others, except a rejected login, which stops the adapters not started yet.
 public actor Synchronizer {
+    /// The record store every adapter syncs with.
     public let cloud: any CloudDatabase
+    /// The adapters, each bound to its zone.
     public let adapters: [SyncedAdapter]
+    /// What every pass uses: batch sizes, parallelism, retries, the stall guard.
     public let configuration: SyncConfiguration
     let environment: SyncEnvironment
     let observer: @Sendable (SyncEvent) -> Void

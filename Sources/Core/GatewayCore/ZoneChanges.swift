@@ -10,6 +10,8 @@ public struct ZoneChanges: Sendable {
     /// Whether more changes are waiting after ``token``.
     public var moreComing: Bool
 
+    /// A page of changes: records modified and deleted after the previous token, the token after
+    /// them, and whether more follow.
     public init(modified: [Record], deleted: [RecordID], token: ChangeToken, moreComing: Bool) {
         self.modified = modified
         self.deleted = deleted

@@ -10,6 +10,7 @@ public struct ZoneID: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The user record name that owns the zone; ``defaultOwnerName`` for the caller's own zones.
     public var ownerName: String
 
+    /// The zone `zoneName` of `ownerName` (the current user by default, as in CloudKit).
     public init(zoneName: String, ownerName: String = ZoneID.defaultOwnerName) {
         self.zoneName = zoneName
         self.ownerName = ownerName

@@ -18,6 +18,7 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
     /// refetch starts over instead of skipping the reconciliation.
     public var refetching: Bool
 
+    /// A state; a new adapter starts with no token and the configured batch size.
     public init(
         token: ChangeToken? = nil, batchSize: Int? = nil, failedBatchSize: Int? = nil, failedBatchSizeAt: Date? = nil,
         pausedReason: String? = nil, refetching: Bool = false

@@ -1,3 +1,4 @@
+import GatewayCore
 import NIOCore
 
 /// Rows in the text format of `COPY … FROM STDIN`: values separated by tabs, rows ended by a
@@ -44,16 +45,7 @@ public struct PostgresCopyText: Sendable {
         atRowStart = false
         buffer.writeStaticString("\\\\x")
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bytes.count * 2) { target in
-            let digits: StaticString = "0123456789abcdef"
-            return digits.withUTF8Buffer { digits in
-                var index = 0
-                for byte in bytes {
-                    target[index] = digits[Int(byte >> 4)]
-                    target[index + 1] = digits[Int(byte & 0x0f)]
-                    index += 2
-                }
-                return index
-            }
+            HexDigits.write(bytes, into: target.bindMemory(to: UInt8.self))
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -12,6 +13,7 @@ import Darwin
 /// Tests use it instead of Foundation's `Process`, whose exit notification can go missing on
 /// Linux when many children exit at once, leaving a test waiting forever.
 public final class ChildProcess: Sendable {
+    /// The child's process id.
     public let pid: pid_t
     private let exitStatus = Mutex<Int32?>(nil)
 
@@ -29,33 +31,19 @@ public final class ChildProcess: Sendable {
         _ executable: String, arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
         standardOutput: String? = nil, standardError: String? = nil, descriptors: [Int32: Int32] = [:]
     ) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, standardOutput ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        for (child, parent) in descriptors.sorted(by: { $0.key < $1.key }) {
-            posix_spawn_file_actions_adddup2(&actions, parent, child)
-        }
-        // glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift; env(1) changes
-        // the folder and then execs the program.
-        let program = directory == nil ? executable : "/usr/bin/env"
-        let programArguments = directory.map { ["-C", $0, executable] + arguments } ?? arguments
-
         let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let argv = ([program] + programArguments).map { strdup($0) } + [nil]
-        let envp = variables.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let spawned = ProcessSpawning.spawn(executable, arguments: arguments, directory: directory, environment: variables) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, standardOutput ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            for (child, parent) in descriptors.sorted(by: { $0.key < $1.key }) {
+                posix_spawn_file_actions_adddup2(&actions, parent, child)
+            }
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, program, &actions, nil, argv, envp)
-        guard result == 0 else {
-            throw ConformanceFailure("cannot start \(executable): \(String(cString: strerror(result)))")
+        switch spawned {
+        case .success(let pid): self.pid = pid
+        case .failure(let failure): throw ConformanceFailure("cannot start \(executable): \(failure.reason)")
         }
-        self.pid = pid
     }
 
     /// The exit status once the child has exited (128 + signal when a signal ended it), without

@@ -8,6 +8,7 @@ public struct ConformanceFailure: Error, CustomStringConvertible {
     /// Where the expectation is written.
     public var location: String
 
+    /// A failure with what the implementation did, at the place in the suite that found it.
     public init(_ message: String, fileID: String = #fileID, line: Int = #line) {
         self.message = message
         self.location = "\(fileID):\(line)"

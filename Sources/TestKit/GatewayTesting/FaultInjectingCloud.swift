@@ -12,6 +12,7 @@ import Synchronization
 public final class FaultInjectingCloud: CloudDatabase {
     /// The calls faults can be attached to.
     public enum Operation: String, Sendable, CaseIterable {
+        /// The cloud call a fault is injected into.
         case zones, createZone, deleteZone, fetchChanges, modify, lookup, uploadAsset, downloadAsset, checkAccount
     }
 
@@ -40,6 +41,8 @@ public final class FaultInjectingCloud: CloudDatabase {
         /// The `retryAfter` the transient faults carry.
         public var retryAfter: Duration
 
+        /// A plan; each fault is off unless given a probability (0 to 1) per call or operation, and
+        /// `operationLimit` lowers the cloud's operations per request.
         public init(
             operationLimit: Int? = nil, rateLimited: Double = 0, serviceUnavailable: Double = 0, zoneBusy: Double = 0,
             networkFailure: Double = 0, lostResponse: Double = 0, tokenExpired: Double = 0, zoneNotFound: Double = 0,
@@ -89,7 +92,9 @@ public final class FaultInjectingCloud: CloudDatabase {
 
     /// One fault that was injected, for assertions and replay checks.
     public struct InjectedFault: Sendable, Hashable, CustomStringConvertible {
+        /// The call that failed.
         public var operation: Operation
+        /// The error it failed with.
         public var code: CloudError.Code
         /// The record, for per-record faults.
         public var recordName: String?

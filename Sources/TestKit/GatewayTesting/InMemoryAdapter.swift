@@ -38,6 +38,8 @@ public actor InMemoryAdapter: ModelAdapter {
     /// The records applied with the `DownloadedChanges/absentLocally` hint, in order.
     public private(set) var appliedAsAbsent: [RecordID] = []
 
+    /// An empty store bound to `zoneID`; `signalInterval` is how often its change signal is
+    /// checked.
     public init(name: String = "memory", zoneID: ZoneID, signalInterval: Duration = .milliseconds(10)) {
         self.name = name
         self.zoneID = zoneID
@@ -233,8 +235,10 @@ public actor InMemoryAdapter: ModelAdapter {
 public struct InMemoryAdapterError: Error, CustomStringConvertible {
     /// The only failure: the store refused a write (`writeRefused`), as tests arrange.
     public let code = "writeRefused"
+    /// Why the write was refused.
     public var message: String
 
+    /// A refusal saying `message`.
     public init(message: String) {
         self.message = message
     }

@@ -4,6 +4,7 @@ import Synchronization
 public final class LockedValue<Value: Sendable>: Sendable {
     private let storage: Mutex<Value>
 
+    /// A lock around `value`.
     public init(_ value: Value) {
         storage = Mutex(value)
     }

@@ -15,11 +15,14 @@ import Darwin
 public enum LoopbackHTTP {
     /// What the server answered.
     public struct Response: Sendable {
+        /// The HTTP status code.
         public var status: Int
         /// Header names lowercased.
         public var headers: [String: String]
+        /// The body as received.
         public var body: Data
 
+        /// The body as UTF-8 text.
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
 

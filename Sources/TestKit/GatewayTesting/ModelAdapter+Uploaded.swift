@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 
+/// Shortcuts for tests of any adapter.
 extension ModelAdapter {
     /// Records the adapter's pending saves as uploaded unchanged (metadata of the values read,
     /// versions settled), as a sync does once the cloud saved them; returns the records settled.

@@ -3,6 +3,8 @@
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
+    /// A generator whose sequence depends only on `seed`, so a failing property test can be run
+    /// again.
     public init(seed: UInt64) {
         state = seed
     }

@@ -18,36 +18,35 @@ public struct ConfigLocation: Sendable, Hashable, CustomStringConvertible {
 /// expansion, so values from the environment (secrets) never appear.
 public struct ConfigError: Error, Sendable, CustomStringConvertible {
     /// What kind of problem it is.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        private init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// The file is not valid YAML.
-        public static let invalidYAML = Code("invalidYAML")
+        case invalidYAML
         /// The file, or a file it names, cannot be read.
-        public static let unreadableFile = Code("unreadableFile")
+        case unreadableFile
         /// A key the gateway does not know.
-        public static let unknownKey = Code("unknownKey")
+        case unknownKey
         /// A required key is absent.
-        public static let missingKey = Code("missingKey")
+        case missingKey
         /// A value of the wrong type (a list where a number belongs, ...).
-        public static let wrongType = Code("wrongType")
+        case wrongType
         /// A value of the right type that is not allowed (a bad duration, an unknown policy, ...).
-        public static let invalidValue = Code("invalidValue")
+        case invalidValue
         /// `${VAR}` names a variable that is not set.
-        public static let undefinedVariable = Code("undefinedVariable")
+        case undefinedVariable
         /// Two things that must have different names share one.
-        public static let duplicateName = Code("duplicateName")
+        case duplicateName
         /// An adapter or cloud `kind` no registered factory handles.
-        public static let unknownKind = Code("unknownKind")
+        case unknownKind
         /// Settings that contradict each other.
-        public static let inconsistent = Code("inconsistent")
+        case inconsistent
         /// A store the configuration names does not match it (a missing table or column).
-        public static let storeMismatch = Code("storeMismatch")
+        case storeMismatch
         /// A feature this build does not have yet.
-        public static let unsupported = Code("unsupported")
+        case unsupported
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
     public var code: Code

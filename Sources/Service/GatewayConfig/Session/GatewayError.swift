@@ -2,26 +2,25 @@
 /// unavailable, or another gateway process holds the lock. Messages never contain row data or
 /// secrets.
 public struct GatewayError: Error, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        private init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// `state_dir` cannot be created or written.
-        public static let stateUnavailable = Code("stateUnavailable")
+        case stateUnavailable
         /// A file in `state_dir` is damaged.
-        public static let corruptState = Code("corruptState")
+        case corruptState
         /// Another gateway process on the same `state_dir` is syncing.
-        public static let alreadyRunning = Code("alreadyRunning")
+        case alreadyRunning
         /// An adapter's store cannot be opened or read.
-        public static let storeUnavailable = Code("storeUnavailable")
+        case storeUnavailable
         /// The cloud cannot be opened or reached.
-        public static let cloudUnavailable = Code("cloudUnavailable")
+        case cloudUnavailable
         /// A command named an adapter the config does not have.
-        public static let unknownAdapter = Code("unknownAdapter")
+        case unknownAdapter
         /// A file the command would write already exists.
-        public static let fileExists = Code("fileExists")
+        case fileExists
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
     public var code: Code

@@ -2,30 +2,29 @@
 /// what happened; they never quote record values.
 public struct PluginError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// The command could not be started (not found, not executable).
-        public static let startFailed = Code("pluginStartFailed")
+        case startFailed = "pluginStartFailed"
         /// The process exited, or closed its standard output.
-        public static let exited = Code("pluginExited")
+        case exited = "pluginExited"
         /// The process did not answer within the timeout; it was stopped.
-        public static let timedOut = Code("pluginTimedOut")
+        case timedOut = "pluginTimedOut"
         /// A line was not a JSON object, or a message lacked what the protocol requires.
-        public static let malformedMessage = Code("pluginMalformedMessage")
+        case malformedMessage = "pluginMalformedMessage"
         /// A line was longer than `max_message_bytes`.
-        public static let oversizedMessage = Code("pluginOversizedMessage")
+        case oversizedMessage = "pluginOversizedMessage"
         /// The plugin speaks a protocol version this gateway does not.
-        public static let protocolMismatch = Code("pluginProtocolMismatch")
+        case protocolMismatch = "pluginProtocolMismatch"
         /// An answer to a request that was not asked, or not the one waiting.
-        public static let unexpectedAnswer = Code("pluginUnexpectedAnswer")
+        case unexpectedAnswer = "pluginUnexpectedAnswer"
         /// A record the protocol cannot carry (a name with control characters): nothing was sent.
-        public static let unsendableRecord = Code("pluginUnsendableRecord")
+        case unsendableRecord = "pluginUnsendableRecord"
         /// The plugin answered a request with an error of its own.
-        public static let pluginReportedError = Code("pluginReportedError")
+        case pluginReportedError
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
     public var code: Code

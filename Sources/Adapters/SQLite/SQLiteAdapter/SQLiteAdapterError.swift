@@ -1,24 +1,23 @@
 /// A SQLite adapter problem: a table or column that does not fit, or a store that failed.
 /// Messages name the file, table and column, never row values.
 public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        private init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// A configured table does not exist.
-        public static let missingTable = Code("missingTable")
+        case missingTable
         /// A configured column does not exist.
-        public static let missingColumn = Code("missingColumn")
+        case missingColumn
         /// A table has no primary key, so rows cannot be named.
-        public static let noPrimaryKey = Code("noPrimaryKey")
+        case noPrimaryKey
         /// The mapping is inconsistent (duplicate record types, a bad record-name template).
-        public static let invalidMapping = Code("invalidMapping")
+        case invalidMapping
         /// A record name does not match the table's template or key.
-        public static let invalidRecordName = Code("invalidRecordName")
+        case invalidRecordName
         /// The database could not be opened or written.
-        public static let databaseFailed = Code("databaseFailed")
+        case databaseFailed
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
     public var code: Code

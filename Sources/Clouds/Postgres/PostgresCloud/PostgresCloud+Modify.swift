@@ -74,12 +74,9 @@ extension PostgresCloud {
             switch decisions[index] {
             case .save:
                 sequence += 1
-                var record = item.operation.record!
-                record.changeTag = String(sequence, radix: 36) + tagSuffix
-                record.modifiedAt = Timestamp(millisecondsSince1970: now)
-                // A tombstone saved again is a new record, created now.
-                let stored = current[id.recordName].flatMap { $0.isDeleted ? nil : $0.createdAt }
-                record.createdAt = Timestamp(millisecondsSince1970: stored ?? now)
+                let record = ModifyRules.stamp(
+                    item.operation, sequence: sequence, tagSuffix: tagSuffix, now: now,
+                    storedCreatedAt: current[id.recordName].flatMap { $0.isDeleted ? nil : $0.createdAt })
                 saved.names.append(id.recordName)
                 saved.types.append(record.recordType)
                 saved.tags.append(record.changeTag!)

@@ -77,12 +77,9 @@ extension EmbeddedCloud {
             switch decisions[index] {
             case .save:
                 sequence += 1
-                var record = item.operation.record!
-                record.changeTag = String(sequence, radix: 36) + tagSuffix
-                record.modifiedAt = Timestamp(millisecondsSince1970: now)
-                // A tombstone saved again is a new record, created now.
-                let stored = current[id.recordName].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 }
-                record.createdAt = Timestamp(millisecondsSince1970: stored ?? now)
+                let record = ModifyRules.stamp(
+                    item.operation, sequence: sequence, tagSuffix: tagSuffix, now: now,
+                    storedCreatedAt: current[id.recordName].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 })
                 try (current[id.recordName] == nil ? insert : update).execute(
                     .integer(zoneRow.key), .text(id.recordName), .text(record.recordType), .text(record.changeTag!), .integer(sequence),
                     .integer(now), .bytes(item.encodedFields!))

@@ -41,22 +41,21 @@ public struct JSONFilesAdapterConfiguration: Sendable {
 /// A JSON folder problem. Messages name files, never their contents.
 public struct JSONFilesAdapterError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-
+    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
         /// The folder does not exist or cannot be read.
-        public static let folderMissing = Code("folderMissing")
+        case folderMissing
         /// A document is not what the layout needs (not an object, an entry not an object).
-        public static let invalidDocument = Code("invalidDocument")
+        case invalidDocument
         /// A record from the cloud has a name no file can carry (NUL).
-        public static let unwritableName = Code("unwritableName")
+        case unwritableName
         /// A document or the file index cannot be read or written (disk full, permissions).
-        public static let fileFailed = Code("fileFailed")
+        case fileFailed
         /// The state of an earlier release cannot be carried over.
-        public static let migrationFailed = Code("migrationFailed")
+        case migrationFailed
 
-        public var description: String { name }
+        /// The code's name, as logs, metrics and JSON show it.
+        public var name: String { rawValue }
+        public var description: String { rawValue }
     }
 
     public var code: Code

@@ -71,7 +71,7 @@ public enum CloudKitErrorCoding {
     public static func decode(_ value: JSONValue, context: String, retryAfterHeader: String? = nil) -> CloudError {
         let serverCode = value["serverErrorCode"]?.stringValue ?? "UNKNOWN"
         var code = code(forServerErrorCode: serverCode)
-        if let exact = value[gatewayCodeKey]?.stringValue, let known = CloudError.Code.all.first(where: { $0.name == exact }) {
+        if let exact = value[gatewayCodeKey]?.stringValue, let known = CloudError.Code.allCases.first(where: { $0.name == exact }) {
             code = known
         }
         let reason = value["reason"]?.stringValue ?? "no reason given"

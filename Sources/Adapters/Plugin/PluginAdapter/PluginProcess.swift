@@ -1,5 +1,6 @@
 import CloudKitWeb
 import Foundation
+import GatewayCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -300,14 +301,6 @@ final class PluginProcess: Sendable {
     }
 
     private static func spawn(_ configuration: PluginConfiguration, stdin: Int32, stdout: Int32, stderr: Int32) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
-        // glibc's posix_spawn_file_actions_addchdir_np is not visible to Swift; env(1) changes
-        // the folder and then execs the program.
         if let directory = configuration.workingDirectory {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -319,22 +312,21 @@ final class PluginProcess: Sendable {
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in configuration.environment { environment[key] = value }
         let executable = try resolve(configuration, path: environment["PATH"] ?? "/usr/bin:/bin")
-        let program = configuration.workingDirectory == nil ? executable : "/usr/bin/env"
-        let arguments = configuration.workingDirectory.map { ["-C", $0, executable] } ?? []
-        let argv = ([program] + arguments + configuration.arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let spawned = ProcessSpawning.spawn(
+            executable, arguments: configuration.arguments, directory: configuration.workingDirectory,
+            environment: environment.map { "\($0.key)=\($0.value)" }
+        ) { actions in
+            posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+            posix_spawn_file_actions_adddup2(&actions, stderr, 2)
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, program, &actions, nil, argv, envp)
-        guard result == 0 else {
+        switch spawned {
+        case .success(let pid): return pid
+        case .failure(let failure):
             throw PluginError(
                 .startFailed, adapter: configuration.adapterName, plugin: configuration.displayName,
-                "cannot start \(configuration.command): \(String(cString: strerror(result)))")
+                "cannot start \(configuration.command): \(failure.reason)", underlying: failure)
         }
-        return pid
     }
 }
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""A program that embeds the gateway's sync (GatewayConfig and GatewayKinds) must not compile the
+server: no Hummingbird, Prometheus, swift-metrics or ServiceLifecycle anywhere in what those
+modules depend on. Reads `swift package describe --type json` on standard input."""
+import json
+import sys
+
+SERVER_PRODUCTS = {"Hummingbird", "Prometheus", "Metrics", "ServiceLifecycle", "UnixSignals", "HTTPTypes"}
+EMBEDDING = ["GatewayConfig", "GatewayKinds"]
+
+package = json.load(sys.stdin)
+targets = {target["name"]: target for target in package["targets"]}
+failures = []
+for root in EMBEDDING:
+    seen, stack = set(), [root]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        target = targets[name]
+        for product in target.get("product_dependencies", []):
+            if product in SERVER_PRODUCTS:
+                failures.append(f"{root} depends on {product} through {name}")
+        stack.extend(target.get("target_dependencies", []))
+    print(f"{root}: {len(seen)} modules, none of them the server's" if not failures else f"{root}: checked")
+if failures:
+    print("error: an embedding program would compile the server:\n  " + "\n  ".join(failures), file=sys.stderr)
+    sys.exit(1)
