@@ -172,7 +172,7 @@ struct JSONFilesBehaviourTests {
         let failed = try await adapter.failedRecords().sorted { $0.recordID.recordName < $1.recordID.recordName }
         #expect(failed.map(\.recordID.recordName) == ["array", "broken"])
         #expect(failed.allSatisfy { $0.failure.code == "invalidJSON" })
-        #expect(failed[1].failure.message.hasPrefix("Article/broken.json line 3 column 15: expected a key in quotes"))
+        #expect(failed[1].failure.message.hasPrefix("Article/broken.json line 3 column 15: expected a member name in quotes"))
         #expect(!failed[1].failure.message.contains("12"), "no file contents in the message")
 
         let server = Record(id: RecordID(recordName: "broken", zoneID: Self.zone), recordType: "Article", fields: ["title": .string("server")])

@@ -32,7 +32,7 @@ struct JSONFilesHarness: AdapterConformanceHarness {
     static func object(_ record: Record) -> JSONValue {
         var members: [String: JSONValue] = [:]
         if case .string(let title)? = record["title"] { members["title"] = .string(title) }
-        if case .int64(let rank)? = record["rank"] { members["rank"] = .int(rank) }
+        if case .int64(let rank)? = record["rank"] { members["rank"] = .integer(rank) }
         return .object(members)
     }
 
@@ -42,13 +42,13 @@ struct JSONFilesHarness: AdapterConformanceHarness {
         case .filePerRecord:
             let url = folder.appendingPathComponent("Note/\(record.id.recordName).json")
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(Self.object(record).text().utf8).write(to: url)
+            try Data(Self.object(record).prettyText().utf8).write(to: url)
         case .collection:
             let url = folder.appendingPathComponent("Note.json")
             var members: [String: JSONValue] = [:]
-            if let data = try? Data(contentsOf: url), case .object(let existing) = try JSONValue.parse(data) { members = existing }
+            if let data = try? Data(contentsOf: url), case .object(let existing) = try JSONValue.parse(data, numbers: .exact) { members = existing }
             members[record.id.recordName] = Self.object(record)
-            try Data(JSONValue.object(members).text().utf8).write(to: url)
+            try Data(JSONValue.object(members).prettyText().utf8).write(to: url)
         }
     }
 
@@ -59,9 +59,9 @@ struct JSONFilesHarness: AdapterConformanceHarness {
             try FileManager.default.removeItem(at: folder.appendingPathComponent("Note/\(id.recordName).json"))
         case .collection:
             let url = folder.appendingPathComponent("Note.json")
-            guard case .object(var members) = try JSONValue.parse(try Data(contentsOf: url)) else { return }
+            guard case .object(var members) = try JSONValue.parse(try Data(contentsOf: url), numbers: .exact) else { return }
             members[id.recordName] = nil
-            try Data(JSONValue.object(members).text().utf8).write(to: url)
+            try Data(JSONValue.object(members).prettyText().utf8).write(to: url)
         }
     }
 
@@ -72,12 +72,12 @@ struct JSONFilesHarness: AdapterConformanceHarness {
         case .filePerRecord:
             let notes = folder.appendingPathComponent("Note")
             for name in (try? FileManager.default.contentsOfDirectory(atPath: notes.path)) ?? [] where name.hasSuffix(".json") && !name.hasPrefix(".") {
-                if case .object(let members) = try JSONValue.parse(try Data(contentsOf: notes.appendingPathComponent(name))) {
+                if case .object(let members) = try JSONValue.parse(try Data(contentsOf: notes.appendingPathComponent(name)), numbers: .exact) {
                     objects[SafeFileName.decode(String(name.dropLast(5)))!] = members
                 }
             }
         case .collection:
-            if let data = try? Data(contentsOf: folder.appendingPathComponent("Note.json")), case .object(let members) = try JSONValue.parse(data) {
+            if let data = try? Data(contentsOf: folder.appendingPathComponent("Note.json")), case .object(let members) = try JSONValue.parse(data, numbers: .exact) {
                 for (name, value) in members { if case .object(let fields) = value { objects[name] = fields } }
             }
         }

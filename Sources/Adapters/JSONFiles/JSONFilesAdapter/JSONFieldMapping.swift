@@ -31,7 +31,7 @@ struct JSONFieldMapping {
         switch value {
         case .null: return nil
         case .bool(let flag): return .int64(flag ? 1 : 0)
-        case .int(let number): return .int64(number)
+        case .integer(let number): return .int64(number)
         case .double(let number): return .double(number)
         case .string(let text): return .string(text)
         case .array(let values):
@@ -47,7 +47,7 @@ struct JSONFieldMapping {
             if members.count == 1, let (tag, content) = members.first, tag.hasPrefix("$") {
                 return try tagged(tag, content, name: name)
             }
-            return .string(JSONValue.object(members).text().trimmingCharacters(in: .newlines))
+            return .string(JSONValue.object(members).prettyText().trimmingCharacters(in: .newlines))
         }
     }
 
@@ -56,7 +56,7 @@ struct JSONFieldMapping {
         case ("$date", .string(let text)):
             guard let timestamp = ISO8601Timestamps.parse(text) else { throw Problem(message: "field \(name): $date is not ISO-8601") }
             return .timestamp(timestamp)
-        case ("$date", .int(let milliseconds)):
+        case ("$date", .integer(let milliseconds)):
             return .timestamp(Timestamp(millisecondsSince1970: milliseconds))
         case ("$bytes", .string(let text)):
             guard let data = Data(base64Encoded: text) else { throw Problem(message: "field \(name): $bytes is not base64") }
@@ -82,7 +82,7 @@ struct JSONFieldMapping {
     }
 
     private static func asDouble(_ value: JSONValue) -> JSONValue {
-        if case .int(let number) = value { return .double(Double(number)) }
+        if case .integer(let number) = value { return .double(Double(number)) }
         return value
     }
 
@@ -109,13 +109,13 @@ struct JSONFieldMapping {
     private func json(_ value: FieldValue, previous: JSONValue?) throws -> JSONValue {
         switch value {
         case .string(let text):
-            if case .object? = previous, let data = text.data(using: .utf8), case .object(let members)? = try? JSONValue.parse(data) {
+            if case .object? = previous, let data = text.data(using: .utf8), case .object(let members)? = try? JSONValue.parse(data, numbers: .exact) {
                 return .object(members)
             }
             return .string(text)
         case .int64(let number):
             if case .bool? = previous, number == 0 || number == 1 { return .bool(number == 1) }
-            return .int(number)
+            return .integer(number)
         case .double(let number): return .double(number)
         case .timestamp(let timestamp): return .object(["$date": .string(ISO8601Timestamps.format(timestamp))])
         case .bytes(let data):

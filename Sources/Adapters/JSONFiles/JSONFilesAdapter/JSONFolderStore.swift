@@ -220,7 +220,7 @@ public struct JSONFolderStore: KitStore {
     ///   long for a file name are shortened, so the file name alone does not give them back).
     func parse(path: String, knownName: String?) throws -> [String: [String: JSONValue]] {
         let data = try Data(contentsOf: root.appendingPathComponent(path))
-        let value = try JSONValue.parse(data)
+        let value = try JSONValue.parse(data, numbers: .exact)
         guard case .object(let members) = value else { throw JSONFilesAdapterError(.invalidDocument, "\(path) does not hold a JSON object") }
         switch layout {
         case .filePerRecord:
@@ -239,11 +239,11 @@ public struct JSONFolderStore: KitStore {
 
     static func hash(_ object: [String: JSONValue]) -> String {
         // The first 16 bytes in lowercase hex: the same text earlier releases stored, so their state carries over.
-        Data(SHA256.hash(data: Data(JSONValue.object(object).text().utf8)).prefix(16)).hexText
+        Data(SHA256.hash(data: Data(JSONValue.object(object).prettyText().utf8)).prefix(16)).hexText
     }
 
     static func problem(_ error: any Error, path: String) -> String {
-        if let parse = error as? JSONValue.ParseError {
+        if let parse = error as? JSONParseError {
             return "\(path) line \(parse.line) column \(parse.column): \(parse.reason); fix the file, it is not synced until then"
         }
         if let adapterError = error as? JSONFilesAdapterError { return adapterError.message + "; fix the file, it is not synced until then" }
@@ -358,7 +358,7 @@ public struct JSONFolderStore: KitStore {
                 if !current.isEmpty {
                     let document: JSONValue =
                         layout == .filePerRecord ? .object(current.values.first ?? [:]) : .object(current.mapValues { JSONValue.object($0) })
-                    temporary = try AtomicFile.prepare(Data(document.text().utf8), for: url)
+                    temporary = try AtomicFile.prepare(Data(document.prettyText().utf8), for: url)
                 }
                 prepared.append((path, url, temporary, change.type, current))
                 for name in change.set.keys.sorted() {

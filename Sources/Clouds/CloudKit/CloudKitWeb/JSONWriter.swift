@@ -43,14 +43,14 @@ public struct JSONWriter: Sendable {
     /// A member name; its value comes next.
     public mutating func key(_ name: String) {
         separate()
-        JSONText.writeString(name, into: &output)
+        JSONValue.writeString(name, into: &output)
         output.append(UInt8(ascii: ":"))
         followsValue = false
     }
 
     public mutating func string(_ text: String) {
         separate()
-        JSONText.writeString(text, into: &output)
+        JSONValue.writeString(text, into: &output)
         followsValue = true
     }
 
@@ -58,7 +58,7 @@ public struct JSONWriter: Sendable {
     /// - Throws: ``CloudError/Code/invalidArguments`` for a number JSON cannot hold.
     public mutating func value(_ value: JSONValue) throws(CloudError) {
         separate()
-        try JSONText.write(value, into: &output)
+        try value.writeWire(into: &output)
         followsValue = true
     }
 

@@ -1,18 +1,26 @@
 import Foundation
-import GatewayCore
 
-/// A JSON document as a tree, for CloudKit Web Services bodies.
+/// A JSON document as a tree: CloudKit Web Services bodies, the plugin protocol's messages and
+/// the JSON files adapter's documents.
 ///
-/// CloudKit's JSON mixes typed values (`{"value": …, "type": "INT64"}`), per-item errors inside
-/// result arrays and keys that vary by endpoint, so bodies are read into this tree and converted
-/// by hand. Integers are kept apart from doubles so `INT64` values survive exactly.
+/// Integers are kept apart from doubles so 64-bit integers survive exactly. How whole numbers
+/// written with a fraction (`35.0`) are read and written is the caller's choice
+/// (``JSONNumberStyle``): CloudKit's wire treats them as integers, a JSON document on disk keeps
+/// them as the doubles they were written as.
 public enum JSONValue: Hashable, Sendable, Codable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number without a fraction or exponent that fits in 64 bits.
     case integer(Int64)
+    /// Any other finite number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object; a member named twice keeps its last value.
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {
@@ -47,31 +55,19 @@ public enum JSONValue: Hashable, Sendable, Codable {
         }
     }
 
-    /// Parses JSON text (RFC 8259) straight from its UTF-8 bytes. Numbers without a fraction or
-    /// exponent that fit in 64 bits are integers, so `INT64` values stay exact; whole numbers
-    /// written with a fraction (`35.0`) are integers too, as Foundation's parser made them.
-    /// - Throws: `CloudError` `invalidArguments` naming what is wrong and at which byte.
-    public static func parse(_ data: Data) throws -> JSONValue {
-        try JSONText.parse(data)
-    }
-
-    /// The JSON text, with sorted keys so equal trees give equal bytes.
-    /// - Throws: `CloudError` `invalidArguments` for a number JSON cannot hold (infinite, NaN).
-    public func serialized() throws -> Data {
-        try JSONText.serialize(self)
-    }
-
     /// The member `key` of an object; `nil` for other values or a missing key.
     public subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { return members[key] }
         return nil
     }
 
+    /// The text of a string; `nil` for other values.
     public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
+    /// The value of a boolean; `nil` for other values.
     public var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
@@ -97,11 +93,13 @@ public enum JSONValue: Hashable, Sendable, Codable {
         }
     }
 
+    /// The elements of an array; `nil` for other values.
     public var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
+    /// The members of an object; `nil` for other values.
     public var objectValue: [String: JSONValue]? {
         if case .object(let value) = self { return value }
         return nil
