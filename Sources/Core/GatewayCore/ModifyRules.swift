@@ -185,16 +185,46 @@ package enum ModifyRules {
         return (decisions, failures)
     }
 
-    /// The version a cloud stores for a save: the change tag from the zone's sequence (base 36,
-    /// then the zone generation's suffix), modified `now`, and created `now` unless the record
-    /// already lives in the store (`storedCreatedAt` of a live, not deleted, record). A tombstone
-    /// saved again is a new record, created now.
-    package static func stamp(_ operation: RecordOperation, sequence: Int64, tagSuffix: String, now: Int64, storedCreatedAt: Int64?) -> Record {
-        var record = operation.record!
-        record.changeTag = String(sequence, radix: 36) + tagSuffix
-        record.modifiedAt = Timestamp(millisecondsSince1970: now)
-        record.createdAt = Timestamp(millisecondsSince1970: storedCreatedAt ?? now)
-        return record
+    /// Walks a decided request in order and gives every operation its outcome: failures as
+    /// decided, saves stamped with the zone's next sequence number (change tag from it and the
+    /// zone generation's `tagSuffix`, modified `now`, created `now` unless the record lives on:
+    /// `storedCreatedAt` of a live stored record; a tombstone saved again is created anew) and
+    /// handed to `save`, deletes with their sequence number to `delete`. The store writes in
+    /// those two closures; the answer and the zone's new last sequence come back.
+    package static func outcomes(
+        of prepared: [Prepared], failures: [Int: CloudError], decisions: [Decision], lastSequence: Int64, tagSuffix: String, now: Int64,
+        storedCreatedAt: (RecordID) -> Int64?, save: (_ item: Prepared, _ record: Record, _ sequence: Int64) throws -> Void,
+        delete: (_ id: RecordID, _ sequence: Int64) throws -> Void
+    ) rethrows -> (results: [RecordOperationResult], lastSequence: Int64) {
+        var results: [RecordOperationResult] = []
+        results.reserveCapacity(prepared.count)
+        var sequence = lastSequence
+        for (index, item) in prepared.enumerated() {
+            let id = item.recordID
+            if let failure = failures[index] {
+                results.append(.failed(id, failure))
+                continue
+            }
+            switch decisions[index] {
+            case .save:
+                sequence += 1
+                var record = item.operation.record!
+                record.changeTag = String(sequence, radix: 36) + tagSuffix
+                record.modifiedAt = Timestamp(millisecondsSince1970: now)
+                record.createdAt = Timestamp(millisecondsSince1970: storedCreatedAt(id) ?? now)
+                try save(item, record, sequence)
+                results.append(.saved(record))
+            case .delete:
+                sequence += 1
+                try delete(id, sequence)
+                results.append(.deleted(id))
+            case .alreadyDeleted:
+                results.append(.deleted(id))
+            case .conflict, .fail:
+                preconditionFailure("failed operations carry their failure in failures")
+            }
+        }
+        return (results, sequence)
     }
 
     package static func failedResults(

@@ -39,35 +39,22 @@ public struct JSONFilesAdapterConfiguration: Sendable {
 }
 
 /// A JSON folder problem. Messages name files, never their contents.
-public struct JSONFilesAdapterError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
-        /// The folder does not exist or cannot be read.
-        case folderMissing
-        /// A document is not what the layout needs (not an object, an entry not an object).
-        case invalidDocument
-        /// A record from the cloud has a name no file can carry (NUL).
-        case unwritableName
-        /// A document or the file index cannot be read or written (disk full, permissions).
-        case fileFailed
-        /// The state of an earlier release cannot be carried over.
-        case migrationFailed
+public typealias JSONFilesAdapterError = CodedError<JSONFilesAdapterErrorCode>
 
-        /// The code's name, as logs, metrics and JSON show it.
-        public var name: String { rawValue }
-        public var description: String { rawValue }
-    }
+/// What can make a `JSONFilesAdapterError`.
+public enum JSONFilesAdapterErrorCode: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// The folder does not exist or cannot be read.
+    case folderMissing
+    /// A document is not what the layout needs (not an object, an entry not an object).
+    case invalidDocument
+    /// A record from the cloud has a name no file can carry (NUL).
+    case unwritableName
+    /// A document or the file index cannot be read or written (disk full, permissions).
+    case fileFailed
+    /// The state of an earlier release cannot be carried over.
+    case migrationFailed
 
-    public var code: Code
-    public var message: String
-    public var underlying: (any Error)?
-
-    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
-        self.code = code
-        self.message = message
-        self.underlying = underlying
-    }
-
-    /// The message, which already says what the underlying error was.
-    public var description: String { message }
+    /// The code's name, as logs, metrics and JSON show it.
+    public var name: String { rawValue }
+    public var description: String { rawValue }
 }

@@ -45,9 +45,6 @@ extension EmbeddedCloud {
 
         let ids = prepared.map(\.recordID)
         let allFailures = ModifyRules.failedResults(ids: ids, failures: failures, atomic: atomic)
-        var results: [RecordOperationResult] = []
-        results.reserveCapacity(prepared.count)
-        var sequence = zoneRow.lastSequence
         let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
         // The request's records were read above, so each save is a plain insert or an update.
         let insert = BoundStatement(
@@ -68,32 +65,15 @@ extension EmbeddedCloud {
                 UPDATE records SET change_tag = NULL, seq = ?, deleted = 1, modified_at = ?, fields = NULL
                 WHERE zone_key = ? AND record_name = ?
                 """)
-        for (index, item) in prepared.enumerated() {
-            let id = item.recordID
-            if let failure = allFailures[index] {
-                results.append(.failed(id, failure))
-                continue
-            }
-            switch decisions[index] {
-            case .save:
-                sequence += 1
-                let record = ModifyRules.stamp(
-                    item.operation, sequence: sequence, tagSuffix: tagSuffix, now: now,
-                    storedCreatedAt: current[id.recordName].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 })
-                try (current[id.recordName] == nil ? insert : update).execute(
-                    .integer(zoneRow.key), .text(id.recordName), .text(record.recordType), .text(record.changeTag!), .integer(sequence),
-                    .integer(now), .bytes(item.encodedFields!))
-                results.append(.saved(record))
-            case .delete:
-                sequence += 1
-                try tombstone.execute(arguments: [sequence, now, zoneRow.key, id.recordName])
-                results.append(.deleted(id))
-            case .alreadyDeleted:
-                results.append(.deleted(id))
-            case .conflict, .fail:
-                preconditionFailure("failed operations were handled above")
-            }
-        }
+        let (results, sequence) = try ModifyRules.outcomes(
+            of: prepared, failures: allFailures, decisions: decisions, lastSequence: zoneRow.lastSequence, tagSuffix: tagSuffix, now: now,
+            storedCreatedAt: { id in current[id.recordName].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 } },
+            save: { item, record, sequence in
+                try (current[item.recordID.recordName] == nil ? insert : update).execute(
+                    .integer(zoneRow.key), .text(item.recordID.recordName), .text(record.recordType), .text(record.changeTag!),
+                    .integer(sequence), .integer(now), .bytes(item.encodedFields!))
+            },
+            delete: { id, sequence in try tombstone.execute(arguments: [sequence, now, zoneRow.key, id.recordName]) })
         if sequence != zoneRow.lastSequence {
             try db.execute(
                 sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?", arguments: [sequence, zoneRow.key])

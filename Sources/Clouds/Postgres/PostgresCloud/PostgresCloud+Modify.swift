@@ -59,41 +59,23 @@ extension PostgresCloud {
         }
 
         let allFailures = ModifyRules.failedResults(ids: prepared.map(\.recordID), failures: failures, atomic: atomic)
-        var results: [RecordOperationResult] = []
-        results.reserveCapacity(prepared.count)
-        var sequence = zoneRow.lastSequence
         let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
         var saved = (names: [String](), types: [String](), tags: [String](), sequences: [Int64](), fields: [ByteBuffer]())
         var deleted = (names: [String](), sequences: [Int64]())
-        for (index, item) in prepared.enumerated() {
-            let id = item.recordID
-            if let failure = allFailures[index] {
-                results.append(.failed(id, failure))
-                continue
-            }
-            switch decisions[index] {
-            case .save:
-                sequence += 1
-                let record = ModifyRules.stamp(
-                    item.operation, sequence: sequence, tagSuffix: tagSuffix, now: now,
-                    storedCreatedAt: current[id.recordName].flatMap { $0.isDeleted ? nil : $0.createdAt })
-                saved.names.append(id.recordName)
+        let (results, sequence) = ModifyRules.outcomes(
+            of: prepared, failures: allFailures, decisions: decisions, lastSequence: zoneRow.lastSequence, tagSuffix: tagSuffix, now: now,
+            storedCreatedAt: { id in current[id.recordName].flatMap { $0.isDeleted ? nil : $0.createdAt } },
+            save: { item, record, sequence in
+                saved.names.append(item.recordID.recordName)
                 saved.types.append(record.recordType)
                 saved.tags.append(record.changeTag!)
                 saved.sequences.append(sequence)
                 saved.fields.append(ByteBuffer(bytes: item.encodedFields!))
-                results.append(.saved(record))
-            case .delete:
-                sequence += 1
+            },
+            delete: { id, sequence in
                 deleted.names.append(id.recordName)
                 deleted.sequences.append(sequence)
-                results.append(.deleted(id))
-            case .alreadyDeleted:
-                results.append(.deleted(id))
-            case .conflict, .fail:
-                preconditionFailure("failed operations were handled above")
-            }
-        }
+            })
         if !saved.names.isEmpty {
             try await connection.query(
                 """

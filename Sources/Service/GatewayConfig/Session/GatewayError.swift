@@ -1,37 +1,28 @@
+import GatewayCore
+
 /// A gateway that cannot do what it was asked: its state folder, a store or the cloud is
 /// unavailable, or another gateway process holds the lock. Messages never contain row data or
 /// secrets.
-public struct GatewayError: Error, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable, CaseIterable, CustomStringConvertible {
-        /// `state_dir` cannot be created or written.
-        case stateUnavailable
-        /// A file in `state_dir` is damaged.
-        case corruptState
-        /// Another gateway process on the same `state_dir` is syncing.
-        case alreadyRunning
-        /// An adapter's store cannot be opened or read.
-        case storeUnavailable
-        /// The cloud cannot be opened or reached.
-        case cloudUnavailable
-        /// A command named an adapter the config does not have.
-        case unknownAdapter
-        /// A file the command would write already exists.
-        case fileExists
+public typealias GatewayError = CodedError<GatewayErrorCode>
 
-        /// The code's name, as logs, metrics and JSON show it.
-        public var name: String { rawValue }
-        public var description: String { rawValue }
-    }
+/// What can make a `GatewayError`.
+public enum GatewayErrorCode: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// `state_dir` cannot be created or written.
+    case stateUnavailable
+    /// A file in `state_dir` is damaged.
+    case corruptState
+    /// Another gateway process on the same `state_dir` is syncing.
+    case alreadyRunning
+    /// An adapter's store cannot be opened or read.
+    case storeUnavailable
+    /// The cloud cannot be opened or reached.
+    case cloudUnavailable
+    /// A command named an adapter the config does not have.
+    case unknownAdapter
+    /// A file the command would write already exists.
+    case fileExists
 
-    public var code: Code
-    public var message: String
-    public var underlying: (any Error)?
-
-    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
-        self.code = code
-        self.message = message
-        self.underlying = underlying
-    }
-
-    public var description: String { message }
+    /// The code's name, as logs, metrics and JSON show it.
+    public var name: String { rawValue }
+    public var description: String { rawValue }
 }
