@@ -1,3 +1,4 @@
+import GatewayCore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -58,7 +59,7 @@ public struct PooledConnection: Sendable {
     /// text format wants (``PostgresCopyText``). Must run inside a transaction: the schema is put
     /// on the transaction's `search_path`, since PostgresNIO quotes the table name whole.
     public func copy(into table: String, of schema: String, columns: [String], data: ByteBuffer, logger: Logger) async throws {
-        try await query(PostgresQuery(unsafeSQL: "SET LOCAL search_path TO " + Self.identifier(schema)), logger: logger)
+        try await query(PostgresQuery(unsafeSQL: "SET LOCAL search_path TO " + SQLQuoting.identifier(schema)), logger: logger)
         let connection = connection
         try await withTaskExecutorPreference(loop) {
             try Self.checkOpen(connection)
@@ -66,10 +67,6 @@ public struct PooledConnection: Sendable {
                 try await writer.write(data)
             }
         }
-    }
-
-    private static func identifier(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     /// Listens on `channel` while `consume` runs; see `PostgresConnection.listen(on:consume:)`

@@ -35,7 +35,7 @@ public final class PostgresAdapter: ModelAdapter {
         pool = PostgresConnectionPool(
             endpoint: configuration.endpoint, maximumConnections: configuration.maximumConnections, requestTimeout: configuration.requestTimeout)
         state = PostgresGatewaySchema(schema: configuration.stateSchema, scope: configuration.schema)
-        fingerprintedTables = configuration.tables.map { PostgresSQL.identifier(configuration.schema) + "." + PostgresSQL.identifier($0.table) }
+        fingerprintedTables = configuration.tables.map { SQLQuoting.identifier(configuration.schema) + "." + SQLQuoting.identifier($0.table) }
     }
 
     /// Connects, checks every configured table, and installs the change capture.

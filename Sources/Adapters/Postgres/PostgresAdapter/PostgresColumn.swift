@@ -54,7 +54,7 @@ struct PostgresColumn: Sendable, Equatable {
     /// The type as SQL writes it (`format_type`), for casts.
     var sqlType: String
 
-    var quoted: String { PostgresSQL.identifier(name) }
+    var quoted: String { SQLQuoting.identifier(name) }
 
     /// SQL giving the value of this column of `row` (an alias, `NEW` or `OLD`) as text.
     func readSQL(_ row: String) -> String {
@@ -218,16 +218,5 @@ struct PostgresColumn: Sendable, Equatable {
         case .location(let location): return "{\"latitude\":\(location.latitude),\"longitude\":\(location.longitude)}"
         case .list(let values): return "[" + values.map(json).joined(separator: ",") + "]"
         }
-    }
-}
-
-/// Quoting for SQL text the adapter builds. Values are always bound, never quoted.
-enum PostgresSQL {
-    static func identifier(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
-    static func literal(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
 }

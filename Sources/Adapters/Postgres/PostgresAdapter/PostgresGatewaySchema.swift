@@ -30,7 +30,7 @@ struct PostgresGatewaySchema: Sendable {
     let schema: String
     let scope: String
 
-    var quotedSchema: String { PostgresSQL.identifier(schema) }
+    var quotedSchema: String { SQLQuoting.identifier(schema) }
     var changes: String { "\(quotedSchema).changes" }
     var records: String { "\(quotedSchema).records" }
     var failures: String { "\(quotedSchema).failures" }
@@ -46,7 +46,7 @@ struct PostgresGatewaySchema: Sendable {
     /// up (never analyzed yet), it chose to read every row of the scope and filter them, which
     /// made an initial download quadratic.
     func lookup(in table: String, columns: String, onlyIf condition: String? = nil) -> String {
-        "SELECT \(columns) FROM \(table) WHERE scope = \(PostgresSQL.literal(scope)) AND record_name = n.name"
+        "SELECT \(columns) FROM \(table) WHERE scope = \(SQLQuoting.literal(scope)) AND record_name = n.name"
             + (condition.map { " AND \($0)" } ?? "") + " LIMIT 1"
     }
 
@@ -54,7 +54,7 @@ struct PostgresGatewaySchema: Sendable {
     /// none (a store that only receives, or an initial download): PostgreSQL evaluates the
     /// uncorrelated `EXISTS` once per statement and then probes nothing.
     func pendingLookup(columns: String) -> String {
-        lookup(in: changes, columns: columns, onlyIf: "EXISTS (SELECT 1 FROM \(changes) WHERE scope = \(PostgresSQL.literal(scope)))")
+        lookup(in: changes, columns: columns, onlyIf: "EXISTS (SELECT 1 FROM \(changes) WHERE scope = \(SQLQuoting.literal(scope)))")
     }
 
     func createTables(_ connection: PooledConnection) async throws {
@@ -126,7 +126,7 @@ struct PostgresGatewaySchema: Sendable {
         let log = { (names: String) in
             """
             INSERT INTO \(changes) (scope, record_name, table_name, version)
-                SELECT \(PostgresSQL.literal(scope)), logged.name, \(PostgresSQL.literal(table.table)), nextval('\(versions.replacingOccurrences(of: "'", with: "''"))')
+                SELECT \(SQLQuoting.literal(scope)), logged.name, \(SQLQuoting.literal(table.table)), nextval('\(versions.replacingOccurrences(of: "'", with: "''"))')
                 FROM (\(names)) AS logged(name)
                 ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
             """
@@ -145,20 +145,20 @@ struct PostgresGatewaySchema: Sendable {
                         ELSE
                             \(log(oldNames))
                         END IF;
-                        PERFORM pg_notify(\(PostgresSQL.literal(Self.channel)), \(PostgresSQL.literal(scope)));
+                        PERFORM pg_notify(\(SQLQuoting.literal(Self.channel)), \(SQLQuoting.literal(scope)));
                         RETURN NULL;
                     END
                     $gateway$
                     """), logger: connection.logger)
         for trigger in Self.retiredTriggers + Self.triggers.map(\.name) {
             try await connection.query(
-                PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(PostgresSQL.identifier(trigger)) ON \(table.qualifiedName)"), logger: connection.logger)
+                PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(SQLQuoting.identifier(trigger)) ON \(table.qualifiedName)"), logger: connection.logger)
         }
         for trigger in Self.triggers {
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
-                        CREATE TRIGGER \(PostgresSQL.identifier(trigger.name)) AFTER \(trigger.event) ON \(table.qualifiedName)
+                        CREATE TRIGGER \(SQLQuoting.identifier(trigger.name)) AFTER \(trigger.event) ON \(table.qualifiedName)
                         REFERENCING \(trigger.transitionTables) FOR EACH STATEMENT
                         WHEN (current_setting('gateway.applying', true) IS DISTINCT FROM 'on')
                         EXECUTE FUNCTION \(function)()
@@ -187,10 +187,10 @@ struct PostgresGatewaySchema: Sendable {
 
     /// Removes the trigger of a table no longer synced, and its pending changes.
     func uninstall(table: String, syncedSchema: String, connection: PooledConnection) async throws {
-        let qualified = PostgresSQL.identifier(syncedSchema) + "." + PostgresSQL.identifier(table)
+        let qualified = SQLQuoting.identifier(syncedSchema) + "." + SQLQuoting.identifier(table)
         for trigger in Self.retiredTriggers + Self.triggers.map(\.name) {
             try await connection.query(
-                PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(PostgresSQL.identifier(trigger)) ON \(qualified)"), logger: connection.logger)
+                PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(SQLQuoting.identifier(trigger)) ON \(qualified)"), logger: connection.logger)
         }
         try await connection.query(
             PostgresQuery(unsafeSQL: "DROP FUNCTION IF EXISTS \(quotedSchema).\(functionName(table))()"), logger: connection.logger)
@@ -213,6 +213,6 @@ struct PostgresGatewaySchema: Sendable {
 
     /// A function name unique per scope and table, within PostgreSQL's 63-byte limit.
     private func functionName(_ table: String) -> String {
-        PostgresSQL.identifier("capture_" + AssetChecksum.of(Data("\(scope)\u{0}\(table)".utf8)).prefix(24))
+        SQLQuoting.identifier("capture_" + AssetChecksum.of(Data("\(scope)\u{0}\(table)".utf8)).prefix(24))
     }
 }

@@ -95,7 +95,7 @@ struct PostgresResolvedTable: Sendable {
         }
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keys.map(\.column), valueColumns: synced.map(\.column),
-            qualifiedName: PostgresSQL.identifier(schema) + "." + PostgresSQL.identifier(mapping.table), schema: schema,
+            qualifiedName: SQLQuoting.identifier(schema) + "." + SQLQuoting.identifier(mapping.table), schema: schema,
             layout: RecordLayout(synced.map(\.column.name)))
     }
 
@@ -108,7 +108,7 @@ struct PostgresResolvedTable: Sendable {
             texts.count == 1
             ? texts[0]
             : texts.map { "replace(replace(\($0), '\\', '\\\\'), '|', '\\|')" }.joined(separator: " || '|' || ")
-        return [PostgresSQL.literal(template.prefix), key, PostgresSQL.literal(template.suffix)].joined(separator: " || ")
+        return [SQLQuoting.literal(template.prefix), key, SQLQuoting.literal(template.suffix)].joined(separator: " || ")
     }
 
     /// Selects the record name and the values of the rows whose keys are given, one text array

@@ -1,3 +1,4 @@
+import GatewayCore
 import GRDB
 
 /// The adapter's own tables in the user's database (all prefixed `_gateway_`) and the triggers
@@ -71,7 +72,7 @@ enum GatewayTables {
             return
         }
         let quoted = table.quotedTable
-        let literal = SQL.literal(table.table)
+        let literal = SQLQuoting.literal(table.table)
         let skip = #"WHEN NOT EXISTS (SELECT 1 FROM "_gateway_applying")"#
         func log(_ name: String) -> String {
             #"INSERT INTO "_gateway_log" (record_name, table_name) VALUES ("# + name + ", " + literal + ");"
@@ -79,7 +80,7 @@ enum GatewayTables {
         let updateColumns: String
         if let include = table.mapping.include {
             let names = Set(table.keyColumns.map(\.name) + include)
-            updateColumns = " OF " + names.sorted().map(SQL.identifier).joined(separator: ", ")
+            updateColumns = " OF " + names.sorted().map(SQLQuoting.identifier).joined(separator: ", ")
         } else {
             updateColumns = ""
         }
@@ -121,7 +122,7 @@ enum GatewayTables {
         try db.execute(
             sql: """
                 INSERT INTO "_gateway_log" (record_name, table_name)
-                SELECT \(name), \(SQL.literal(table.table)) FROM \(table.quotedTable) AS source
+                SELECT \(name), \(SQLQuoting.literal(table.table)) FROM \(table.quotedTable) AS source
                 """)
     }
 
@@ -150,7 +151,7 @@ enum GatewayTables {
 
     /// The quoted name of the trigger that captures `kind` changes of `table`.
     static func triggerName(_ kind: String, _ table: String) -> String {
-        SQL.identifier(plainTriggerName(kind, table))
+        SQLQuoting.identifier(plainTriggerName(kind, table))
     }
 
     /// That name as `sqlite_master` holds it.

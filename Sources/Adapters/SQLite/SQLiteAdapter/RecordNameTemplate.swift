@@ -12,7 +12,7 @@ extension RecordNameTemplate {
     /// SQL computing the record name from the key columns of `row` (`NEW`, `OLD` or a table alias).
     func sqlExpression(keyColumns: [ResolvedTable.Column], row: String) -> String {
         let texts = keyColumns.map { column -> String in
-            let value = "\(row).\(SQL.identifier(column.name))"
+            let value = "\(row).\(SQLQuoting.identifier(column.name))"
             let text = column.kind == .blob ? "hex(\(value))" : "CAST(\(value) AS TEXT)"
             return "COALESCE(\(text), '')"
         }
@@ -22,6 +22,6 @@ extension RecordNameTemplate {
         } else {
             key = texts.map { "replace(replace(\($0), '\\', '\\\\'), '|', '\\|')" }.joined(separator: " || '|' || ")
         }
-        return [SQL.literal(prefix), key, SQL.literal(suffix)].joined(separator: " || ")
+        return [SQLQuoting.literal(prefix), key, SQLQuoting.literal(suffix)].joined(separator: " || ")
     }
 }

@@ -79,7 +79,7 @@ final class ResolvedTable: Sendable {
 
     // MARK: SQL
 
-    var quotedTable: String { SQL.identifier(table) }
+    var quotedTable: String { SQLQuoting.identifier(table) }
 
     /// Statements built once per table, since they are used per row.
     let selectRowSQL: String
@@ -91,15 +91,15 @@ final class ResolvedTable: Sendable {
 
     static func selectRowsStatement(table: String, keyColumns: [Column], valueColumns: [Column]) -> String? {
         guard keyColumns.count == 1, [.integer, .text].contains(keyColumns[0].kind) else { return nil }
-        let key = SQL.identifier(keyColumns[0].name)
-        let selected = ([key] + valueColumns.map { SQL.identifier($0.name) }).joined(separator: ", ")
-        return "SELECT \(selected) FROM \(SQL.identifier(table)) WHERE \(key) IN (SELECT value FROM json_each(?))"
+        let key = SQLQuoting.identifier(keyColumns[0].name)
+        let selected = ([key] + valueColumns.map { SQLQuoting.identifier($0.name) }).joined(separator: ", ")
+        return "SELECT \(selected) FROM \(SQLQuoting.identifier(table)) WHERE \(key) IN (SELECT value FROM json_each(?))"
     }
 
     static func statements(table: String, keyColumns: [Column], valueColumns: [Column]) -> (select: String, delete: String, upsert: String) {
-        let quotedTable = SQL.identifier(table)
-        let keys = keyColumns.map { SQL.identifier($0.name) }
-        let values = valueColumns.map { SQL.identifier($0.name) }
+        let quotedTable = SQLQuoting.identifier(table)
+        let keys = keyColumns.map { SQLQuoting.identifier($0.name) }
+        let values = valueColumns.map { SQLQuoting.identifier($0.name) }
         let matchKey = keys.map { "\($0) = ?" }.joined(separator: " AND ")
         let selected = values.isEmpty ? "1" : values.joined(separator: ", ")
         let names = keys + values

@@ -31,7 +31,7 @@ public final class PostgresCloud: CloudDatabase {
         var channel: String
 
         init(schema: String) {
-            let s = PostgresCloudSchema.quoted(schema)
+            let s = SQLQuoting.identifier(schema)
             zones = "\(s).zones"
             records = "\(s).records"
             assets = "\(s).assets"

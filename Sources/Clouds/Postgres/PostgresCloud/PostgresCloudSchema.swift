@@ -1,3 +1,4 @@
+import GatewayCore
 import PostgresNIO
 import PostgresSupport
 
@@ -15,7 +16,7 @@ enum PostgresCloudSchema {
     static let migrationLock: Int64 = 0x6777_636C_6F75_64
 
     static func migrate(_ connection: PooledConnection, schema: String) async throws {
-        let s = quoted(schema)
+        let s = SQLQuoting.identifier(schema)
         try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: connection.logger)
         try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(s)"), logger: connection.logger)
         try await connection.query(
@@ -89,10 +90,5 @@ enum PostgresCloudSchema {
             PostgresQuery(unsafeSQL: "ALTER TABLE \(s).records ADD COLUMN IF NOT EXISTS created_at bigint"), logger: connection.logger)
         try await connection.query(
             PostgresQuery(unsafeSQL: "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))"), logger: connection.logger)
-    }
-
-    /// `name` as a quoted SQL identifier.
-    static func quoted(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }
