@@ -40,3 +40,15 @@ public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
     /// Whether a unique constraint refused a row (SQLSTATE 23505).
     var isUniqueViolation: Bool { (underlying as? PostgresFailure)?.sqlState == "23505" }
 }
+
+extension PostgresAdapterError.Code {
+    /// The code of a table that does not fit its configuration.
+    init(_ code: TableShapeCheck.Failure.Code) {
+        switch code {
+        case .missingTable: self = .missingTable
+        case .missingColumn: self = .missingColumn
+        case .noPrimaryKey: self = .noPrimaryKey
+        case .invalidMapping: self = .invalidMapping
+        }
+    }
+}

@@ -205,18 +205,9 @@ struct PostgresColumn: Sendable, Equatable {
         kind == .bytes ? "\\x" + text : text
     }
 
-    /// A JSON rendering, for arrays, json columns and values with no column type.
+    /// A JSON rendering, for arrays, json columns and values with no column type; binary values
+    /// in `bytea`'s hex text.
     static func json(_ field: FieldValue) -> String {
-        switch field {
-        case .string(let string): return String(decoding: (try? JSONEncoder().encode(string)) ?? Data(), as: UTF8.self)
-        case .int64(let int): return String(int)
-        case .double(let double): return double.isFinite ? String(double) : "null"
-        case .timestamp(let timestamp): return "\"\(ISO8601Timestamps.format(timestamp))\""
-        case .bytes(let data), .encrypted(let data): return "\"\\\\x\(data.hexText)\""
-        case .reference(let reference): return json(.string(reference.recordID.recordName))
-        case .asset(let asset): return json(.string(asset.checksum))
-        case .location(let location): return "{\"latitude\":\(location.latitude),\"longitude\":\(location.longitude)}"
-        case .list(let values): return "[" + values.map(json).joined(separator: ",") + "]"
-        }
+        field.jsonText { #"\\x"# + $0.hexText }
     }
 }

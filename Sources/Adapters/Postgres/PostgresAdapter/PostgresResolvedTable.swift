@@ -53,40 +53,22 @@ struct PostgresResolvedTable: Sendable {
             let kind = PostgresColumn.Kind.from(typeName: type, category: category, elementName: elementType, elementCategory: elementCategory)
             infos.append(Info(column: PostgresColumn(name: name, kind: kind, sqlType: sqlType), generated: generated, keyPosition: keyPosition))
         }
-        guard !infos.isEmpty else {
+        let shape: (keys: [Int], synced: [Int])
+        do {
+            shape = try TableShapeCheck.check(
+                table: mapping.table, displayName: "\(schema).\(mapping.table)", place: place,
+                columns: infos.map { TableShapeCheck.Column(name: $0.column.name, keyPosition: Int($0.keyPosition), generated: $0.generated) },
+                named: (mapping.include ?? []) + mapping.exclude + mapping.encryptedColumns + mapping.assetColumns, include: mapping.include,
+                exclude: mapping.exclude, encrypted: mapping.encryptedColumns)
+        } catch {
+            throw PostgresAdapterError(PostgresAdapterError.Code(error.code), error.message, table: mapping.table)
+        }
+        let keys = shape.keys.map { infos[$0] }
+        let synced = shape.synced.map { infos[$0] }
+        for column in mapping.encryptedColumns where infos.first(where: { $0.column.name == column })?.column.kind != .bytes {
             throw PostgresAdapterError(
-                .missingTable, "table \(schema).\(mapping.table) does not exist in \(place); create it or remove it from the configuration",
+                .invalidMapping, "encrypted column \(column) of table \(mapping.table) must be of type bytea to hold ciphertext",
                 table: mapping.table)
-        }
-        let names = Set(infos.map(\.column.name))
-        let named = (mapping.include ?? []) + mapping.exclude + mapping.encryptedColumns + mapping.assetColumns
-        for column in named where !names.contains(column) {
-            throw PostgresAdapterError(
-                .missingColumn, "column \(column) named in the configuration of table \(mapping.table) does not exist in \(place)",
-                table: mapping.table)
-        }
-        let keys = infos.filter { $0.keyPosition > 0 }.sorted { $0.keyPosition < $1.keyPosition }
-        guard !keys.isEmpty else {
-            throw PostgresAdapterError(
-                .noPrimaryKey, "table \(schema).\(mapping.table) in \(place) has no primary key, so its rows cannot be named; add one",
-                table: mapping.table)
-        }
-        for column in mapping.encryptedColumns {
-            guard !keys.contains(where: { $0.column.name == column }) else {
-                throw PostgresAdapterError(
-                    .invalidMapping,
-                    "column \(column) of table \(mapping.table) is part of the primary key, which becomes the record name and is never encrypted; encrypt other columns",
-                    table: mapping.table)
-            }
-            guard infos.first(where: { $0.column.name == column })?.column.kind == .bytes else {
-                throw PostgresAdapterError(
-                    .invalidMapping, "encrypted column \(column) of table \(mapping.table) must be of type bytea to hold ciphertext",
-                    table: mapping.table)
-            }
-        }
-        let synced = infos.filter { info in
-            info.keyPosition == 0 && !info.generated && !mapping.exclude.contains(info.column.name)
-                && (mapping.include?.contains(info.column.name) ?? true)
         }
         guard let template = RecordNameTemplate(mapping.recordName, recordType: mapping.recordType, keyColumnCount: keys.count) else {
             throw PostgresAdapterError(

@@ -31,9 +31,6 @@ final class ResolvedTable: Sendable {
     /// Reads the table's shape from the database and checks the mapping against it.
     init(_ mapping: TableMapping, db: Database, path: String) throws {
         let rows = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [mapping.table])
-        guard !rows.isEmpty else {
-            throw SQLiteAdapterError(.missingTable, "table \(mapping.table) does not exist in \(path); create it or remove it from the configuration")
-        }
         struct Info {
             var name: String
             var declared: String
@@ -43,29 +40,21 @@ final class ResolvedTable: Sendable {
         let infos = rows.map { row in
             Info(name: row["name"], declared: row["type"] ?? "", keyPosition: row["pk"], generated: (row["hidden"] as Int? ?? 0) >= 2)
         }
-        let names = Set(infos.map(\.name))
-        let named = (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns + mapping.assetColumns
-        for column in named where !names.contains(column) {
-            throw SQLiteAdapterError(
-                .missingColumn, "column \(column) named in the configuration of table \(mapping.table) does not exist in \(path)")
+        let shape: (keys: [Int], synced: [Int])
+        do {
+            shape = try TableShapeCheck.check(
+                table: mapping.table, displayName: mapping.table, place: path,
+                columns: infos.map { TableShapeCheck.Column(name: $0.name, keyPosition: $0.keyPosition, generated: $0.generated) },
+                named: (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns + mapping.assetColumns,
+                include: mapping.include, exclude: mapping.exclude, encrypted: mapping.encryptedColumns)
+        } catch {
+            throw SQLiteAdapterError(SQLiteAdapterError.Code(error.code), error.message)
         }
         func column(_ info: Info) -> Column {
             Column(name: info.name, kind: mapping.columnTypes[info.name] ?? ColumnKind.fromDeclaredType(info.declared))
         }
-        let keys = infos.filter { $0.keyPosition > 0 }.sorted { $0.keyPosition < $1.keyPosition }
-        guard !keys.isEmpty else {
-            throw SQLiteAdapterError(
-                .noPrimaryKey, "table \(mapping.table) in \(path) has no primary key, so its rows cannot be named; add one")
-        }
-        for column in mapping.encryptedColumns where keys.contains(where: { $0.name == column }) {
-            throw SQLiteAdapterError(
-                .invalidMapping,
-                "column \(column) of table \(mapping.table) is part of the primary key, which becomes the record name and is never encrypted; encrypt other columns")
-        }
-        let synced = infos.filter { info in
-            info.keyPosition == 0 && !info.generated && !mapping.exclude.contains(info.name)
-                && (mapping.include?.contains(info.name) ?? true)
-        }
+        let keys = shape.keys.map { infos[$0] }
+        let synced = shape.synced.map { infos[$0] }
         self.mapping = mapping
         self.keyColumns = keys.map(column)
         self.valueColumns = synced.map(column)

@@ -1,3 +1,5 @@
+import GatewayCore
+
 /// A SQLite adapter problem: a table or column that does not fit, or a store that failed.
 /// Messages name the file, table and column, never row values.
 public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
@@ -42,5 +44,17 @@ public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
     /// The code and the message, which already says what the underlying error was.
     public var description: String {
         "\(code): \(message)"
+    }
+}
+
+extension SQLiteAdapterError.Code {
+    /// The code of a table that does not fit its configuration.
+    init(_ code: TableShapeCheck.Failure.Code) {
+        switch code {
+        case .missingTable: self = .missingTable
+        case .missingColumn: self = .missingColumn
+        case .noPrimaryKey: self = .noPrimaryKey
+        case .invalidMapping: self = .invalidMapping
+        }
     }
 }

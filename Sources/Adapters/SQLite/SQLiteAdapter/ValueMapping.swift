@@ -59,20 +59,8 @@ enum ValueMapping {
         }
     }
 
-    /// A JSON rendering of values SQLite has no type for.
+    /// A JSON rendering of values SQLite has no type for; binary values in base64.
     static func json(_ field: FieldValue) -> String {
-        switch field {
-        case .string(let string):
-            let data = (try? JSONEncoder().encode(string)) ?? Data()
-            return String(decoding: data, as: UTF8.self)
-        case .int64(let int): return String(int)
-        case .double(let double): return double.isFinite ? String(double) : "null"
-        case .timestamp(let timestamp): return "\"\(ISO8601Timestamps.format(timestamp))\""
-        case .bytes(let data), .encrypted(let data): return "\"\(data.base64EncodedString())\""
-        case .reference(let reference): return json(.string(reference.recordID.recordName))
-        case .asset(let asset): return json(.string(asset.checksum))
-        case .location(let location): return "{\"latitude\":\(location.latitude),\"longitude\":\(location.longitude)}"
-        case .list(let values): return "[" + values.map(json).joined(separator: ",") + "]"
-        }
+        field.jsonText { $0.base64EncodedString() }
     }
 }
