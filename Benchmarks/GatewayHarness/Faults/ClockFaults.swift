@@ -26,7 +26,7 @@ struct ClockFaults {
         let folder = scenario.folder
 
         // 1. Skew between a gateway and the endpoint, both ways.
-        let port = try freeLoopbackPort()
+        let port = try LoopbackPort.free()
         var endpoint = try await ServerDeaths.startEndpoint(in: folder, port: port, gateway: gateway, clients: ["skewed"])
         _ = try SQLiteItems.create(at: folder.path("skewed.sqlite"), rows: preloadRows("k", count: 10, seed: seed))
         try folder.write(

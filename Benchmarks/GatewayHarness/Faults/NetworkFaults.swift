@@ -27,7 +27,7 @@ struct NetworkFaults {
         var proxied = database
         proxied.port = storeProxy.port
 
-        let endpointPort = try freeLoopbackPort()
+        let endpointPort = try LoopbackPort.free()
         let endpoint = try await ServerDeaths.startEndpoint(
             in: folder, port: endpointPort, gateway: gateway, clients: ["a", "b"], cloudExtra: ", tombstone_retention: 5s")
         let cloudProxy = try await FaultProxy.start(forwardingTo: "127.0.0.1", port: endpointPort)

@@ -133,7 +133,7 @@ struct ServerDeaths {
     func endpoint(faults: Int, preload: Int) async throws -> ScenarioResult {
         var scenario = try ServiceScenario(name: "endpoint", root: root)
         let folder = scenario.folder
-        let port = try freeLoopbackPort()
+        let port = try LoopbackPort.free()
         let endpoint = try await Self.startEndpoint(in: folder, port: port, gateway: gateway, clients: ["a", "b"])
         var stores: [SQLiteItems] = []
         for (index, name) in ["a", "b"].enumerated() {
@@ -228,21 +228,4 @@ func withDestroying<T>(_ cluster: PostgresTestCluster, _ body: () async throws -
         await cluster.destroy()
         throw error
     }
-}
-
-/// A loopback port nobody listens on right now.
-func freeLoopbackPort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { throw HarnessFailure("cannot open a socket to find a free port") }
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-    }
-    guard bound else { throw HarnessFailure("cannot bind a loopback socket to find a free port") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

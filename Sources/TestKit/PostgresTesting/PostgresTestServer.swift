@@ -123,7 +123,7 @@ public final class PostgresTestCluster: Sendable {
 
         var lastError: (any Error)?
         for _ in 0..<3 {
-            let port = try freePort()
+            let port = try LoopbackPort.free()
             let options = [
                 "-c listen_addresses=127.0.0.1", "-p \(port)", "-c unix_socket_directories=\(folder)", "-c fsync=off",
                 "-c synchronous_commit=\(durableCommits ? "on" : "off")", "-c full_page_writes=off", "-c max_connections=400",
@@ -233,24 +233,5 @@ public final class PostgresTestCluster: Sendable {
             let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             throw ConformanceFailure("\(what) failed with status \(status):\n\(output)")
         }
-    }
-
-    /// A loopback port nobody listens on right now.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ConformanceFailure("cannot open a socket to find a free port") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw ConformanceFailure("cannot bind a loopback socket to find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -4,20 +4,8 @@ import PostgresSupport
 /// A PostgreSQL store that does not fit its configuration, or that failed. Messages name the
 /// database, table and column; they never contain row data or a password.
 public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable {
-        /// A configured table does not exist.
-        case missingTable
-        /// A column named in the configuration does not exist.
-        case missingColumn
-        /// A configured table has no primary key.
-        case noPrimaryKey
-        /// The mapping cannot work (an encrypted key column, a bad template, a column type).
-        case invalidMapping
-        /// A record name does not fit a table's key.
-        case invalidRecordName
-        /// The database failed or cannot be reached.
-        case databaseFailed
-    }
+    /// What went wrong.
+    public typealias Code = SQLStoreErrorCode
 
     public var code: Code
     public var message: String
@@ -41,14 +29,3 @@ public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
     var isUniqueViolation: Bool { (underlying as? PostgresFailure)?.sqlState == "23505" }
 }
 
-extension PostgresAdapterError.Code {
-    /// The code of a table that does not fit its configuration.
-    init(_ code: TableShapeCheck.Failure.Code) {
-        switch code {
-        case .missingTable: self = .missingTable
-        case .missingColumn: self = .missingColumn
-        case .noPrimaryKey: self = .noPrimaryKey
-        case .invalidMapping: self = .invalidMapping
-        }
-    }
-}

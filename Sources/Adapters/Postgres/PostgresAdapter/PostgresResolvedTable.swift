@@ -61,7 +61,7 @@ struct PostgresResolvedTable: Sendable {
                 named: (mapping.include ?? []) + mapping.exclude + mapping.encryptedColumns + mapping.assetColumns, include: mapping.include,
                 exclude: mapping.exclude, encrypted: mapping.encryptedColumns)
         } catch {
-            throw PostgresAdapterError(PostgresAdapterError.Code(error.code), error.message, table: mapping.table)
+            throw PostgresAdapterError(error.code, error.message, table: mapping.table)
         }
         let keys = shape.keys.map { infos[$0] }
         let synced = shape.synced.map { infos[$0] }

@@ -48,7 +48,7 @@ final class ResolvedTable: Sendable {
                 named: (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns + mapping.assetColumns,
                 include: mapping.include, exclude: mapping.exclude, encrypted: mapping.encryptedColumns)
         } catch {
-            throw SQLiteAdapterError(SQLiteAdapterError.Code(error.code), error.message)
+            throw SQLiteAdapterError(error.code, error.message)
         }
         func column(_ info: Info) -> Column {
             Column(name: info.name, kind: mapping.columnTypes[info.name] ?? ColumnKind.fromDeclaredType(info.declared))
