@@ -12,6 +12,7 @@ package = json.load(sys.stdin)
 targets = {target["name"]: target for target in package["targets"]}
 failures = []
 for root in EMBEDDING:
+    found = len(failures)
     seen, stack = set(), [root]
     while stack:
         name = stack.pop()
@@ -23,7 +24,8 @@ for root in EMBEDDING:
             if product in SERVER_PRODUCTS:
                 failures.append(f"{root} depends on {product} through {name}")
         stack.extend(target.get("target_dependencies", []))
-    print(f"{root}: {len(seen)} modules, none of them the server's" if not failures else f"{root}: checked")
+    if len(failures) == found:
+        print(f"{root}: {len(seen)} modules, none of them the server's")
 if failures:
     print("error: an embedding program would compile the server:\n  " + "\n  ".join(failures), file=sys.stderr)
     sys.exit(1)

@@ -104,18 +104,26 @@ struct StatusPageTests {
                 (try await browser.evaluate("document.readyState === 'complete' && location.search") as? String) == "?done=sync"
             }
             #expect((try await browser.evaluate("document.querySelector('#notice').textContent") as? String)?.hasPrefix("Sync requested") == true)
+            // Everything below is read from one freshly opened page in one evaluation: the page
+            // reloads itself every 10 s, and a read during that reload sees an empty document.
+            var snapshot: [String: Any] = [:]
             try await browser.waitUntil("the new sync on the page") {
                 try await browser.open(page)
-                let syncs = try await browser.evaluate("document.querySelectorAll('#syncs tr.sync').length") as? Int ?? 0
-                let docsPending = try await browser.evaluate("+document.querySelector('tr[data-adapter=docs] .count-pending').textContent") as? Int
-                return syncs > syncsBefore && docsPending == 0
+                snapshot =
+                    try await browser.evaluate(
+                        """
+                        ({ syncs: document.querySelectorAll('#syncs tr.sync').length,
+                           docsPending: +document.querySelector('tr[data-adapter=docs] .count-pending').textContent,
+                           reasons: [...document.querySelectorAll('#syncs tr.sync')].map(r => r.children[1].textContent),
+                           charts: document.querySelectorAll('.charts svg polyline').length })
+                        """) as? [String: Any] ?? [:]
+                return (snapshot["syncs"] as? Int ?? 0) > syncsBefore && snapshot["docsPending"] as? Int == 0
             }
             // Newest first; the syncs since the press include the one it asked for (a change it
             // uploaded may bring a cloud-signalled one after it).
-            let reasons = try await browser.evaluate("[...document.querySelectorAll('#syncs tr.sync')].map(r => r.children[1].textContent)") as? [String] ?? []
+            let reasons = snapshot["reasons"] as? [String] ?? []
             #expect(reasons.prefix(reasons.count - syncsBefore).contains { $0.contains("http") }, "the new sync says why it ran: \(reasons)")
-            let charts = try await browser.evaluate("document.querySelectorAll('.charts svg polyline').length") as? Int
-            #expect(charts == 3, "the three charts have data")
+            #expect(snapshot["charts"] as? Int == 3, "the three charts have data")
 
             // The Grafana dashboard and the alert rules query only what /metrics exports.
             let metrics = try await gateway.call("GET", "/metrics").text

@@ -1,25 +1,3 @@
-/// What can make a SQL adapter fail (`SQLiteAdapterError`, `PostgresAdapterError`): the
-/// database does not match the configuration, or it failed.
-public enum SQLStoreErrorCode: String, Sendable, CaseIterable, CustomStringConvertible {
-    /// A configured table does not exist.
-    case missingTable
-    /// A column named in the configuration does not exist.
-    case missingColumn
-    /// A configured table has no primary key, so its rows cannot be named.
-    case noPrimaryKey
-    /// The mapping cannot work (duplicate record types, a bad record-name template, an encrypted
-    /// key column, a column type that cannot hold the value).
-    case invalidMapping
-    /// A record name does not match the table's template or key.
-    case invalidRecordName
-    /// The database could not be opened, read or written, or cannot be reached.
-    case databaseFailed
-
-    /// The code's name, as logs, metrics and JSON show it.
-    public var name: String { rawValue }
-    public var description: String { rawValue }
-}
-
 /// The checks both SQL adapters make of a configured table against its database's catalog: the
 /// table exists, every column the configuration names exists, there is a primary key, no key
 /// column is encrypted. Each adapter reads its own catalog and reports the failure as its own

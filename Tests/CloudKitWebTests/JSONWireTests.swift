@@ -6,7 +6,7 @@ import Testing
 
 /// The JSON reader and writer behind every CloudKit Web Services body.
 @Suite("JSON text")
-struct JSONTextTests {
+struct JSONWireTests {
     @Test("documents read back exactly what was written, keys sorted, integers exact", arguments: [
         #"{"a":[1,-2,3.5,true,false,null,"x"],"b":{"c":"d"}}"#,
         #"{"big":9223372036854775807,"small":-9223372036854775808,"tiny":1.0e-300}"#,
