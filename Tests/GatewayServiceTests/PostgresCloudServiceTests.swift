@@ -266,7 +266,8 @@ struct PostgresCloudServiceTests {
         defer { if service.isRunning { service.kill() } }
         func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
         let deadline = ContinuousClock.now + .seconds(60)
-        while !log().contains("sync finished") {
+        // The control server and the first sync start side by side: wait for both lines.
+        while !log().contains("sync finished") || log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/) == nil {
             guard ContinuousClock.now < deadline, service.isRunning else { throw ConformanceFailure("the service did not start:\n\(log())") }
             try await Task.sleep(for: .milliseconds(50))
         }

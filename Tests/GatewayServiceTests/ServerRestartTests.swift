@@ -145,9 +145,13 @@ struct ServerRestartTests {
         defer { if service.isRunning { service.kill() } }
         func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
 
+        // The control server and the first attempt to open the cloud start side by side: wait
+        // for both lines, in whichever order they come.
         var deadline = ContinuousClock.now + .seconds(60)
-        while !log().contains("cannot open the cloud") {
-            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("no retry logged:\n\(log())") }
+        while !log().contains("cannot open the cloud") || log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/) == nil {
+            guard service.isRunning, ContinuousClock.now < deadline else {
+                throw ConformanceFailure("no retry or no control server logged:\n\(log())")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         let port = try #require(log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) })
