@@ -72,8 +72,9 @@ public final class RecordLayout: Sendable, Hashable, CustomStringConvertible {
     private static let shared = Mutex<[[String]: RecordLayout]>([:])
     private static let sharedLimit = 4_096
 
-    /// The shared layout of exactly `sortedNames`.
-    static func shared(sortedNames: [String]) -> RecordLayout {
+    /// The shared layout of exactly `sortedNames` (ascending, unique): what readers of many
+    /// records of one shape (a page of CloudKit's JSON) give their records.
+    public static func shared(sortedNames: [String]) -> RecordLayout {
         shared.withLock { cache in
             if let known = cache[sortedNames] { return known }
             if cache.count >= sharedLimit { cache.removeAll(keepingCapacity: true) }

@@ -34,13 +34,18 @@ public enum CloudKitEndpoint {
             ("records/changes", false, { try await $0.recordChanges($1) }),
             ("changes/database", false, { .json(try await $0.databaseChanges($1, tokenKey: "syncToken", operation: "changes/database")) }),
             ("zones/changes", false, { .json(try await $0.databaseChanges($1, tokenKey: "metaSyncToken", operation: "zones/changes")) }),
-            ("records/modify", false, { .json(try await $0.modifyRecords($1)) }),
             ("records/lookup", false, { .json(try await $0.lookupRecords($1)) }),
             ("records/query", false, { try await $0.queryRecords($1) }),
             ("assets/upload", false, { .json(try $0.uploadTokens($1)) }),
         ]
         var all = jsonOperations
         if configuration.servesZoneChanges { all.append(("changes/zone", false, { try await $0.zoneChanges($1) })) }
+        router.post(RouterPath("\(prefix)/records/modify")) { request, context in
+            // Read from the text: the largest bodies, a page of records each.
+            await gate.handle(request, context, operation: "records/modify") { operations, body in
+                .json(try await operations.modifyRecords(body))
+            }
+        }
         for (operation, isGet, handler) in all {
             let path = RouterPath("\(prefix)/\(operation)")
             let handle: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in

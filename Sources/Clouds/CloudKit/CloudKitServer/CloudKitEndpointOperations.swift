@@ -168,18 +168,18 @@ struct CloudKitEndpointOperations: Sendable {
         writer.endObject()
     }
 
-    func modifyRecords(_ body: JSONValue) async throws -> JSONValue {
-        let zone = try body["zoneID"].map { zone throws(CloudError) in try CloudKitWireCoding.decodeZoneID(zone) }
-            ?? ZoneID(zoneName: CloudKitWireCoding.defaultZoneName)
-        let atomic = body["atomic"]?.boolValue ?? true
-        guard let items = body["operations"]?.arrayValue else {
+    /// `records/modify`, read from the body's text (see ``ModifyRequest``).
+    func modifyRecords(_ body: Data) async throws -> JSONValue {
+        let request = try ModifyRequest.read(body)
+        guard let items = request.operations else {
             throw CloudError(.invalidArguments, "records/modify: the request has no operations")
         }
-        let desired = try Self.desiredKeys(body["desiredKeys"], operation: "records/modify")
+        let desired = try Self.desiredKeys(request.desiredKeys, operation: "records/modify")
         var operations: [RecordOperation] = []
         operations.reserveCapacity(items.count)
-        for item in items { operations.append(try await operation(item, zone: zone)) }
-        let results = try await cloud.modify(operations, in: zone, atomic: atomic)
+        var layouts: RecordLayout?
+        for item in items { operations.append(try await operation(item, zone: request.zone, layouts: &layouts)) }
+        let results = try await cloud.modify(operations, in: request.zone, atomic: request.atomic)
         return [
             "records": .array(
                 try results.map { result throws(CloudError) -> JSONValue in
@@ -194,11 +194,13 @@ struct CloudKitEndpointOperations: Sendable {
 
     /// One `operations` entry; `update` and `forceUpdate` (partial saves) merge the given fields
     /// into the stored record, keeping the change-tag check of `update`.
-    private func operation(_ item: JSONValue, zone: ZoneID) async throws -> RecordOperation {
-        guard let type = item["operationType"]?.stringValue, let wire = item["record"] else {
+    private func operation(_ item: ModifyRequest.Operation, zone: ZoneID, layouts: inout RecordLayout?) async throws -> RecordOperation {
+        guard let type = item.type, var wire = item.record else {
             throw CloudError(.invalidArguments, "records/modify: each operation needs operationType and record")
         }
-        var record = try CloudKitWireCoding.decodeRecord(withName(wire), in: zone)
+        // A record without a name gets one, as CloudKit does.
+        if wire.recordName == nil { wire.recordName = UUID().uuidString }
+        var record = try wire.record(in: zone, layouts: &layouts)
         if !record.assetReferences.isEmpty { record.fields = record.fields.mapValues(Self.storable) }
         record.modifiedAt = nil
         record.createdAt = nil
@@ -220,13 +222,6 @@ struct CloudKitEndpointOperations: Sendable {
         default:
             throw CloudError(.invalidArguments, "records/modify: unknown operationType \(type)")
         }
-    }
-
-    /// A record dictionary with a generated name when the client left it out, as CloudKit does.
-    private func withName(_ wire: JSONValue) -> JSONValue {
-        guard case .object(var object) = wire, object["recordName"] == nil else { return wire }
-        object["recordName"] = .string(UUID().uuidString)
-        return .object(object)
     }
 
     func lookupRecords(_ body: JSONValue) async throws -> JSONValue {

@@ -51,8 +51,14 @@ public enum CloudKitFieldCoding {
     /// The field value of an encoded field. A missing `type` is inferred from the value's shape.
     /// - Parameter zone: the zone of the record holding the field, for references without a `zoneID`.
     public static func decode(_ field: JSONValue, in zone: ZoneID, name: String) throws(CloudError) -> FieldValue {
-        guard let value = field["value"] else { throw malformed(name, "has no value") }
-        guard let type = field["type"]?.stringValue else { return try inferred(value, zone: zone, name: name) }
+        guard case .object = field else { throw malformed(name, "is not a {value, type} dictionary") }
+        return try decode(value: field["value"], type: field["type"], in: zone, name: name)
+    }
+
+    /// The field value of an encoded field's `value` and `type` members, as read (`nil`: absent).
+    static func decode(value: JSONValue?, type: JSONValue?, in zone: ZoneID, name: String) throws(CloudError) -> FieldValue {
+        guard let value else { throw malformed(name, "has no value") }
+        guard let type = type?.stringValue else { return try inferred(value, zone: zone, name: name) }
         if type.hasSuffix("_LIST") {
             guard let elements = value.arrayValue else { throw malformed(name, "is a \(type) whose value is not an array") }
             let elementType = String(type.dropLast(5))

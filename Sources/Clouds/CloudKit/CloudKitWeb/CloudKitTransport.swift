@@ -41,17 +41,37 @@ struct CloudKitTransport: Sendable {
         return try Self.json(answer, context: operation)
     }
 
+    /// ``call(_:get:text:database:)`` reading the answer straight from its text with `read`
+    /// (pages of records), without a tree of the whole answer.
+    func call<Result>(
+        _ operation: String, text bytes: Data, read: (inout JSONReader) throws -> Result
+    ) async throws -> Result {
+        let answer = try await send(
+            url: configuration.baseURL + configuration.path(operation, database: nil), method: .post, body: bytes,
+            contentType: "application/json; charset=utf-8", context: operation)
+        guard (200..<300).contains(answer.status) else { throw Self.failure(answer, context: operation) }
+        do {
+            return try JSONReader.read(answer.body.isEmpty ? Data("{}".utf8) : answer.body, numbers: .wholeDoublesAsIntegers, read)
+        } catch let error as JSONParseError {
+            throw CloudError(.internalError, "\(operation): the answer is not the JSON expected: \(error)", underlying: error)
+        }
+    }
+
     /// The JSON of a 2xx answer, or the error it describes.
     static func json(_ answer: Answer, context: String) throws -> JSONValue {
-        let parsed = answer.body.isEmpty ? JSONValue.object([:]) : try? JSONValue.parse(answer.body)
-        guard (200..<300).contains(answer.status) else {
-            if let parsed, CloudKitErrorCoding.isError(parsed) {
-                throw CloudKitErrorCoding.decode(parsed, context: context, retryAfterHeader: answer.retryAfter)
-            }
-            throw statusError(answer, context: context)
+        guard (200..<300).contains(answer.status) else { throw failure(answer, context: context) }
+        guard let parsed = answer.body.isEmpty ? JSONValue.object([:]) : try? JSONValue.parse(answer.body) else {
+            throw CloudError(.internalError, "\(context): the answer is not JSON")
         }
-        guard let parsed else { throw CloudError(.internalError, "\(context): the answer is not JSON") }
         return parsed
+    }
+
+    /// The error a non-2xx answer describes: CloudKit's error body, or else its HTTP status.
+    static func failure(_ answer: Answer, context: String) -> CloudError {
+        if let parsed = try? JSONValue.parse(answer.body), CloudKitErrorCoding.isError(parsed) {
+            return CloudKitErrorCoding.decode(parsed, context: context, retryAfterHeader: answer.retryAfter)
+        }
+        return statusError(answer, context: context)
     }
 
     /// The error for a failed answer without CloudKit's error body (a proxy's page, say).

@@ -118,41 +118,45 @@ public final class CloudKitWebDatabase: CloudDatabase {
         }
         var body: [String: JSONValue] = ["zoneID": CloudKitWireCoding.encode(zone), "resultsLimit": .integer(Int64(limit))]
         if let token { body["syncToken"] = .string(CloudKitWireCoding.encode(token)) }
-        let answer = try await transport.call("records/changes", body: .object(body))
-        return try changes(answer, zone: zone, context: "records/changes of zone \(zone)")
+        let page = try await transport.call("records/changes", text: try JSONValue.object(body).serialized()) { reader in
+            try WireRecordPage.read(&reader, zone: zone)
+        }
+        return try changes(page, zone: zone, context: "records/changes of zone \(zone)")
     }
 
     private func fetchZoneChanges(_ zone: ZoneID, since token: ChangeToken?, limit: Int) async throws -> ZoneChanges {
         var request: [String: JSONValue] = ["zoneID": CloudKitWireCoding.encode(zone), "resultsLimit": .integer(Int64(limit))]
         if let token { request["syncToken"] = .string(CloudKitWireCoding.encode(token)) }
-        let answer = try await transport.call("changes/zone", body: ["zones": [.object(request)], "resultsLimit": .integer(Int64(limit))])
-        guard let result = answer["zones"]?.arrayValue?.first else {
-            throw CloudError(.internalError, "changes/zone: the answer has no zone")
+        let body: JSONValue = ["zones": [.object(request)], "resultsLimit": .integer(Int64(limit))]
+        let page = try await transport.call("changes/zone", text: try body.serialized()) { reader in
+            try WireRecordPage.readFirstZone(&reader, zone: zone)
         }
         let context = "changes/zone of zone \(zone)"
-        if CloudKitErrorCoding.isError(result) { throw CloudKitErrorCoding.decode(result, context: context) }
-        return try changes(result, zone: zone, context: context)
+        if CloudKitErrorCoding.isError(page.object) { throw CloudKitErrorCoding.decode(page.object, context: context) }
+        return try changes(page, zone: zone, context: context)
     }
 
     /// A page of `records`, `syncToken` and `moreComing`; tombstones are `{recordName, deleted: true}`.
-    private func changes(_ page: JSONValue, zone: ZoneID, context: String) throws(CloudError) -> ZoneChanges {
-        guard let tokenText = page["syncToken"]?.stringValue else {
+    private func changes(_ page: WireRecordPage, zone: ZoneID, context: String) throws(CloudError) -> ZoneChanges {
+        guard let tokenText = page.members["syncToken"]?.stringValue else {
             throw CloudError(.internalError, "\(context): the answer has no syncToken")
         }
         var modified: [Record] = []
+        modified.reserveCapacity(page.records.count)
         var deleted: [RecordID] = []
-        for item in page["records"]?.arrayValue ?? [] {
-            if CloudKitErrorCoding.isError(item) { throw CloudKitErrorCoding.decode(item, context: context) }
-            if item["deleted"]?.boolValue == true {
-                guard let name = item["recordName"]?.stringValue else { throw CloudError(.internalError, "\(context): a tombstone has no recordName") }
+        var layouts: RecordLayout?
+        for item in page.records {
+            if let failure = item.failure { throw CloudKitErrorCoding.decode(failure, context: context) }
+            if item.isDeleted {
+                guard let name = item.recordName else { throw CloudError(.internalError, "\(context): a tombstone has no recordName") }
                 deleted.append(RecordID(recordName: name, zoneID: zone))
             } else {
-                modified.append(try CloudKitWireCoding.decodeRecord(item, in: zone))
+                modified.append(try item.record(in: zone, layouts: &layouts))
             }
         }
         return ZoneChanges(
             modified: modified, deleted: deleted, token: try CloudKitWireCoding.decodeToken(tokenText),
-            moreComing: page["moreComing"]?.boolValue ?? false)
+            moreComing: page.members["moreComing"]?.boolValue ?? false)
     }
 
     // MARK: Records
@@ -188,8 +192,10 @@ public final class CloudKitWebDatabase: CloudDatabase {
         for operation in operations { try Self.write(operation, into: &body) }
         body.endArray()
         body.endObject()
-        let answer = try await transport.call("records/modify", text: body.data)
-        guard let items = answer["records"]?.arrayValue, items.count == operations.count else {
+        let items = try await transport.call("records/modify", text: body.data) { reader in
+            try WireRecordPage.read(&reader, zone: zone).records
+        }
+        guard items.count == operations.count else {
             throw CloudError(.internalError, "records/modify: the answer does not hold one result per operation")
         }
         var results: [RecordOperationResult] = []
@@ -197,8 +203,8 @@ public final class CloudKitWebDatabase: CloudDatabase {
         var conflicts: [Int] = []
         for (index, (operation, item)) in zip(operations, items).enumerated() {
             let id = operation.recordID
-            if CloudKitErrorCoding.isError(item) {
-                var error = CloudKitErrorCoding.decode(item, context: "record \(id)")
+            if let failure = item.failure {
+                var error = CloudKitErrorCoding.decode(failure, context: "record \(id)")
                 error.recordID = id
                 if case .forceDelete = operation, error.code == .unknownItem {
                     results.append(.deleted(id))
@@ -206,8 +212,8 @@ public final class CloudKitWebDatabase: CloudDatabase {
                 }
                 if error.code == .serverRecordChanged { conflicts.append(index) }
                 results.append(.failed(id, error))
-            } else if item["deleted"]?.boolValue != true, var saved = operation.record {
-                (saved.changeTag, saved.modifiedAt, saved.createdAt) = CloudKitWireCoding.decodeVersion(item)
+            } else if !item.isDeleted, var saved = operation.record {
+                (saved.changeTag, saved.modifiedAt, saved.createdAt) = (item.changeTag, item.modifiedAt, item.createdAt)
                 results.append(.saved(saved))
             } else {
                 results.append(.deleted(id))

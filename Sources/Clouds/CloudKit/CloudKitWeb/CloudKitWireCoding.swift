@@ -94,34 +94,12 @@ public enum CloudKitWireCoding {
 
     /// Reads a record dictionary of `zone`.
     public static func decodeRecord(_ value: JSONValue, in zone: ZoneID) throws(CloudError) -> Record {
-        guard let name = value["recordName"]?.stringValue else {
-            throw CloudError(.invalidArguments, "a record in zone \(zone) has no recordName")
+        var dictionary = WireRecordDictionary()
+        if case .object(let members) = value {
+            for (key, member) in members { dictionary.take(key, member, zone: zone) }
         }
-        let id = RecordID(recordName: name, zoneID: zone)
-        var fields: [String: FieldValue] = [:]
-        if let encoded = value["fields"]?.objectValue {
-            fields.reserveCapacity(encoded.count)
-            for (field, encodedValue) in encoded {
-                do {
-                    fields[field] = try CloudKitFieldCoding.decode(encodedValue, in: zone, name: field)
-                } catch {
-                    throw CloudError(error.code, "record \(id): \(error.message)")
-                }
-            }
-        }
-        return Record(
-            id: id, recordType: value["recordType"]?.stringValue ?? "", changeTag: value["recordChangeTag"]?.stringValue,
-            fields: fields, modifiedAt: stamp(value, "modified"), createdAt: stamp(value, "created"))
-    }
-
-    /// What a save's answer says of the saved record: its new tag and its times (CloudKit's
-    /// `recordChangeTag`, `modified` and `created`).
-    public static func decodeVersion(_ value: JSONValue) -> (changeTag: String?, modifiedAt: Timestamp?, createdAt: Timestamp?) {
-        (value["recordChangeTag"]?.stringValue, stamp(value, "modified"), stamp(value, "created"))
-    }
-
-    private static func stamp(_ record: JSONValue, _ key: String) -> Timestamp? {
-        record[key]?["timestamp"]?.int64Value.map(Timestamp.init(millisecondsSince1970:))
+        var layouts: RecordLayout?
+        return try dictionary.record(in: zone, layouts: &layouts)
     }
 
     /// A change token as CloudKit's `syncToken` string (URL-safe base64 of the opaque bytes).
