@@ -43,7 +43,7 @@ public enum CloudKitEndpoint {
         router.post(RouterPath("\(prefix)/records/modify")) { request, context in
             // Read from the text: the largest bodies, a page of records each.
             await gate.handle(request, context, operation: "records/modify") { operations, body in
-                .json(try await operations.modifyRecords(body))
+                try await operations.modifyRecords(body)
             }
         }
         for (operation, isGet, handler) in all {

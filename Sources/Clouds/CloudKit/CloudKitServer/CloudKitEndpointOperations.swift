@@ -169,7 +169,7 @@ struct CloudKitEndpointOperations: Sendable {
     }
 
     /// `records/modify`, read from the body's text (see ``ModifyRequest``).
-    func modifyRecords(_ body: Data) async throws -> JSONValue {
+    func modifyRecords(_ body: Data) async throws -> EndpointAnswer {
         let request = try ModifyRequest.read(body)
         guard let items = request.operations else {
             throw CloudError(.invalidArguments, "records/modify: the request has no operations")
@@ -180,16 +180,21 @@ struct CloudKitEndpointOperations: Sendable {
         var layouts: RecordLayout?
         for item in items { operations.append(try await operation(item, zone: request.zone, layouts: &layouts)) }
         let results = try await cloud.modify(operations, in: request.zone, atomic: request.atomic)
-        return [
-            "records": .array(
-                try results.map { result throws(CloudError) -> JSONValue in
-                    switch result {
-                    case .saved(let record): return try encode(record, desiredKeys: desired)
-                    case .deleted(let id): return Self.deletion(id)
-                    case .failed(let id, let error): return CloudKitErrorCoding.encode(error, recordName: id.recordName)
-                    }
-                })
-        ]
+        var writer = JSONWriter(capacity: 192 * results.count)
+        writer.beginObject()
+        writer.key("records")
+        writer.beginArray()
+        for result in results {
+            switch result {
+            case .saved(let record):
+                try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desired), userRecordName: userRecordName, into: &writer)
+            case .deleted(let id): try writer.value(Self.deletion(id))
+            case .failed(let id, let error): try writer.value(CloudKitErrorCoding.encode(error, recordName: id.recordName))
+            }
+        }
+        writer.endArray()
+        writer.endObject()
+        return .jsonText(writer.data)
     }
 
     /// One `operations` entry; `update` and `forceUpdate` (partial saves) merge the given fields
@@ -337,7 +342,7 @@ struct CloudKitEndpointOperations: Sendable {
     /// The record as answers show it: only the desired fields, assets with their download URLs.
     private func forAnswer(_ record: Record, desiredKeys: Set<String>?) -> Record {
         var record = record
-        if let desiredKeys { record.fields = record.fields.filter { desiredKeys.contains($0.key) } }
+        if let desiredKeys { record.fields = desiredKeys.isEmpty ? [:] : record.fields.filter { desiredKeys.contains($0.key) } }
         if !record.assetReferences.isEmpty { record.fields = record.fields.mapValues(withDownloadURLs) }
         return record
     }
