@@ -12,18 +12,24 @@ public struct CloudLimits: Hashable, Sendable, Codable {
     public var maxAssetSize: Int64
     /// Most changes one fetch returns; larger requested limits are clamped.
     public var maxResultsPerFetch: Int
+    /// How many modify requests the sync keeps in flight for one zone: an upload batch is sent
+    /// as up to this many requests side by side, each retried on its own. 1 for a cloud in the
+    /// process, whose single writer would only queue them; more for a cloud across a network,
+    /// where one request's round trip would leave both ends idle in turn.
+    public var modifyRequestsInFlight: Int
 
     /// Limits; the defaults are CloudKit's documented ones.
     public init(
         maxOperationsPerRequest: Int = 200, maxRecordSize: Int = 1_000_000,
         maxRequestSize: Int = 2_000_000, maxAssetSize: Int64 = 50_000_000,
-        maxResultsPerFetch: Int = 2_000
+        maxResultsPerFetch: Int = 2_000, modifyRequestsInFlight: Int = 1
     ) {
         self.maxOperationsPerRequest = maxOperationsPerRequest
         self.maxRecordSize = maxRecordSize
         self.maxRequestSize = maxRequestSize
         self.maxAssetSize = maxAssetSize
         self.maxResultsPerFetch = maxResultsPerFetch
+        self.modifyRequestsInFlight = max(1, modifyRequestsInFlight)
     }
 
     /// CloudKit Web Services' published limits.

@@ -136,7 +136,7 @@ struct UploadPass {
         do {
             let (send, refused) = try await operationsWithAssets(batch.operations)
             let (cloud, zone, retrier) = (context.cloud, context.zone, context.retrier)
-            async let sending = send.isEmpty ? [] : retrier.run("saving a batch") { try await cloud.modify(send, in: zone, atomic: false) }
+            async let sending = Self.save(send, in: zone, cloud: cloud, retrier: retrier)
             round.upcoming = sent < budget ? try await readNext(after: batch, size: round.size) : nil
             var answers = try await sending.makeIterator()
             results = batch.operations.map { operation in
@@ -159,6 +159,34 @@ struct UploadPass {
         }
         try sort(results, into: &round)
         return true
+    }
+
+    /// Requests smaller than this are not split further: their round trip would cost more than
+    /// the overlap gains.
+    static let smallestSplitRequest = 25
+
+    /// Saves the operations as up to ``CloudLimits/modifyRequestsInFlight`` requests side by
+    /// side, each retried on its own; the answers come back in the operations' order. A request
+    /// that fails for good fails the batch; the others may have been applied, which the intents
+    /// committed before sending recognise, as after a lost answer.
+    static func save(
+        _ operations: [RecordOperation], in zone: ZoneID, cloud: any CloudDatabase, retrier: CloudRetrier
+    ) async throws -> [RecordOperationResult] {
+        guard !operations.isEmpty else { return [] }
+        let requests = min(cloud.limits.modifyRequestsInFlight, max(1, operations.count / smallestSplitRequest))
+        guard requests > 1 else {
+            return try await retrier.run("saving a batch") { try await cloud.modify(operations, in: zone, atomic: false) }
+        }
+        let size = (operations.count + requests - 1) / requests
+        return try await withThrowingTaskGroup(of: (Int, [RecordOperationResult]).self) { group in
+            for start in stride(from: 0, to: operations.count, by: size) {
+                let part = Array(operations[start..<min(start + size, operations.count)])
+                group.addTask { (start, try await retrier.run("saving a batch") { try await cloud.modify(part, in: zone, atomic: false) }) }
+            }
+            var parts: [(Int, [RecordOperationResult])] = []
+            for try await part in group { parts.append(part) }
+            return parts.sorted { $0.0 < $1.0 }.flatMap(\.1)
+        }
     }
 
     /// Reads the batch after `batch` and prepares it (fingerprints, encryption, stamps). What was

@@ -44,7 +44,7 @@ public struct CloudKitWebConfiguration: Sendable {
 
     public init(
         baseURL: String = Self.iCloudBaseURL, container: String, environment: String = "development", database: Database = .private,
-        authentication: Authentication, limits: CloudLimits = CloudLimits(maxResultsPerFetch: 200),
+        authentication: Authentication, limits: CloudLimits = CloudLimits(maxResultsPerFetch: 200, modifyRequestsInFlight: 2),
         requestTimeout: Duration = .seconds(60), signalPollInterval: Duration = .seconds(10),
         assetRecordType: String = "GatewayAsset", assetFieldName: String = "data"
     ) {

@@ -12,7 +12,8 @@ import GatewayConfig
 /// P-256 key in PEM), for web tokens `api_token_env` (default `CLOUDKIT_API_TOKEN`) and
 /// `web_auth_token_file` (default `<state_dir>/cloudkit-web-auth-token`, rewritten after every
 /// request), `poll_interval` (default 10s), `request_timeout` (default 60s), `asset_record_type`
-/// and `asset_field` (default `GatewayAsset` and `data`), and `limits` (as for `embedded`).
+/// and `asset_field` (default `GatewayAsset` and `data`), `requests_in_flight` (`records/modify`
+/// requests an upload keeps in flight per zone, default 2), and `limits` (as for `embedded`).
 public struct CloudKitCloudKind: CloudKind {
     public let name = "cloudkit"
 
@@ -22,7 +23,7 @@ public struct CloudKitCloudKind: CloudKind {
         case kind, container, environment, database, baseURL = "base_url", auth, keyID = "key_id"
         case privateKeyFile = "private_key_file", apiTokenEnv = "api_token_env", webAuthTokenFile = "web_auth_token_file"
         case pollInterval = "poll_interval", requestTimeout = "request_timeout", assetRecordType = "asset_record_type"
-        case assetField = "asset_field", limits
+        case assetField = "asset_field", requestsInFlight = "requests_in_flight", limits
     }
 
     public func decodePlan(from decoder: any Decoder, context: ConfigContext) throws -> any CloudPlan {
@@ -77,6 +78,11 @@ public struct CloudKitCloudKind: CloudKind {
             configuration.limits = limits.limits
             configuration.limits.maxResultsPerFetch = 200
         }
+        configuration.limits.modifyRequestsInFlight = 2
+        if let inFlight = try container.decodeIfPresent(Located<Int>.self, forKey: .requestsInFlight) {
+            guard (1...8).contains(inFlight.value) else { throw inFlight.problem(.invalidValue, "must be from 1 to 8") }
+            configuration.limits.modifyRequestsInFlight = inFlight.value
+        }
         // The combinations CloudKit cannot sync are refused here, at the line that chose them.
         do {
             try configuration.webConfiguration().validate()
@@ -102,7 +108,7 @@ public struct CloudKitCloudKind: CloudKind {
         var requestTimeout: Duration = .seconds(60)
         var assetRecordType = "GatewayAsset"
         var assetField = "data"
-        var limits = CloudLimits(maxResultsPerFetch: 200)
+        var limits = CloudLimits(maxResultsPerFetch: 200, modifyRequestsInFlight: 2)
 
         /// - Parameters: apiToken, session: the web token credentials, for `auth: web_token`.
         func webConfiguration(apiToken: String = "", session: CloudKitWebAuthSession? = nil) -> CloudKitWebConfiguration {
