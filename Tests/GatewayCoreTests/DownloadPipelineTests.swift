@@ -104,4 +104,45 @@ struct DownloadPipelineTests {
         #expect(resumed.downloaded == 3, "the rest, from where the first page left off")
         #expect(await a.values == b.values)
     }
+
+    /// Nine notes uploaded from `b`: three pages of three for `a`.
+    static func nineNotesInTheCloud() async throws -> (SyncFixture, InMemoryAdapter, InMemoryAdapter) {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        for index in 0..<9 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        try await fixture.sync(b)
+        return (fixture, a, b)
+    }
+
+    @Test("a page fetched two ahead that fails surfaces only after the pages before it are committed")
+    func fetchAheadFailure() async throws {
+        let (fixture, a, b) = try await Self.nineNotesInTheCloud()
+        fixture.cloud.script(.passThrough, on: .fetchChanges)
+        fixture.cloud.script(.passThrough, on: .fetchChanges)
+        fixture.cloud.script(.error(CloudError(.serviceUnavailable, "down")), on: .fetchChanges)
+        let interrupted = try await fixture.sync(a, configuration: Self.pagesOfThree)
+        #expect(interrupted.error?.code == .retriesExhausted)
+        #expect(interrupted.downloaded == 6, "the two pages before the failed one are applied")
+        #expect(await a.values.count == 6)
+
+        let resumed = try await fixture.sync(a, configuration: Self.pagesOfThree)
+        #expect(resumed.outcome == .synced)
+        #expect(resumed.downloaded == 3)
+        #expect(await a.values == b.values)
+    }
+
+    @Test("a token that expires on a page fetched ahead restarts the feed from the beginning and converges")
+    func fetchAheadExpiry() async throws {
+        let (fixture, a, b) = try await Self.nineNotesInTheCloud()
+        fixture.cloud.script(.passThrough, on: .fetchChanges)
+        fixture.cloud.script(.passThrough, on: .fetchChanges)
+        fixture.cloud.script(.error(CloudError(.changeTokenExpired, "expired")), on: .fetchChanges)
+        let report = try await fixture.sync(a, configuration: Self.pagesOfThree)
+        #expect(report.outcome == .synced)
+        #expect(await a.values == b.values)
+        #expect(report.downloaded == 9, "the refetch finds the six already applied unchanged and writes the rest")
+        let state = try ZoneSyncState(decoding: await a.loadZoneState())
+        #expect(state.token != nil && !state.refetching)
+    }
 }

@@ -3,8 +3,9 @@ import Foundation
 /// The download of one adapter's pass: pages of the zone's change feed since the token, each
 /// merged with the store's pending edits and applied with its token in one transaction.
 ///
-/// While the store applies page N, page N+1 is fetched, its records opened (decrypted, assets
-/// fetched) and, when the two pages share no record, its local state read and merged. A token
+/// While the store applies page N, page N+1's records are opened (decrypted, assets fetched)
+/// and, when the two pages share no record, its local state read and merged; and page N+2 is
+/// already being fetched (``FeedAhead``). A token
 /// the cloud calls expired starts a full refetch, which ends by reconciling: synced records the
 /// refetch did not return were deleted remotely.
 struct DownloadPass {
@@ -27,14 +28,25 @@ struct DownloadPass {
 
     private var name: String { context.name }
 
+    /// A page as the cloud returned it, fetched ahead by a child task.
+    typealias RawPage = Result<ZoneChanges, any Error>
+
     mutating func run() async throws {
+        // The fetch of the page after the next one runs in this group, one ahead.
+        try await withThrowingTaskGroup(of: RawPage.self) { fetches in
+            try await run(fetchingAheadIn: &fetches)
+        }
+    }
+
+    private mutating func run(fetchingAheadIn fetches: inout ThrowingTaskGroup<RawPage, any Error>) async throws {
         var seen = Set<RecordID>()
         var expiries = 0
         // While refetching, pages are fetched from `cursor` but committed with no token, so an
         // interruption restarts the refetch (see ZoneSyncState.refetching).
         var cursor = state.refetching ? nil : state.token
-        // The next page, fetched while the previous one was being applied.
+        // The next page, fetched and opened while the previous one was being applied.
         var prefetched: Result<FetchedPage, any Error>?
+        var feed = FeedAhead()
         while true {
             try context.stopIfCancelled()
             let fetched: FetchedPage
@@ -42,10 +54,12 @@ struct DownloadPass {
                 if let prefetched {
                     fetched = try prefetched.get()
                 } else {
-                    fetched = try await fetchPage(since: cursor, applying: nil, after: state)
+                    fetched = try await open(try await feed.next(since: cursor, context: context, in: &fetches), applying: nil, after: state)
                 }
                 prefetched = nil
             } catch let error as CloudError where error.code == .changeTokenExpired {
+                // The expired fetch was the only one in flight: a page is fetched ahead only after
+                // the page before it arrived.
                 prefetched = nil
                 expiries += 1
                 guard expiries <= 3 else {
@@ -70,13 +84,15 @@ struct DownloadPass {
             }
             let changes = context.count(mergedPage, into: &report)
             context.observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
-            // The store writes this page while the next one is fetched, opened, looked up and merged.
+            // The store writes this page while the next one is opened, looked up and merged, and
+            // the one after it is fetched.
             let context = context
             async let applying: Void = context.store("applying a downloaded page") { try await context.adapter.apply(changes) }
             if fetched.moreComing {
                 let (token, applyingIDs) = (cursor, Set(fetched.ids))
                 do {
-                    prefetched = .success(try await fetchPage(since: token, applying: applyingIDs, after: next))
+                    let page = try await feed.next(since: token, context: context, in: &fetches)
+                    prefetched = .success(try await open(page, applying: applyingIDs, after: next))
                 } catch {
                     // Surfaces after this page is committed, as a fetch of the next one would.
                     prefetched = .failure(error)
@@ -100,16 +116,59 @@ struct DownloadPass {
         }
     }
 
-    /// Fetches the page after `token` and opens its records. While another page is being applied
-    /// (`applying`, its records), it also reads the local state of these records and merges them,
-    /// with `previous` as the zone state that page commits, unless a record is in both pages: then
-    /// that waits until the page is committed.
-    private func fetchPage(since token: ChangeToken?, applying: Set<RecordID>?, after previous: ZoneSyncState) async throws -> FetchedPage {
-        let (context, zone, limit) = (context, context.zone, context.configuration.fetchLimit)
-        context.observer(.willFetch(adapter: name))
-        var page = try await context.retrying("fetching changes") {
-            try await context.cloud.fetchChanges(in: zone, since: token, limit: limit)
+    /// The zone's feed, fetched one page ahead: as soon as a page arrives with more to come, the
+    /// fetch of the page after it starts, so the cloud works on it while this one is opened,
+    /// merged and applied.
+    private struct FeedAhead {
+        /// The token whose page is being fetched ahead, if one is.
+        private var inFlight: ChangeToken??
+
+        /// The page after `token`: the one fetched ahead when it is that page, else fetched now.
+        mutating func next(
+            since token: ChangeToken?, context: SyncContext, in fetches: inout ThrowingTaskGroup<RawPage, any Error>
+        ) async throws -> ZoneChanges {
+            var ahead: RawPage?
+            if let aheadToken = inFlight {
+                inFlight = nil
+                let raw = try await fetches.next()
+                // The caller asks for the page after the last one it got, which is the one fetched ahead.
+                if aheadToken == token { ahead = raw }
+            }
+            let page: ZoneChanges
+            if let ahead {
+                page = try ahead.get()
+            } else {
+                page = try await Self.fetch(since: token, context: context)
+            }
+            if page.moreComing {
+                let nextToken = page.token
+                fetches.addTask {
+                    do {
+                        return .success(try await Self.fetch(since: nextToken, context: context))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                inFlight = .some(nextToken)
+            }
+            return page
         }
+
+        private static func fetch(since token: ChangeToken?, context: SyncContext) async throws -> ZoneChanges {
+            let (zone, limit) = (context.zone, context.configuration.fetchLimit)
+            context.observer(.willFetch(adapter: context.name))
+            return try await context.retrying("fetching changes") {
+                try await context.cloud.fetchChanges(in: zone, since: token, limit: limit)
+            }
+        }
+    }
+
+    /// Opens the records of a fetched page. While another page is being applied (`applying`, its
+    /// records), it also reads the local state of these records and merges them, with
+    /// `previous` as the zone state that page commits, unless a record is in both pages: then
+    /// that waits until the page is committed.
+    private func open(_ page: consuming ZoneChanges, applying: Set<RecordID>?, after previous: ZoneSyncState) async throws -> FetchedPage {
+        let context = context
         var reserved = ReservedPositions(context.configuration)
         try context.checkCompatibility(page.modified, reserved: &reserved)
         // Each record is moved out of the page, so that opening it changes its one copy of the values.
