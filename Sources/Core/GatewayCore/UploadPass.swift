@@ -6,10 +6,15 @@ import Foundation
 ///
 /// 1. **take** a batch: the one prepared during the last round, or read now (its intents, the
 ///    values about to be sent, are committed first, so a lost answer is recognised later);
-/// 2. **send** it, reading and preparing the next batch while the cloud saves this one (they are
-///    different files, so both cores work), and sort the answers into the round's update;
-/// 3. **commit** the outcome together with the next batch's intents: one store write per batch;
-/// 4. **resolve** conflicts: merge the server's versions into the store, to be sent again.
+/// 2. **send** it (as up to ``CloudLimits/modifyRequestsInFlight`` requests side by side), and
+///    while the cloud saves it: read and prepare the next batch, then **commit** the previous
+///    round's outcome together with the next batch's intents (one store write per batch), and
+///    **resolve** the previous round's conflicts, merging the server's versions into the store;
+/// 3. sort the answers into this round, whose outcome the next round commits (or the pass, at
+///    its end).
+///
+/// So the store's work for one batch overlaps the cloud's work for the next. A batch is read
+/// without the records of the two batches whose outcomes are not committed yet.
 ///
 /// The batch size halves on `limitExceeded` and grows back after clean batches (``ZoneSyncState``).
 struct UploadPass {
@@ -28,8 +33,10 @@ struct UploadPass {
     /// program writes, and a sync must end.
     private var sent = 0
     private var budget = 0
-    /// The next batch, already read, whose intents ride on this round's commit.
+    /// The next batch, already read, whose intents were committed with the last round's outcome.
     private var prepared: UploadBatch?
+    /// The last round: its answers are sorted, its outcome is not committed yet.
+    private var unsettled: Round?
 
     init(context: SyncContext, state: ZoneSyncState, report: AdapterSyncReport) {
         self.context = context
@@ -78,24 +85,50 @@ struct UploadPass {
                 break
             }
             let size = state.effectiveBatchSize(configured: context.options.batchSize)
+            // A batch read now (none was prepared) must see the last round's outcome.
+            if prepared == nil { try await settleLastRound() }
             guard let batch = try await take(size: size) else { break }
             sent += batch.operations.count
             var round = Round(batch: batch, size: size)
-            if !batch.operations.isEmpty {
+            if batch.operations.isEmpty {
+                try await settleLastRound()
+            } else {
+                // Settles the last round while the cloud saves this one.
                 guard try await send(&round) else {
                     sent -= batch.operations.count  // too large: the same changes go again, smaller
                     continue
                 }
             }
-            try await commit(&round)
-            try await resolveConflicts(of: round)
-            idleRounds = round.settled > 0 ? 0 : idleRounds + 1
-            guard idleRounds < Self.maximumIdleRounds else {
-                throw SyncError(
-                    .conflictsUnresolved,
-                    "\(batch.recordIDs.count) records kept meeting concurrent changes for \(idleRounds) rounds; they stay pending for the next sync",
-                    adapter: name)
+            unsettled = round
+            // Nothing went to the cloud, the next batch could not be prepared, or the cloud is out
+            // of storage: the outcome commits now (and a failure surfaces after it).
+            if batch.operations.isEmpty || round.quotaError != nil || round.upcoming.map({ (try? $0.get()) == nil }) == true {
+                try await settleLastRound()
             }
+        }
+        try await settleLastRound()
+    }
+
+    /// Commits the last round's outcome (with the next batch's intents when one was prepared),
+    /// and resolves its conflicts.
+    private mutating func settleLastRound(withIntentsOf next: Result<UploadBatch, any Error>? = nil) async throws {
+        guard var round = unsettled else {
+            if case .success(let next) = next {
+                try await commitIntents(of: next)
+                prepared = next
+            }
+            return
+        }
+        unsettled = nil
+        if let next { round.upcoming = next }
+        try await commit(&round)
+        try await resolveConflicts(of: round)
+        idleRounds = round.settled > 0 ? 0 : idleRounds + 1
+        guard idleRounds < Self.maximumIdleRounds else {
+            throw SyncError(
+                .conflictsUnresolved,
+                "\(round.batch.recordIDs.count) records kept meeting concurrent changes for \(idleRounds) rounds; they stay pending for the next sync",
+                adapter: name)
         }
     }
 
@@ -117,13 +150,17 @@ struct UploadPass {
         let pending = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size) }
         if pending.isEmpty { return nil }
         let batch = try UploadBatch(pending, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption)
-        if !batch.operations.isEmpty {
-            // Commit what is about to be sent first: if the answer is lost or the process dies
-            // after the cloud saved it, the next sync still knows these values are its own.
-            let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: Set(batch.intents.keys))
-            try await context.store("committing upload intents") { try await context.adapter.markUploaded(intents) }
-        }
+        try await commitIntents(of: batch)
         return batch
+    }
+
+    /// Commits what is about to be sent, before it is: if the answer is lost or the process dies
+    /// after the cloud saved it, the next sync still knows these values are its own.
+    private mutating func commitIntents(of batch: UploadBatch) async throws {
+        guard !batch.operations.isEmpty else { return }
+        let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: Set(batch.intents.keys))
+        let context = context
+        try await context.store("committing upload intents") { try await context.adapter.markUploaded(intents) }
     }
 
     // MARK: 2. Send
@@ -137,7 +174,15 @@ struct UploadPass {
             let (send, refused) = try await operationsWithAssets(batch.operations)
             let (cloud, zone, retrier) = (context.cloud, context.zone, context.retrier)
             async let sending = Self.save(send, in: zone, cloud: cloud, retrier: retrier)
-            round.upcoming = sent < budget ? try await readNext(after: batch, size: round.size) : nil
+            // While the cloud saves this batch: the next one is read, and the last round's outcome
+            // is committed with its intents.
+            let upcoming = sent < budget ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
+            if case .failure = upcoming {
+                round.upcoming = upcoming
+                try await settleLastRound()
+            } else {
+                try await settleLastRound(withIntentsOf: upcoming)
+            }
             var answers = try await sending.makeIterator()
             results = batch.operations.map { operation in
                 refused[operation.recordID].map { .failed(operation.recordID, $0) } ?? answers.next()!
@@ -150,6 +195,8 @@ struct UploadPass {
             update.zoneState = state.encoded()
             let context = context
             try await context.store("committing a batch's outcome") { [update] in try await context.adapter.markUploaded(update) }
+            // The batch prepared meanwhile was read at the old size: read again.
+            prepared = nil
             return false
         } catch let error as CloudError where error.code == .limitExceeded {
             results = [.failed(batch.operations[0].recordID, error)]
@@ -190,12 +237,12 @@ struct UploadPass {
     }
 
     /// Reads the batch after `batch` and prepares it (fingerprints, encryption, stamps). What was
-    /// read, minus this batch's records: their outcome is committed first, and a record edited
-    /// again meanwhile goes in a later round.
-    private func readNext(after batch: UploadBatch, size: Int) async throws -> Result<UploadBatch, any Error>? {
+    /// read, minus the records of `batch` and of the `previous` batch: their outcomes are not
+    /// committed yet, and a record edited again meanwhile goes in a later round.
+    private func readNext(after batch: UploadBatch, and previous: UploadBatch?, size: Int) async throws -> Result<UploadBatch, any Error>? {
         let (context, cursor) = (context, batch.latestVersion)
         let read = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size, after: cursor) }
-        let next = read.excluding(batch.recordIDs, limit: size)
+        let next = read.excluding(previous.map { batch.recordIDs.union($0.recordIDs) } ?? batch.recordIDs, limit: size)
         guard !next.isEmpty else { return nil }
         return Result { try UploadBatch(next, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption) }
     }
