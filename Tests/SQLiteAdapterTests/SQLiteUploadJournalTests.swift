@@ -83,11 +83,12 @@ struct SQLiteUploadJournalTests {
         #expect(failed.adapters[0].error?.code == .retriesExhausted)
         #expect(failed.adapters[0].uploaded == 5)
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_records""#) == 5, "the answered batch's metadata")
-        #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 1, "the unanswered batch's intents")
-        #expect(try await adapter.syncedRecordIDs().count == 10, "records with an intent count as possibly in the cloud")
+        // The third batch was prepared, its intents committed, while the second was in flight.
+        #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 2, "the unanswered batch's intents, and the next one's")
+        #expect(try await adapter.syncedRecordIDs().count == 12, "records with an intent count as possibly in the cloud")
         let pending = try await adapter.pendingChanges(limit: 20)
         #expect(pending.saves.count == 7)
-        #expect(pending.saves.filter { $0.metadata != nil }.count == 5, "pending records read their intents from the journal")
+        #expect(pending.saves.filter { $0.metadata != nil }.count == 7, "pending records read their intents from the journal")
 
         let report = try await Self.synchronizer(cloud, adapter, device: "gateway-a", batchSize: 5).sync()
         #expect(report.succeeded)
@@ -113,5 +114,32 @@ struct SQLiteUploadJournalTests {
         }
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 1, "the journal row is kept")
         #expect(try await adapter.pendingChangeCount() == 1)
+    }
+
+    @Test("an outcome committed while the next batch is in flight leaves that batch's intents journaled, not stored per record")
+    func stillSendingStaysJournaled() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-journal")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
+        for name in ["a", "b", "c"] { try file.execute(#"INSERT INTO "Note" VALUES (?, 'row', 1)"#, [name]) }
+        let adapter = try Notes.adapter(file, name: "a")
+        func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: Notes.zone) }
+        let intent = Data([1, 2, 3])
+        let saved = Data([4, 5, 6])
+        // Batch 1 goes out; then, while batch 2 is in flight, batch 1's outcome commits with batch 3's intents.
+        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("a"): intent], zoneState: Data(), sending: [id("a")]))
+        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("b"): intent], zoneState: Data(), sending: [id("b")]))
+        try await adapter.markUploaded(
+            SyncStateUpdate(metadata: [id("a"): saved, id("c"): intent], zoneState: Data(), sending: [id("c")], stillSending: [id("b")]))
+        #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_records""#) == 1, "only batch 1's outcome is stored per record")
+        #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 2, "batch 2's intents and batch 3's are journaled")
+        let states = try await adapter.localState(for: [id("a"), id("b"), id("c")])
+        #expect(states[id("a")]?.metadata == saved)
+        #expect(states[id("b")]?.metadata == intent, "reads still see the intents of the batch in flight")
+        #expect(states[id("c")]?.metadata == intent)
+        // Batch 2's outcome, without a batch in flight: its journal entries go, batch 3's are stored.
+        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("b"): saved], zoneState: Data()))
+        #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 0)
+        #expect(try await adapter.localState(for: [id("c")])[id("c")]?.metadata == intent)
     }
 }

@@ -190,11 +190,15 @@ public struct SyncStateUpdate: Sendable, Equatable {
     /// them until a later update writes or removes metadata for the same records, and that they
     /// survive a crash as the rest of the update does.
     public var sending: Set<RecordID>
+    /// Records whose intents an earlier update committed and whose batch is still being sent
+    /// while this update answers the batch before it. An adapter that keeps intents aside keeps
+    /// these aside too; one that stores intents as metadata has nothing to do.
+    public var stillSending: Set<RecordID>
 
     /// An update; every part is optional, and all of it commits in one transaction.
     public init(
         metadata: [RecordID: Data] = [:], removedMetadata: Set<RecordID> = [], settled: [RecordID: Int64] = [:],
-        failures: [RecordID: RecordFailure] = [:], zoneState: Data, sending: Set<RecordID> = []
+        failures: [RecordID: RecordFailure] = [:], zoneState: Data, sending: Set<RecordID> = [], stillSending: Set<RecordID> = []
     ) {
         self.metadata = metadata
         self.removedMetadata = removedMetadata
@@ -202,6 +206,7 @@ public struct SyncStateUpdate: Sendable, Equatable {
         self.failures = failures
         self.zoneState = zoneState
         self.sending = sending
+        self.stillSending = stillSending
     }
 }
 

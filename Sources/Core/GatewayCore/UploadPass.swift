@@ -111,7 +111,8 @@ struct UploadPass {
 
     /// Commits the last round's outcome (with the next batch's intents when one was prepared),
     /// and resolves its conflicts.
-    private mutating func settleLastRound(withIntentsOf next: Result<UploadBatch, any Error>? = nil) async throws {
+    /// - Parameter sending: the batch in flight meanwhile, whose intents the store keeps as they are.
+    private mutating func settleLastRound(withIntentsOf next: Result<UploadBatch, any Error>? = nil, whileSending sending: UploadBatch? = nil) async throws {
         guard var round = unsettled else {
             if case .success(let next) = next {
                 try await commitIntents(of: next)
@@ -121,6 +122,7 @@ struct UploadPass {
         }
         unsettled = nil
         if let next { round.upcoming = next }
+        if let sending { round.update.stillSending = Set(sending.intents.keys) }
         try await commit(&round)
         try await resolveConflicts(of: round)
         idleRounds = round.settled > 0 ? 0 : idleRounds + 1
@@ -179,9 +181,9 @@ struct UploadPass {
             let upcoming = sent < budget ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
             if case .failure = upcoming {
                 round.upcoming = upcoming
-                try await settleLastRound()
+                try await settleLastRound(whileSending: batch)
             } else {
-                try await settleLastRound(withIntentsOf: upcoming)
+                try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
             }
             var answers = try await sending.makeIterator()
             results = batch.operations.map { operation in

@@ -59,12 +59,21 @@ enum IntentJournal {
     }
 
     /// Removes every journaled intent and returns those that no later metadata replaces, for the
-    /// caller to write into `_gateway_records`.
-    static func take(_ db: Database, unlessReplacedBy replaced: (String) -> Bool) throws -> [(name: String, metadata: Data)] {
+    /// caller to write into `_gateway_records`; those `kept` (a batch still being sent) are
+    /// journaled again as one row instead.
+    static func take(
+        _ db: Database, unlessReplacedBy replaced: (String) -> Bool, keeping kept: (String) -> Bool = { _ in false }
+    ) throws -> [(name: String, metadata: Data)] {
         guard try isEmpty(db) == false else { return [] }
         let left = try allEntries(db) { !replaced($0) }
         try db.execute(sql: #"DELETE FROM "_gateway_intents""#)
-        return left.map { (name: $0.key, metadata: $0.value) }
+        var stored: [(name: String, metadata: Data)] = []
+        var journaled: [(name: String, metadata: Data)] = []
+        for (name, metadata) in left {
+            if kept(name) { journaled.append((name, metadata)) } else { stored.append((name, metadata)) }
+        }
+        try append(journaled, db: db)
+        return stored
     }
 
     /// Journals a batch's intents as one row.

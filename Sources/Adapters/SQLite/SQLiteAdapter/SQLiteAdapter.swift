@@ -283,11 +283,15 @@ public final class SQLiteAdapter: ModelAdapter {
         let zone = zoneID
         try await write(foldingIntents: false) { db, _ in
             // The journal holds the intents of the batch this update answers (or, after a failure,
-            // of one that was never answered): what the update writes supersedes them.
-            try Self.foldIntents(db) { name in
-                let id = RecordID(recordName: name, zoneID: zone)
-                return update.metadata[id] != nil || update.removedMetadata.contains(id)
-            }
+            // of one that was never answered): what the update writes supersedes them. Those of a
+            // batch still being sent stay journaled.
+            try Self.foldIntents(
+                db,
+                unlessReplacedBy: { name in
+                    let id = RecordID(recordName: name, zoneID: zone)
+                    return update.metadata[id] != nil || update.removedMetadata.contains(id)
+                },
+                keeping: { name in !update.stillSending.isEmpty && update.stillSending.contains(RecordID(recordName: name, zoneID: zone)) })
             try Self.commit(update, zone: zone, skipping: [], knownTables: [:], journalingIntents: true, db: db)
         }
     }
@@ -444,8 +448,10 @@ public final class SQLiteAdapter: ModelAdapter {
 
     /// Writes every journaled intent into `_gateway_records` but those `replaced` says a later
     /// write in the same transaction supersedes, and empties the journal.
-    private static func foldIntents(_ db: Database, unlessReplacedBy replaced: (String) -> Bool = { _ in false }) throws {
-        let left = try IntentJournal.take(db, unlessReplacedBy: replaced)
+    private static func foldIntents(
+        _ db: Database, unlessReplacedBy replaced: (String) -> Bool = { _ in false }, keeping kept: (String) -> Bool = { _ in false }
+    ) throws {
+        let left = try IntentJournal.take(db, unlessReplacedBy: replaced, keeping: kept)
         guard !left.isEmpty else { return }
         let writer = try MetadataWriter(db)
         for (name, metadata) in left { try writer.write(name, metadata, table: nil) }
