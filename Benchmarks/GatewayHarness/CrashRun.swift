@@ -87,12 +87,13 @@ struct CrashRun {
         var attempts = 0
         while byPhase.values.reduce(0, +) < kills {
             attempts += 1
-            guard attempts <= kills * 4 else {
+            // Once everything is synced, plugin kills land only in downloads: allow more attempts.
+            guard attempts <= kills * (killPlugin ? 6 : 4) else {
                 throw HarnessFailure("only \(byPhase.values.reduce(0, +)) of \(kills) kills landed; use more records")
             }
             // With `eachPhase`, runs aim at the phases in turn, a phase start or two in; otherwise any
             // phase start counts.
-            let target = eachPhase ? Phase.allCases[(attempts - 1) % Phase.allCases.count] : nil
+            let target = eachPhase ? phaseOrder[(attempts - 1) % phaseOrder.count] : nil
             let skip = Int.random(in: 0...(eachPhase ? 1 : maximumSkip), using: &random)
             let delay = Duration.microseconds(Int.random(in: 0...3_000, using: &random))
             if let phase = try await killedSync(in: target, after: skip, delay: delay, attempt: attempts) {
@@ -189,6 +190,12 @@ struct CrashRun {
         _ = try await child.wait()
         throw HarnessFailure("sync \(attempt) neither reached a kill point nor ended in 300 s")
     }
+
+    /// The phases runs aim at in turn. A killed plugin is started again, so a plugin kill that
+    /// lands while the plugin idles lets the run finish everything, after which only downloads
+    /// (of nothing) are left to aim at: plugin kills aim at the phases that need pending work
+    /// first.
+    private var phaseOrder: [Phase] { killPlugin ? [.apply, .upload, .commit, .download] : Phase.allCases }
 
     private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 }
