@@ -11,19 +11,19 @@ struct DownloadPipelineTests {
 
     static let pagesOfThree = SyncConfiguration(deviceID: "test", fetchLimit: 3, retry: RetryPolicy(maxAttempts: 1))
 
-    /// Six notes uploaded from `b`, two pages of three for `a`, which has not synced yet.
-    static func sixNotesInTheCloud() async throws -> (SyncFixture, InMemoryAdapter, InMemoryAdapter) {
+    /// `count` notes uploaded from `b` (six: two pages of three) for `a`, which has not synced yet.
+    static func notesInTheCloud(count: Int = 6) async throws -> (SyncFixture, InMemoryAdapter, InMemoryAdapter) {
         let fixture = try SyncFixture()
         let a = fixture.adapter("a")
         let b = fixture.adapter("b")
-        for index in 0..<6 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+        for index in 0..<count { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
         try await fixture.sync(b)
         return (fixture, a, b)
     }
 
     @Test("a record the feed delivers again in the next page is seen as synced, not written twice")
     func redeliveredRecords() async throws {
-        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
+        let (fixture, a, b) = try await Self.notesInTheCloud()
 
         // The second page carries the first page's records again, while that page is being
         // applied (slowly): their local state must be read after it commits.
@@ -39,7 +39,7 @@ struct DownloadPipelineTests {
 
     @Test("a redelivered record with a local edit is merged against what the previous page applied")
     func redeliveredRecordWithLocalEdit() async throws {
-        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
+        let (fixture, a, b) = try await Self.notesInTheCloud()
         // a holds its own, unsynced version of n1: the first page meets it as a conflict.
         await a.save(F.note("n1", ["rank": .int64(100)]))
         await a.delayApplies(by: .milliseconds(100))
@@ -57,7 +57,7 @@ struct DownloadPipelineTests {
 
     @Test("a conflict in a page merged ahead is resolved, counted and reported once, when its page is applied")
     func conflictMergedAhead() async throws {
-        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
+        let (fixture, a, b) = try await Self.notesInTheCloud()
         // n4 is in the second page, merged while the first one is (slowly) applied.
         await a.save(F.note("n4", ["rank": .int64(400)]))
         await a.delayApplies(by: .milliseconds(100))
@@ -88,7 +88,7 @@ struct DownloadPipelineTests {
 
     @Test("a next page that fails to fetch while one is applied leaves that page committed")
     func prefetchFailure() async throws {
-        let (fixture, a, b) = try await Self.sixNotesInTheCloud()
+        let (fixture, a, b) = try await Self.notesInTheCloud()
 
         fixture.cloud.script(.passThrough, on: .fetchChanges)
         fixture.cloud.script(.error(CloudError(.serviceUnavailable, "down")), on: .fetchChanges)
@@ -105,19 +105,9 @@ struct DownloadPipelineTests {
         #expect(await a.values == b.values)
     }
 
-    /// Nine notes uploaded from `b`: three pages of three for `a`.
-    static func nineNotesInTheCloud() async throws -> (SyncFixture, InMemoryAdapter, InMemoryAdapter) {
-        let fixture = try SyncFixture()
-        let a = fixture.adapter("a")
-        let b = fixture.adapter("b")
-        for index in 0..<9 { await b.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
-        try await fixture.sync(b)
-        return (fixture, a, b)
-    }
-
     @Test("a page fetched two ahead that fails surfaces only after the pages before it are committed")
     func fetchAheadFailure() async throws {
-        let (fixture, a, b) = try await Self.nineNotesInTheCloud()
+        let (fixture, a, b) = try await Self.notesInTheCloud(count: 9)
         fixture.cloud.script(.passThrough, on: .fetchChanges)
         fixture.cloud.script(.passThrough, on: .fetchChanges)
         fixture.cloud.script(.error(CloudError(.serviceUnavailable, "down")), on: .fetchChanges)
@@ -134,7 +124,7 @@ struct DownloadPipelineTests {
 
     @Test("a token that expires on a page fetched ahead restarts the feed from the beginning and converges")
     func fetchAheadExpiry() async throws {
-        let (fixture, a, b) = try await Self.nineNotesInTheCloud()
+        let (fixture, a, b) = try await Self.notesInTheCloud(count: 9)
         fixture.cloud.script(.passThrough, on: .fetchChanges)
         fixture.cloud.script(.passThrough, on: .fetchChanges)
         fixture.cloud.script(.error(CloudError(.changeTokenExpired, "expired")), on: .fetchChanges)
