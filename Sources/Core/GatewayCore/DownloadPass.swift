@@ -121,7 +121,7 @@ struct DownloadPass {
     /// merged and applied.
     private struct FeedAhead {
         /// The token whose page is being fetched ahead, if one is.
-        private var inFlight: ChangeToken??
+        private var inFlight: ChangeToken?
 
         /// The page after `token`: the one fetched ahead when it is that page, else fetched now.
         mutating func next(
@@ -149,7 +149,7 @@ struct DownloadPass {
                         return .failure(error)
                     }
                 }
-                inFlight = .some(nextToken)
+                inFlight = nextToken
             }
             return page
         }

@@ -58,6 +58,12 @@ struct UploadPass {
         /// it surfaces after this round's outcome is committed.
         var upcoming: Result<UploadBatch, any Error>?
 
+        /// Whether reading or preparing the next batch failed.
+        var failedToPrepareNext: Bool {
+            if case .failure = upcoming { return true }
+            return false
+        }
+
         init(batch: UploadBatch, size: Int) {
             self.batch = batch
             self.size = size
@@ -102,7 +108,7 @@ struct UploadPass {
             unsettled = round
             // Nothing went to the cloud, the next batch could not be prepared, or the cloud is out
             // of storage: the outcome commits now (and a failure surfaces after it).
-            if batch.operations.isEmpty || round.quotaError != nil || round.upcoming.map({ (try? $0.get()) == nil }) == true {
+            if batch.operations.isEmpty || round.quotaError != nil || round.failedToPrepareNext {
                 try await settleLastRound()
             }
         }
@@ -158,7 +164,7 @@ struct UploadPass {
 
     /// Commits what is about to be sent, before it is: if the answer is lost or the process dies
     /// after the cloud saved it, the next sync still knows these values are its own.
-    private mutating func commitIntents(of batch: UploadBatch) async throws {
+    private func commitIntents(of batch: UploadBatch) async throws {
         guard !batch.operations.isEmpty else { return }
         let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: Set(batch.intents.keys))
         let context = context
@@ -180,6 +186,7 @@ struct UploadPass {
             // is committed with its intents.
             let upcoming = sent < budget ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
             if case .failure = upcoming {
+                // Surfaces once this round's outcome is committed.
                 round.upcoming = upcoming
                 try await settleLastRound(whileSending: batch)
             } else {

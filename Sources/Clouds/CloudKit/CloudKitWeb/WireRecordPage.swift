@@ -2,7 +2,7 @@ import Foundation
 import GatewayCore
 
 /// An object of CloudKit's JSON holding a `records` array (a change page, a `records/modify`
-/// answer or request), read from the text with each record going straight to a
+/// answer), read from the text with each record going straight to a
 /// ``WireRecordDictionary`` and the other members kept as trees.
 package struct WireRecordPage: Sendable {
     /// The `records` items, in order.
@@ -11,11 +11,11 @@ package struct WireRecordPage: Sendable {
     package var members: [String: JSONValue] = [:]
 
     /// Reads the object that comes next in `reader`; its records belong to `zone`.
-    package static func read(_ reader: inout JSONReader, zone: ZoneID, arrayKey: String = "records") throws(JSONParseError) -> WireRecordPage {
+    package static func read(_ reader: inout JSONReader, zone: ZoneID) throws(JSONParseError) -> WireRecordPage {
         var page = WireRecordPage()
         try reader.beginObject()
         while let key = try reader.nextMember() {
-            guard key == arrayKey, reader.peek() == .array else {
+            guard key == "records", reader.peek() == .array else {
                 page.members[key] = try reader.value()
                 continue
             }
