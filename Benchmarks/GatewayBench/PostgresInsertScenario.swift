@@ -19,10 +19,9 @@ struct PostgresInsertScenario: Scenario {
             ["CREATE SCHEMA tracked", "CREATE SCHEMA untracked"]
                 + ["tracked", "untracked"].map { PostgresInitialSyncScenario.table.replacingOccurrences(of: "%@", with: $0) },
             on: database, doing: "setting up")
-        let adapter = try await PostgresAdapter.open(
-            PostgresAdapterConfiguration(
-                name: "tracked", endpoint: database, schema: "tracked", zoneID: BenchNotes.zone, tables: [PostgresTableMapping(table: "note")]))
-        await adapter.close()  // the triggers stay; capture needs no gateway running
+        let configuration = PostgresAdapterConfiguration(
+            name: "tracked", endpoint: database, schema: "tracked", zoneID: BenchNotes.zone, tables: [PostgresTableMapping(table: "note")])
+        await (try await PostgresAdapter.open(configuration)).close()  // the triggers stay; capture needs no gateway running
 
         let rounds = 5
         let batch = max(1, records / rounds)
@@ -64,7 +63,9 @@ struct PostgresInsertScenario: Scenario {
                 for schema in order { rates["\(schema) transactions", default: []].append(try await rowByRow(schema, inOneTransaction: false)) }
             }
             let median = { (key: String) in GatewayProcess.median(rates[key]!) }
-            let captured = try await PostgresInitialSyncScenario.count(on: database, "gateway.changes")
+            let adapter = try await PostgresAdapter.open(configuration)
+            let captured = try await adapter.pendingChangeCount()
+            await adapter.close()
             let written = next["tracked"]! - 1
             guard captured == written else { throw BenchmarkError("the triggers captured \(captured) changes of \(written) rows written") }
             return [

@@ -195,6 +195,60 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("captured changes wait in the log until the adapter moves them; an edit still in the log is kept by an apply and outlives an upload's settling")
+    func captureLog() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("capture_log", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
+        func scalar(_ sql: String) async throws -> String {
+            try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+                for try await value in rows.decode(String.self) { return value }
+                return ""
+            }
+        }
+        // Two statements touching one row: the log holds both, the adapter counts the record once.
+        try await PostgresConnectionPool.execute(
+            ["INSERT INTO public.note SELECT i, 'n' || i FROM generate_series(1, 300) AS i", "UPDATE public.note SET title = 'one' WHERE id = 1"],
+            on: endpoint, doing: "writing")
+        #expect(try await scalar("SELECT count(*)::text FROM gateway.change_log") == "301")
+        #expect(try await scalar("SELECT count(*)::text FROM gateway.changes") == "0")
+        #expect(try await adapter.hasChanges())
+        #expect(try await adapter.pendingChangeCount() == 300)
+
+        let first = try await adapter.pendingChanges(limit: 1_000)
+        #expect(first.saves.count == 300)
+        #expect(first.saves.first { $0.record.id.recordName == "1" }?.record.fields["title"] == .string("one"))
+        #expect(try await scalar("SELECT count(*)::text FROM gateway.change_log") == "0", "reading the pending changes moved the log")
+        #expect(Set(first.saves.map(\.version)).count == 300, "each record has a version of its own")
+
+        // Record 1 is uploaded as read above, but edited again before the upload is settled:
+        // the edit, still in the log when the outcome commits, keeps the record pending.
+        let one = try #require(first.saves.first { $0.record.id.recordName == "1" })
+        try await PostgresConnectionPool.execute(["UPDATE public.note SET title = 'one, edited' WHERE id = 1"], on: endpoint, doing: "editing")
+        var update = SyncStateUpdate(zoneState: Data("z".utf8))
+        for save in first.saves {
+            update.settled[save.record.id] = save.version
+            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
+        }
+        try await adapter.markUploaded(update)
+        let again = try await adapter.pendingChanges(limit: 1_000)
+        #expect(again.saves.map(\.record.id.recordName) == ["1"])
+        #expect(try #require(again.saves.first).version > one.version)
+        #expect(again.saves.first?.record.fields["title"] == .string("one, edited"))
+
+        // The merge read record 2 as not pending; it is edited before the page is applied. The
+        // edit sits in the log, and the apply still leaves the record alone.
+        let two = RecordID(recordName: "2", zoneID: Self.zone)
+        #expect(try await adapter.localState(for: [two])[two]?.pendingVersion == nil)
+        try await PostgresConnectionPool.execute(["UPDATE public.note SET title = 'two, local' WHERE id = 2"], on: endpoint, doing: "editing")
+        var page = DownloadedChanges(state: SyncStateUpdate(zoneState: Data("z2".utf8)))
+        page.writes = [Record(id: two, recordType: "note", fields: ["title": .string("two, from the cloud")])]
+        page.expectedPendingVersions[two] = 0
+        try await adapter.apply(page)
+        #expect(try await scalar("SELECT title FROM public.note WHERE id = 2") == "two, local")
+        #expect(Set(try await adapter.pendingChanges(limit: 1_000).saves.map(\.record.id.recordName)) == ["1", "2"])
+        await adapter.close()
+    }
+
     @Test("a synced table dropped and created again is captured again, its rows compared with what was synced")
     func recreatedTable() async throws {
         let create = "CREATE TABLE public.note (id integer PRIMARY KEY, title text)"

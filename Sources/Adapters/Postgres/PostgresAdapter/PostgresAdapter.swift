@@ -85,7 +85,10 @@ public final class PostgresAdapter: ModelAdapter {
     public func hasChanges() async throws -> Bool {
         try await read("checking for changes") { [state] connection in
             let rows = try await connection.query(
-                "SELECT EXISTS (SELECT 1 FROM \(unescaped: state.changes) WHERE scope = \(state.scope))", logger: connection.logger)
+                """
+                SELECT EXISTS (SELECT 1 FROM \(unescaped: state.changes) WHERE scope = \(state.scope))
+                    OR EXISTS (SELECT 1 FROM \(unescaped: state.changeLog) WHERE scope = \(state.scope))
+                """, logger: connection.logger)
             for try await (value) in rows.decode(Bool.self) { return value }
             return false
         }
@@ -94,7 +97,11 @@ public final class PostgresAdapter: ModelAdapter {
     public func pendingChangeCount() async throws -> Int {
         try await read("counting changes") { [state] connection in
             let rows = try await connection.query(
-                "SELECT count(*)::int8 FROM \(unescaped: state.changes) WHERE scope = \(state.scope)", logger: connection.logger)
+                """
+                SELECT (SELECT count(*) FROM \(unescaped: state.changes) WHERE scope = \(state.scope))
+                    + (SELECT count(DISTINCT l.record_name) FROM \(unescaped: state.changeLog) l WHERE l.scope = \(state.scope)
+                       AND NOT EXISTS (SELECT 1 FROM \(unescaped: state.changes) c WHERE c.scope = l.scope AND c.record_name = l.record_name))
+                """, logger: connection.logger)
             for try await (value) in rows.decode(Int64.self) { return Int(value) }
             return 0
         }
@@ -103,6 +110,7 @@ public final class PostgresAdapter: ModelAdapter {
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         let zone = zoneID
         return try await transaction("reading pending changes") { [state] connection, catalog in
+            try await state.compactLog(connection)
             let rows = try await connection.query(
                 """
                 SELECT c.record_name, c.table_name, c.version, r.metadata FROM \(unescaped: state.changes) c
@@ -137,19 +145,41 @@ public final class PostgresAdapter: ModelAdapter {
         // new to the store (an initial download) costs one round trip. Values are read only for
         // records with local changes, the only ones the merge needs them for; that needs the table
         // catalog, so a transaction.
-        let found = try await read("reading local state") { [state] connection in
+        // Outside a transaction, a first row without a name says the capture log has changes not
+        // moved yet: they are moved (a transaction) and the state read again after the move, so
+        // pending versions are never missed. In that transaction the log is not checked again: a
+        // program may have appended to it since, which the apply's own move will see.
+        typealias Found = [String: (metadata: Data?, pending: (table: String, version: Int64)?)]
+        let read: @Sendable (PooledConnection, Bool) async throws -> (found: Found, logged: Bool) = { [state] connection, checkingLog in
             let rows = try await connection.query(
                 """
+                SELECT NULL::text, NULL::bytea, NULL::text, NULL::int8
+                WHERE \(checkingLog) AND EXISTS (SELECT 1 FROM \(unescaped: state.changeLog) WHERE scope = \(state.scope))
+                UNION ALL
                 SELECT n.name, r.metadata, c.table_name, c.version FROM unnest(\(names)::text[]) AS n(name)
                 LEFT JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "metadata"))) AS r ON true
                 LEFT JOIN LATERAL (\(unescaped: state.pendingLookup(columns: "table_name, version"))) AS c ON true
                 WHERE r.metadata IS NOT NULL OR c.table_name IS NOT NULL
                 """, logger: connection.logger)
-            var found: [String: (metadata: Data?, pending: (table: String, version: Int64)?)] = [:]
-            for try await (name, metadata, pendingTable, version) in rows.decode((String, ByteBuffer?, String?, Int64?).self) {
+            var found: Found = [:]
+            var logged = false
+            for try await (name, metadata, pendingTable, version) in rows.decode((String?, ByteBuffer?, String?, Int64?).self) {
+                guard let name else {
+                    logged = true
+                    continue
+                }
                 found[name] = (metadata.map { Data(buffer: $0) }, pendingTable.flatMap { table in version.map { (table, $0) } })
             }
-            return found
+            return (found, logged)
+        }
+        var found: Found
+        let first = try await self.read("reading local state") { try await read($0, true) }
+        found = first.found
+        if first.logged {
+            found = try await transaction("reading local state") { [state] connection, _ in
+                try await state.compactLog(connection)
+                return try await read(connection, false).found
+            }
         }
         let pendingNames = found.compactMapValues { $0.pending?.table }
         var current: [RecordID: Record] = [:]
@@ -199,7 +229,8 @@ public final class PostgresAdapter: ModelAdapter {
         try await transaction("applying downloaded changes") { [state] connection, catalog in
             try await connection.query("SET LOCAL gateway.applying = 'on'", logger: connection.logger)
             // A record edited locally since the merge read it is skipped: it stays pending and
-            // is merged again in the next round.
+            // is merged again in the next round. Edits still in the capture log count too.
+            try await state.compactLog(connection)
             let expectedNames = changes.expectedPendingVersions.keys.map(\.recordName)
             var current: [String: Int64] = [:]
             if !expectedNames.isEmpty {
@@ -315,7 +346,9 @@ public final class PostgresAdapter: ModelAdapter {
                 for table in catalog.byTable.values {
                     try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table.qualifiedName)"), logger: connection.logger)
                 }
-                try await connection.query("DELETE FROM \(unescaped: state.changes) WHERE scope = \(state.scope)", logger: connection.logger)
+                for table in [state.changeLog, state.changes] {
+                    try await connection.query("DELETE FROM \(unescaped: table) WHERE scope = \(state.scope)", logger: connection.logger)
+                }
             }
         }
     }
@@ -504,7 +537,7 @@ public final class PostgresAdapter: ModelAdapter {
 
     /// The tables' shape as ``PostgresShapeFingerprint`` reads it.
     private func shapeFingerprint(_ connection: PooledConnection) async throws -> String {
-        let statement = PostgresShapeFingerprint(qualifiedTables: fingerprintedTables, changeTable: state.changes)
+        let statement = PostgresShapeFingerprint(qualifiedTables: fingerprintedTables, stateTables: [state.changes, state.changeLog])
         for try await value in try await connection.execute(statement, logger: connection.logger) { return value }
         return ""
     }

@@ -1,8 +1,8 @@
 import PostgresNIO
 
 /// One text that changes whenever a configured table is dropped, recreated, renamed or altered
-/// (its columns, their types, its primary key, its capture trigger), or the gateway's change
-/// table goes missing. Every transaction of the adapter compares it with the one its table
+/// (its columns, their types, its primary key, its capture trigger), or one of the gateway's
+/// change tables (`changes`, `change_log`) goes missing. Every transaction of the adapter compares it with the one its table
 /// catalog was resolved from.
 ///
 /// A prepared statement whose names are all parameters, so each connection parses it once and
@@ -14,7 +14,7 @@ import PostgresNIO
 /// Each table is looked up by a correlated subquery, an index probe on `pg_class`, whatever the
 /// size of the catalog.
 struct PostgresShapeFingerprint: PostgresPreparedStatement {
-    static let name = "gateway_shape_fingerprint_v2"
+    static let name = "gateway_shape_fingerprint_v3"
     static let sql = """
         SELECT coalesce(string_agg(
                    q.name || '/' || coalesce(
@@ -27,20 +27,21 @@ struct PostgresShapeFingerprint: PostgresPreparedStatement {
                         FROM pg_class c WHERE c.oid = to_regclass(q.name)),
                        'missing'),
                    ',' ORDER BY q.name), '')
-               || '|' || coalesce(to_regclass($2)::oid::text, 'none')
+               || '|' || coalesce((SELECT string_agg(coalesce(to_regclass(s.name)::oid::text, 'none'), ',' ORDER BY s.name)
+                                   FROM unnest($2::text[]) AS s(name)), '')
         FROM jsonb_array_elements_text(to_jsonb($1::text[])) AS q(name)
         """
     typealias Row = String
 
     /// The configured tables, schema-qualified and quoted.
     var qualifiedTables: [String]
-    /// The gateway's change table, schema-qualified and quoted.
-    var changeTable: String
+    /// The gateway's change tables, schema-qualified and quoted.
+    var stateTables: [String]
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 2)
         bindings.append(qualifiedTables)
-        bindings.append(changeTable)
+        bindings.append(stateTables)
         return bindings
     }
 
