@@ -199,8 +199,8 @@ package enum ModifyRules {
         var results: [RecordOperationResult] = []
         results.reserveCapacity(prepared.count)
         var sequence = lastSequence
-        for (index, item) in prepared.enumerated() {
-            let id = item.recordID
+        for index in prepared.indices {
+            let id = prepared[index].recordID
             if let failure = failures[index] {
                 results.append(.failed(id, failure))
                 continue
@@ -208,11 +208,11 @@ package enum ModifyRules {
             switch decisions[index] {
             case .save:
                 sequence += 1
-                var record = item.operation.record!
+                var record = prepared[index].operation.record!
                 record.changeTag = String(sequence, radix: 36) + tagSuffix
                 record.modifiedAt = Timestamp(millisecondsSince1970: now)
                 record.createdAt = Timestamp(millisecondsSince1970: storedCreatedAt(id) ?? now)
-                try save(item, record, sequence)
+                try save(prepared[index], record, sequence)
                 results.append(.saved(record))
             case .delete:
                 sequence += 1

@@ -24,7 +24,11 @@ extension EmbeddedCloud {
         let zoneRow = try zoneRow(db, zone)
         // What the cloud holds of the request's records, in one query rather than one per record.
         var current: [String: Row] = [:]
-        let names = prepared.lazy.filter { $0.failure == nil }.map(\.recordID.recordName)
+        // By index: iterating the prepared operations would copy each one (its record and
+        // encoded fields) to read one name.
+        var names: [String] = []
+        names.reserveCapacity(prepared.count)
+        for index in prepared.indices where prepared[index].failure == nil { names.append(prepared[index].recordID.recordName) }
         if !names.isEmpty {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(
