@@ -249,6 +249,36 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("triggers of the previous version are replaced on open: pending changes stay, synced rows are not queued again")
+    func triggerUpgrade() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("trigger_upgrade", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (1, 'a'), (2, 'b')"], on: endpoint, doing: "writing")
+        #expect(try await adapter.markPendingSavesUploaded().count == 2)
+        await adapter.close()
+        // What the previous version left: its triggers wrote `changes` directly (row 3 here),
+        // and its version number is on the table.
+        try await PostgresConnectionPool.execute(
+            [
+                "BEGIN", "SET LOCAL gateway.applying = 'on'", "INSERT INTO public.note VALUES (3, 'c')",
+                "INSERT INTO gateway.changes (scope, record_name, table_name, version) VALUES ('public', '3', 'note', nextval('gateway.change_version'))",
+                "UPDATE gateway.tables SET trigger_version = 3", "COMMIT",
+            ], on: endpoint, doing: "writing as the previous version")
+
+        let reopened = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(name: "notes", endpoint: endpoint, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+        try await PostgresConnectionPool.execute(["UPDATE public.note SET title = 'b2' WHERE id = 2"], on: endpoint, doing: "editing")
+        let pending = try await reopened.pendingChanges(limit: 10)
+        #expect(Set(pending.saves.map(\.record.id.recordName)) == ["2", "3"], "the old pending change and the new capture, nothing re-queued")
+        let version = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+            let rows = try await connection.query("SELECT trigger_version FROM gateway.tables", logger: connection.logger)
+            var found: [Int] = []
+            for try await value in rows.decode(Int.self) { found.append(value) }
+            return found
+        }
+        #expect(version == [4])
+        await reopened.close()
+    }
+
     @Test("a synced table dropped and created again is captured again, its rows compared with what was synced")
     func recreatedTable() async throws {
         let create = "CREATE TABLE public.note (id integer PRIMARY KEY, title text)"
