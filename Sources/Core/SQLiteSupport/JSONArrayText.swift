@@ -25,6 +25,8 @@ public enum JSONArrayText {
         "[" + values.map(String.init).joined(separator: ",") + "]"
     }
 
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
     /// `value` as a JSON string in UTF-8: quotes, backslashes and control characters escaped.
     public static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
@@ -41,10 +43,9 @@ public enum JSONArrayText {
                 case UInt8(ascii: "\r"): bytes.append(contentsOf: "\\r".utf8)
                 case UInt8(ascii: "\t"): bytes.append(contentsOf: "\\t".utf8)
                 case ..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
                     bytes.append(contentsOf: "\\u00".utf8)
-                    bytes.append(hex[Int(byte >> 4)])
-                    bytes.append(hex[Int(byte & 0xF)])
+                    bytes.append(hexDigits[Int(byte >> 4)])
+                    bytes.append(hexDigits[Int(byte & 0xF)])
                 default: bytes.append(byte)
                 }
             }

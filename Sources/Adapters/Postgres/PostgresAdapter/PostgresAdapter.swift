@@ -172,15 +172,13 @@ public final class PostgresAdapter: ModelAdapter {
             }
             return (found, logged)
         }
-        var found: Found
         let first = try await self.read("reading local state") { try await read($0, true) }
-        found = first.found
-        if first.logged {
-            found = try await transaction("reading local state") { [state] connection, _ in
+        let found =
+            first.logged
+            ? try await transaction("reading local state") { [state] connection, _ in
                 try await state.compactLog(connection)
                 return try await read(connection, false).found
-            }
-        }
+            } : first.found
         let pendingNames = found.compactMapValues { $0.pending?.table }
         var current: [RecordID: Record] = [:]
         if !pendingNames.isEmpty {

@@ -2,8 +2,8 @@ import PostgresNIO
 
 /// One text that changes whenever a configured table is dropped, recreated, renamed or altered
 /// (its columns, their types, its primary key, its capture trigger), or one of the gateway's
-/// change tables (`changes`, `change_log`) goes missing. Every transaction of the adapter compares it with the one its table
-/// catalog was resolved from.
+/// change tables (`changes`, `change_log`) goes missing. Every transaction of the adapter compares
+/// it with the one its table catalog was resolved from.
 ///
 /// A prepared statement whose names are all parameters, so each connection parses it once and
 /// the server can keep one generic plan: planning this catalog query cost more than running it

@@ -28,7 +28,9 @@ extension EmbeddedCloud {
         // encoded fields) to read one name.
         var names: [String] = []
         names.reserveCapacity(prepared.count)
-        for index in prepared.indices where prepared[index].failure == nil { names.append(prepared[index].recordID.recordName) }
+        for index in prepared.indices where prepared[index].failure == nil {
+            names.append(prepared[index].recordID.recordName)
+        }
         if !names.isEmpty {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(
