@@ -249,6 +249,40 @@ struct SQLiteMappingTests {
         #expect(changed.deletes.map(\.recordID.recordName) == ["old"])
     }
 
+    @Test("uploaded and downloaded records of several tables remember their table; deletes find their rows")
+    func tablesOfSyncedRecords() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let schema = """
+            CREATE TABLE line (invoice INTEGER, code TEXT, qty INTEGER, PRIMARY KEY (invoice, code));
+            CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT);
+            """
+        let file = try SQLiteFile(directory, schema: schema)
+        try file.execute("INSERT INTO line VALUES (7, 'a', 3)")
+        try file.execute("INSERT INTO note VALUES (1, 'one')")
+        let tables = [
+            TableMapping(table: "line", recordType: "Line", recordName: "<Type>.<pk>"),
+            TableMapping(table: "note", recordType: "Note", recordName: "<Type>.<pk>"),
+        ]
+        let adapter = try Self.adapter(file, tables)
+        #expect(try await adapter.markPendingSavesUploaded().count == 2)
+        let remote = Record(id: RecordID(recordName: "Note.2", zoneID: Self.zone), recordType: "Note", fields: ["title": .string("two")])
+        var state = SyncStateUpdate(zoneState: Data())
+        state.metadata[remote.id] = RecordMetadata(syncedRecord: remote).encoded()
+        try await adapter.apply(DownloadedChanges(writes: [remote], state: state))
+        let remembered = try file.rows(#"SELECT record_name, table_name FROM "_gateway_records" ORDER BY record_name"#)
+            .map { "\($0[0] as String)=\($0[1] as String)" }
+        #expect(remembered == ["Line.7|a=line", "Note.1=note", "Note.2=note"])
+
+        let gone = [RecordID(recordName: "Line.7|a", zoneID: Self.zone), RecordID(recordName: "Note.2", zoneID: Self.zone)]
+        var removal = SyncStateUpdate(zoneState: Data())
+        removal.removedMetadata = Set(gone)
+        try await adapter.apply(DownloadedChanges(deletes: gone, state: removal))
+        #expect(try file.count("SELECT COUNT(*) FROM line") == 0)
+        #expect(try file.rows("SELECT id FROM note").map { $0[0] as Int64 } == [1])
+        #expect(try await adapter.hasChanges() == false)
+    }
+
     @Test("records of types the store has no table for are ignored")
     func unknownTypes() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

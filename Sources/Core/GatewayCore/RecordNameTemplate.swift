@@ -52,6 +52,15 @@ public struct RecordNameTemplate: Sendable, Equatable {
         return components.count == keyColumnCount ? components : nil
     }
 
+    /// Whether `name` has this template's shape: its prefix and suffix, byte for byte, around a
+    /// key of the right number of components. Cheaper than ``components(of:)`` for single-column
+    /// keys, which it does not split.
+    public func fits(_ name: String) -> Bool {
+        guard keyColumnCount == 1 else { return components(of: name) != nil }
+        let (bytes, head, tail) = (name.utf8, prefix.utf8, suffix.utf8)
+        return bytes.count >= head.count + tail.count && bytes.starts(with: head) && bytes.reversed().starts(with: tail.reversed())
+    }
+
     /// Escapes the backslash and the separator `|` in one key component, so joined components
     /// split back unambiguously.
     public static func escape(_ component: String) -> String {
