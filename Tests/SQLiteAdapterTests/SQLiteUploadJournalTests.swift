@@ -129,10 +129,14 @@ struct SQLiteUploadJournalTests {
         // Batch 1 goes out; then, while batch 2 is in flight, batch 1's outcome commits with batch 3's intents.
         try await adapter.markUploaded(SyncStateUpdate(metadata: [id("a"): intent], zoneState: Data(), sending: [id("a")]))
         try await adapter.markUploaded(SyncStateUpdate(metadata: [id("b"): intent], zoneState: Data(), sending: [id("b")]))
+        let inFlightRow = try file.rows(#"SELECT batch, intents FROM "_gateway_intents" ORDER BY batch"#).last
         try await adapter.markUploaded(
             SyncStateUpdate(metadata: [id("a"): saved, id("c"): intent], zoneState: Data(), sending: [id("c")], stillSending: [id("b")]))
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_records""#) == 1, "only batch 1's outcome is stored per record")
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 2, "batch 2's intents and batch 3's are journaled")
+        #expect(
+            try file.rows(#"SELECT batch, intents FROM "_gateway_intents" ORDER BY batch"#).first == inFlightRow,
+            "batch 2's row stays as it was, not written again")
         let states = try await adapter.localState(for: [id("a"), id("b"), id("c")])
         #expect(states[id("a")]?.metadata == saved)
         #expect(states[id("b")]?.metadata == intent, "reads still see the intents of the batch in flight")
@@ -141,5 +145,28 @@ struct SQLiteUploadJournalTests {
         try await adapter.markUploaded(SyncStateUpdate(metadata: [id("b"): saved], zoneState: Data()))
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 0)
         #expect(try await adapter.localState(for: [id("c")])[id("c")]?.metadata == intent)
+    }
+
+    @Test("a journal row mixing a batch in flight with answered and unanswered intents is split: kept ones journaled again, the rest stored")
+    func mixedRowIsSplit() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-journal")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
+        for name in ["a", "b", "c", "d"] { try file.execute(#"INSERT INTO "Note" VALUES (?, 'row', 1)"#, [name]) }
+        let adapter = try Notes.adapter(file, name: "a")
+        func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: Notes.zone) }
+        let (intent, saved) = (Data([1]), Data([2]))
+        // One row with a (answered now), b (still in flight) and c (never answered).
+        try await adapter.markUploaded(
+            SyncStateUpdate(metadata: [id("a"): intent, id("b"): intent, id("c"): intent], zoneState: Data(), sending: [id("a"), id("b"), id("c")]))
+        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("a"): saved], zoneState: Data(), stillSending: [id("b")]))
+        #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 1, "b alone is journaled again")
+        #expect(try file.rows(#"SELECT record_name FROM "_gateway_records" ORDER BY record_name"#).map { $0[0] as String } == ["a", "c"],
+            "the answered and the unanswered intents are stored per record")
+        let states = try await adapter.localState(for: [id("a"), id("b"), id("c"), id("d")])
+        #expect(states[id("a")]?.metadata == saved)
+        #expect(states[id("b")]?.metadata == intent)
+        #expect(states[id("c")]?.metadata == intent)
+        #expect(states[id("d")]?.metadata == nil)
     }
 }

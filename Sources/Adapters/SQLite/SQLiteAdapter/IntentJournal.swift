@@ -34,17 +34,22 @@ enum IntentJournal {
     private static func allEntries(_ db: Database, wanted: (String) -> Bool) throws -> [String: Data] {
         var entries: [String: Data] = [:]
         let statement = BoundStatement(try db.cachedStatement(sql: #"SELECT intents FROM "_gateway_intents" ORDER BY batch"#))
-        try statement.forEachRow([]) { row in
-            do {
-                try row.withUnsafeBytes(at: 0) { buffer in try scan(buffer, wanted: wanted, into: &entries) }
-            } catch {
-                throw SQLiteAdapterError(
-                    .databaseFailed,
-                    "the upload journal \"_gateway_intents\" is corrupt (\(error)); restore the database from a backup, or delete the journal's rows and run `gateway sync`",
-                    underlying: error)
-            }
-        }
+        try statement.forEachRow([]) { row in try readEntries(row, at: 0, wanted: wanted, into: &entries) }
         return entries
+    }
+
+    /// Adds the entries of one journal row that `wanted` accepts to `entries` (a later one wins).
+    private static func readEntries(
+        _ row: StatementRow, at column: Int, wanted: (String) -> Bool, into entries: inout [String: Data]
+    ) throws {
+        do {
+            try row.withUnsafeBytes(at: column) { buffer in try scan(buffer, wanted: wanted, into: &entries) }
+        } catch {
+            throw SQLiteAdapterError(
+                .databaseFailed,
+                "the upload journal \"_gateway_intents\" is corrupt (\(error)); restore the database from a backup, or delete the journal's rows and run `gateway sync`",
+                underlying: error)
+        }
     }
 
     private static func scan(
@@ -59,21 +64,39 @@ enum IntentJournal {
     }
 
     /// Removes every journaled intent and returns those that no later metadata replaces, for the
-    /// caller to write into `_gateway_records`; those `kept` (a batch still being sent) are
-    /// journaled again as one row instead.
+    /// caller to write into `_gateway_records`; those `kept` (a batch still being sent) stay
+    /// journaled: a row holding only such intents stays as it is (the usual case: the batch in
+    /// flight has a row of its own), the others are journaled again as one row.
     static func take(
         _ db: Database, unlessReplacedBy replaced: (String) -> Bool, keeping kept: (String) -> Bool = { _ in false }
     ) throws -> [(name: String, metadata: Data)] {
         guard try isEmpty(db) == false else { return [] }
-        let left = try allEntries(db) { !replaced($0) }
-        try db.execute(sql: #"DELETE FROM "_gateway_intents""#)
-        var stored: [(name: String, metadata: Data)] = []
-        var journaled: [(name: String, metadata: Data)] = []
-        for (name, metadata) in left {
-            if kept(name) { journaled.append((name, metadata)) } else { stored.append((name, metadata)) }
+        var left: [String: Data] = [:]
+        var journaled: [String: Data] = [:]
+        var spent: [Int64] = []
+        let statement = BoundStatement(try db.cachedStatement(sql: #"SELECT batch, intents FROM "_gateway_intents" ORDER BY batch"#))
+        try statement.forEachRow([]) { row in
+            var entries: [String: Data] = [:]
+            var onlyKept = true
+            let wanted = { (name: String) -> Bool in
+                if replaced(name) {
+                    onlyKept = false
+                    return false
+                }
+                if !kept(name) { onlyKept = false }
+                return true
+            }
+            try readEntries(row, at: 1, wanted: wanted, into: &entries)
+            guard !onlyKept || entries.isEmpty else { return }
+            spent.append(row.int64(at: 0))
+            for (name, metadata) in entries {
+                if kept(name) { journaled[name] = metadata } else { left[name] = metadata }
+            }
         }
-        try append(journaled, db: db)
-        return stored
+        let delete = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_intents" WHERE batch = ?"#))
+        for batch in spent { try delete.execute(.integer(batch)) }
+        try append(journaled.lazy.map { (name: $0.key, metadata: $0.value) }, db: db)
+        return left.map { (name: $0.key, metadata: $0.value) }
     }
 
     /// Journals a batch's intents as one row.
