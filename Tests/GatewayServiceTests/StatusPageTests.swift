@@ -94,12 +94,23 @@ struct StatusPageTests {
                 try await browser.screenshot().write(to: URL(fileURLWithPath: path))
             }
 
-            // Press "Sync now" as an operator does: type the token, press the button.
-            try await browser.evaluate(
-                """
-                document.querySelector('#sync-now input[name=token]').value = 'test-token';
-                document.querySelector('#sync-now button').click();
-                """)
+            // Press "Sync now" as an operator does: type the token, press the button. On a page
+            // opened just before, in one evaluation: the page reloads itself every 10 s, and a
+            // press that meets the reload finds no form (then it is tried again).
+            try await browser.waitUntil("the 'Sync now' form pressed") {
+                try await browser.open(page)
+                return try await browser.evaluate(
+                    """
+                    (() => {
+                      const token = document.querySelector('#sync-now input[name=token]');
+                      const button = document.querySelector('#sync-now button');
+                      if (!token || !button) return false;
+                      token.value = 'test-token';
+                      button.click();
+                      return true;
+                    })()
+                    """) as? Bool == true
+            }
             try await browser.waitUntil("the page after 'Sync now'") {
                 (try await browser.evaluate("document.readyState === 'complete' && location.search") as? String) == "?done=sync"
             }
