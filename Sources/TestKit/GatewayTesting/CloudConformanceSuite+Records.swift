@@ -181,6 +181,30 @@ extension CloudConformanceSuite {
             try expectEqual(stored[1]?.fields["title"], .string("v2"), "the record the failed request would have replaced")
             try expect(stored[2] != nil, "the record the failed request would have deleted")
         },
+        CloudConformanceCase("a request of creates only: a live record conflicts, a tombstone is created anew, the rest are saved; atomically, nothing")
+        { harness in
+            let cloud = try await freshCloud(harness)
+            let existing = try await create([note("b", title: "b"), note("t", title: "t")], in: cloud)
+            _ = try await cloud.modify([.forceDelete(existing[1].id)], in: zone, atomic: false)
+            let before = try await fetchAll(cloud, since: nil).token
+            let creates = [note("a", title: "a"), note("b", title: "dup"), note("t", title: "again"), note("c", title: "c")]
+            let atomic = try await cloud.modify(creates.map { .create($0) }, in: zone, atomic: true)
+            try expectEqual(
+                try atomic.map { try failure($0).code }, [.batchRequestFailed, .serverRecordChanged, .batchRequestFailed, .batchRequestFailed],
+                "an atomic request of creates meeting a live record")
+            let untouched = try await fetchAll(cloud, since: before)
+            try expect(untouched.modified.isEmpty && untouched.deleted.isEmpty, "the failed atomic request left no change in the feed")
+            let results = try await cloud.modify(creates.map { .create($0) }, in: zone, atomic: false)
+            _ = try saved(results[0])
+            try expectEqual(try failure(results[1]).code, .serverRecordChanged, "the create of a live record")
+            try expectEqual(try failure(results[1]).serverRecord?.fields["title"], .string("b"), "the conflict carries the server record")
+            _ = try saved(results[2])
+            _ = try saved(results[3])
+            let stored = try await cloud.lookup([id("a"), id("b"), id("t"), id("c")])
+            try expectEqual(stored.map { $0?.fields["title"] }, [.string("a"), .string("b"), .string("again"), .string("c")], "what the cloud holds")
+            let feed = try await fetchAll(cloud, since: before)
+            try expectEqual(feed.modified.map(\.id.recordName), ["a", "t", "c"], "the feed lists the saved records in commit order")
+        },
         CloudConformanceCase("a request naming a record twice or a record of another zone is refused whole") { harness in
             let cloud = try await freshCloud(harness)
             try await expectCloudError(.invalidArguments, "a record named twice") {

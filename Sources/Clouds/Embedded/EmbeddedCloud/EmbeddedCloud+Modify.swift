@@ -9,11 +9,65 @@ extension EmbeddedCloud {
     {
         let prepared = try ModifyRules.prepare(operations, in: zone, limits: limits)
         let now = nowMilliseconds()
-        let results = try await write { db in
-            try Self.apply(prepared, zone: zone, atomic: atomic, now: now, db: db)
+        let results: [RecordOperationResult]
+        if Self.createsOnly(prepared), let created = try await writeUnlessNil({ db in try Self.create(prepared, zone: zone, now: now, db: db) }) {
+            results = created
+        } else {
+            results = try await write { db in
+                try Self.apply(prepared, zone: zone, atomic: atomic, now: now, db: db)
+            }
         }
         await purgeIfDue()
         return results
+    }
+
+    /// Whether every operation of the request is a valid create: the request of a first upload,
+    /// which ``create(_:zone:now:db:)`` tries without reading the records first.
+    private static func createsOnly(_ prepared: [ModifyRules.Prepared]) -> Bool {
+        prepared.indices.allSatisfy { index in
+            guard prepared[index].failure == nil, case .create = prepared[index].operation else { return false }
+            return true
+        }
+    }
+
+    /// Creates the request's records, assuming none exists: each is a plain insert, and the
+    /// primary key finds a record that does (live, or a tombstone). Returns `nil` then, or when a
+    /// record names an asset the cloud does not hold, and the caller rolls back and decides the
+    /// request the usual way (``apply(_:zone:atomic:now:db:)``), which reads every record first.
+    /// Skipping that read, one lookup per record, is most of what this saves.
+    private static func create(
+        _ prepared: [ModifyRules.Prepared], zone: ZoneID, now: Int64, db: Database
+    ) throws -> [RecordOperationResult]? {
+        let zoneRow = try zoneRow(db, zone)
+        let (decisions, failures) = try ModifyRules.decideAll(prepared) { _ in nil } missingAsset: { record in
+            try missingAsset(in: record, db: db)
+        }
+        guard failures.isEmpty else { return nil }
+        let insert = try insertStatement(db)
+        do {
+            let (results, sequence) = try ModifyRules.outcomes(
+                of: prepared, failures: [:], decisions: decisions, lastSequence: zoneRow.lastSequence,
+                tagSuffix: SequenceChangeToken.tagSuffix(generation: zoneRow.generation), now: now, storedCreatedAt: { _ in nil },
+                save: { item, record, sequence in
+                    try insert.execute(
+                        .integer(zoneRow.key), .text(item.recordID.recordName), .text(record.recordType), .text(record.changeTag!),
+                        .integer(sequence), .integer(now), .bytes(item.encodedFields!))
+                },
+                delete: { _, _ in preconditionFailure("a request of creates deletes nothing") })
+            try db.execute(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?", arguments: [sequence, zoneRow.key])
+            return results
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+            return nil
+        }
+    }
+
+    private static func insertStatement(_ db: Database) throws -> BoundStatement {
+        BoundStatement(
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?6)
+                    """))
     }
 
     /// Decides every operation first (reads only), then writes the ones that succeed, so an
@@ -53,12 +107,7 @@ extension EmbeddedCloud {
         let allFailures = ModifyRules.failedResults(ids: ids, failures: failures, atomic: atomic)
         let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
         // The request's records were read above, so each save is a plain insert or an update.
-        let insert = BoundStatement(
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?6)
-                    """))
+        let insert = try insertStatement(db)
         let update = BoundStatement(
             try db.cachedStatement(
                 sql: """

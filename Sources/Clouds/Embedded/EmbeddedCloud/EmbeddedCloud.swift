@@ -183,6 +183,22 @@ public final class EmbeddedCloud: CloudDatabase {
     }
 
     /// Maps database failures to cloud errors; cloud errors thrown inside transactions pass through.
+    /// Like ``write(_:)``, but rolls the transaction back when `body` returns `nil`.
+    func writeUnlessNil<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T?) async throws -> T? {
+        do {
+            return try await pool.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return result == nil ? .rollback : .commit
+                }
+                return result
+            }
+        } catch {
+            throw Self.cloudError(error, path: path)
+        }
+    }
+
     static func cloudError(_ error: any Error, path: String) -> CloudError {
         if let error = error as? CloudError { return error }
         if let error = error as? DatabaseError {
