@@ -451,7 +451,7 @@ public final class SQLiteAdapter: ModelAdapter {
         }
 
         /// Writes `metadata` for the record named `name`, of `table` when the caller knows it
-        /// (a plain upsert: about a third of the cost of reading the table from the change log).
+        /// (a plain upsert, cheaper than reading the table from the change table inside it).
         func write(_ name: String, _ metadata: Data, table: String?) throws {
             if let table {
                 try upsert.execute(.text(name), .text(table), .blob(metadata))

@@ -182,7 +182,6 @@ public final class EmbeddedCloud: CloudDatabase {
         }
     }
 
-    /// Maps database failures to cloud errors; cloud errors thrown inside transactions pass through.
     /// Like ``write(_:)``, but rolls the transaction back when `body` returns `nil`.
     func writeUnlessNil<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T?) async throws -> T? {
         do {
@@ -199,6 +198,7 @@ public final class EmbeddedCloud: CloudDatabase {
         }
     }
 
+    /// Maps database failures to cloud errors; cloud errors thrown inside transactions pass through.
     static func cloudError(_ error: any Error, path: String) -> CloudError {
         if let error = error as? CloudError { return error }
         if let error = error as? DatabaseError {
