@@ -110,7 +110,7 @@ struct ReliabilityTests {
             ["faults", "--scenario", scenario, "--faults", "4", "--preload", "500", "--directory", directory.path("run"), "--json",
              directory.path("result.json")], in: directory)
         let output = ["harness.out", "harness.err"].map { (try? String(contentsOfFile: directory.path($0), encoding: .utf8)) ?? "" }.joined()
-        #expect(status == 0, "\(output.suffix(6000))")
+        #expect(status == 0, "\(output.suffix(12000))")
         let result = try JSONDecoder().decode(FaultResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
         let run = try #require(result.scenarios.first)
         #expect(run.scenario == scenario)

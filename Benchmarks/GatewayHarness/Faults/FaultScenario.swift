@@ -76,6 +76,11 @@ struct ServiceScenario {
         let expected = ExpectedItems(preloaded: preloaded, writers: writers).lines
         let outcome = await Settling.wait(for: expected, sides: sides, timeout: settleTimeout)
         let exitedOnTheirOwn = exited
+        // What a gateway that died said last (a trap's message is its last line), so that a run
+        // whose folder is deleted afterwards, as the tests' are, still tells why.
+        for gateway in gateways where !gateway.isRunning {
+            print("\(name): \(gateway.name) exited on its own; the end of its log:\n\(gateway.log().suffix(5000))")
+        }
         var stops: [String: String] = [:]
         for gateway in gateways where gateway.isRunning {
             do {
