@@ -145,7 +145,18 @@ struct NetworkFaultTests {
         let error = await #expect(throws: PostgresFailure.self) { try await Self.one(pool) }
         #expect(error?.code == .timedOut)
         proxy.pass()
-        #expect(try await Self.one(pool) == 1)
+        // Recovering means a later operation succeeds. Under the whole suite's load a reconnect
+        // and its first statement can take longer than the 3 s timeout kept short for the stall
+        // above, so a few timed-out tries are allowed before the one that must succeed.
+        var recovered: Int?
+        for _ in 0..<5 where recovered == nil {
+            do {
+                recovered = try await Self.one(pool)
+            } catch let failure as PostgresFailure where failure.code == .timedOut {
+                continue
+            }
+        }
+        #expect(recovered == 1)
         await pool.close()
         await proxy.close()
     }
