@@ -49,9 +49,7 @@ extension EmbeddedCloud {
                 of: prepared, failures: [:], decisions: decisions, lastSequence: zoneRow.lastSequence,
                 tagSuffix: SequenceChangeToken.tagSuffix(generation: zoneRow.generation), now: now, storedCreatedAt: { _ in nil },
                 save: { item, record, sequence in
-                    try insert.execute(
-                        .integer(zoneRow.key), .text(item.recordID.recordName), .text(record.recordType), .text(record.changeTag!),
-                        .integer(sequence), .integer(now), .bytes(item.encodedFields!))
+                    try save(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now, with: insert)
                 },
                 delete: { _, _ in preconditionFailure("a request of creates deletes nothing") })
             try db.execute(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?", arguments: [sequence, zoneRow.key])
@@ -59,6 +57,16 @@ extension EmbeddedCloud {
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
             return nil
         }
+    }
+
+    /// Writes a saved record with ``insertStatement(_:)`` or the update of
+    /// ``apply(_:zone:atomic:now:db:)``, which take the same arguments.
+    private static func save(
+        _ item: ModifyRules.Prepared, _ record: Record, sequence: Int64, zoneKey: Int64, now: Int64, with statement: BoundStatement
+    ) throws {
+        try statement.execute(
+            .integer(zoneKey), .text(item.recordID.recordName), .text(record.recordType), .text(record.changeTag!),
+            .integer(sequence), .integer(now), .bytes(item.encodedFields!))
     }
 
     private static func insertStatement(_ db: Database) throws -> BoundStatement {
@@ -124,9 +132,7 @@ extension EmbeddedCloud {
             of: prepared, failures: allFailures, decisions: decisions, lastSequence: zoneRow.lastSequence, tagSuffix: tagSuffix, now: now,
             storedCreatedAt: { id in current[id.recordName].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 } },
             save: { item, record, sequence in
-                try (current[item.recordID.recordName] == nil ? insert : update).execute(
-                    .integer(zoneRow.key), .text(item.recordID.recordName), .text(record.recordType), .text(record.changeTag!),
-                    .integer(sequence), .integer(now), .bytes(item.encodedFields!))
+                try save(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now, with: current[item.recordID.recordName] == nil ? insert : update)
             },
             delete: { id, sequence in try tombstone.execute(arguments: [sequence, now, zoneRow.key, id.recordName]) })
         if sequence != zoneRow.lastSequence {
