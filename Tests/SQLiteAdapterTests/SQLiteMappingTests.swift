@@ -189,6 +189,45 @@ struct SQLiteMappingTests {
         #expect(try await narrowed.pendingChangeCount() == 1, "and its triggers are gone")
     }
 
+    @Test("backfilled rows come in table order and before later edits; reading them does not wait for a program's write lock")
+    func backfillOrderAndReadsBesideWriters() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);")
+        try file.execute("INSERT INTO a (id, v) VALUES (3, 'c'), (1, 'a'), (2, 'b')")
+        let adapter = try SQLiteAdapter(
+            configuration: SQLiteAdapterConfiguration(
+                name: "mapped", path: file.path, zoneID: Self.zone, tables: [TableMapping(table: "a")], busyTimeout: .seconds(1)))
+        try file.execute("UPDATE a SET v = 'a2' WHERE id = 1")
+        try file.execute("INSERT INTO a (id, v) VALUES (4, 'd')")
+        let pending = try await adapter.pendingChanges(limit: 10)
+        #expect(pending.saves.map(\.record.id.recordName) == ["2", "3", "1", "4"], "an edit after the backfill goes after it")
+        #expect(pending.saves.map(\.version) == pending.saves.map(\.version).sorted() && Set(pending.saves.map(\.version)).count == 4)
+        #expect(pending.saves.first { $0.record.id.recordName == "1" }?.record.fields["v"] == .string("a2"))
+
+        // Another program takes the write lock and keeps it: with every change folded, pending
+        // changes are still read (a write would wait, then fail after the 1 s busy timeout).
+        let (locked, release) = (LockedValue(false), LockedValue(false))
+        let writer = Task {
+            try file.database.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                locked.set(true)
+                while !release.get() { Thread.sleep(forTimeInterval: 0.01) }
+                try db.execute(sql: "COMMIT")
+            }
+        }
+        while !locked.get() { try await Task.sleep(for: .milliseconds(5)) }
+        let read: Result<PendingChanges, any Error>
+        do {
+            read = .success(try await adapter.pendingChanges(limit: 10))
+        } catch {
+            read = .failure(error)
+        }
+        release.set(true)
+        try await writer.value
+        #expect(try read.get().saves.map(\.record.id.recordName) == ["2", "3", "1", "4"])
+    }
+
     @Test("a column added to a synced table is picked up without a restart")
     func addedColumn() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

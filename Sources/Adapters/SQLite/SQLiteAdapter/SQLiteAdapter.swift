@@ -116,44 +116,58 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         let zone = zoneID
-        // Runs while the cloud saves the batch before, whose intents stay in the journal: the
-        // records read are not that batch's, and an intent of theirs is looked up below.
-        return try await write(foldingIntents: false) { db, catalog in
-            let changes = BoundStatement(
-                try db.cachedStatement(
-                    sql: """
-                        SELECT c.record_name, c.table_name, c.version, r.metadata
-                        FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
-                        WHERE c.version > ?
-                          AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
-                        ORDER BY c.version LIMIT ?
-                        """))
-            var entries: [PendingEntry] = []
-            entries.reserveCapacity(max(0, min(limit, 10_000)))
-            try changes.forEachRow([.integer(after ?? 0), .integer(Int64(max(0, limit)))]) { row in
-                guard let name = row.text(at: 0), let table = row.text(at: 1) else { return }
-                entries.append(PendingEntry(name: name, table: table, version: row.int64(at: 2), metadata: row.data(at: 3)))
-            }
-            let names = Set(entries.lazy.map(\.name))
-            let intents = try IntentJournal.entries(db) { names.contains($0) }
-            if !intents.isEmpty {
-                for index in entries.indices {
-                    if let intent = intents[entries[index].name] { entries[index].metadata = intent }
-                }
-            }
-            let rows = try Self.rows(of: entries, catalog: catalog, zone: zone, db: db)
-            var pending = PendingChanges()
-            pending.saves.reserveCapacity(entries.count)
-            for (entry, record) in zip(entries, rows) where catalog.byTable[entry.table] != nil {
-                if let record {
-                    pending.saves.append(PendingSave(record: record, metadata: entry.metadata, version: entry.version))
-                } else {
-                    pending.deletes.append(
-                        PendingDelete(recordID: RecordID(recordName: entry.name, zoneID: zone), metadata: entry.metadata, version: entry.version))
-                }
-            }
-            return pending
+        // With the trigger log folded and the capture installed for this schema, the change table
+        // holds every pending change, and a read transaction finds them beside the writer (the
+        // synchronizer commits the outcome of the batch before meanwhile). Otherwise the log is
+        // folded first, which takes the write lock.
+        let cachedSchema = catalog.withLock(\.schemaVersion)
+        let unfolded = try await read { db, catalog -> PendingChanges? in
+            guard try Self.schemaVersion(db) == cachedSchema, try !GatewayTables.hasUnfoldedLog(db) else { return nil }
+            return try Self.pendingChanges(limit: limit, after: after, zone: zone, catalog: catalog, db: db)
         }
+        if let unfolded { return unfolded }
+        return try await write(foldingIntents: false) { db, catalog in
+            try Self.pendingChanges(limit: limit, after: after, zone: zone, catalog: catalog, db: db)
+        }
+    }
+
+    /// Runs while the cloud saves the batch before, whose intents stay in the journal: the
+    /// records read are not that batch's, and an intent of theirs is looked up here.
+    private static func pendingChanges(limit: Int, after: Int64?, zone: ZoneID, catalog: TableCatalog, db: Database) throws -> PendingChanges {
+        let changes = BoundStatement(
+            try db.cachedStatement(
+                sql: """
+                    SELECT c.record_name, c.table_name, c.version, r.metadata
+                    FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
+                    WHERE c.version > ?
+                      AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
+                    ORDER BY c.version LIMIT ?
+                    """))
+        var entries: [PendingEntry] = []
+        entries.reserveCapacity(max(0, min(limit, 10_000)))
+        try changes.forEachRow([.integer(after ?? 0), .integer(Int64(max(0, limit)))]) { row in
+            guard let name = row.text(at: 0), let table = row.text(at: 1) else { return }
+            entries.append(PendingEntry(name: name, table: table, version: row.int64(at: 2), metadata: row.data(at: 3)))
+        }
+        let names = Set(entries.lazy.map(\.name))
+        let intents = try IntentJournal.entries(db) { names.contains($0) }
+        if !intents.isEmpty {
+            for index in entries.indices {
+                if let intent = intents[entries[index].name] { entries[index].metadata = intent }
+            }
+        }
+        let rows = try Self.rows(of: entries, catalog: catalog, zone: zone, db: db)
+        var pending = PendingChanges()
+        pending.saves.reserveCapacity(entries.count)
+        for (entry, record) in zip(entries, rows) where catalog.byTable[entry.table] != nil {
+            if let record {
+                pending.saves.append(PendingSave(record: record, metadata: entry.metadata, version: entry.version))
+            } else {
+                pending.deletes.append(
+                    PendingDelete(recordID: RecordID(recordName: entry.name, zoneID: zone), metadata: entry.metadata, version: entry.version))
+            }
+        }
+        return pending
     }
 
     /// A pending change as the change table lists it.
