@@ -31,7 +31,7 @@ extension EmbeddedCloud {
     }
 
     /// Creates the request's records, assuming none exists: each is a plain insert, and the
-    /// primary key finds a record that does (live, or a tombstone). Returns `nil` then, or when a
+    /// unique index on (zone, record name) finds a record that does (live, or a tombstone). Returns `nil` then, or when a
     /// record names an asset the cloud does not hold, and the caller rolls back and decides the
     /// request the usual way (``apply(_:zone:atomic:now:db:)``), which reads every record first.
     /// Skipping that read, one lookup per record, is most of what this saves.
@@ -54,7 +54,7 @@ extension EmbeddedCloud {
                 delete: { _, _ in preconditionFailure("a request of creates deletes nothing") })
             try db.execute(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?", arguments: [sequence, zoneRow.key])
             return results
-        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             return nil
         }
     }

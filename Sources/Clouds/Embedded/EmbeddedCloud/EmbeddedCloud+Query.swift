@@ -3,7 +3,7 @@ import GatewayCore
 import SQLiteSupport
 
 extension EmbeddedCloud: RecordScanning {
-    /// Walks the `(zone_key, record_name)` primary key from `recordName` on; the record type is
+    /// Walks the `(zone_key, record_name)` index from `recordName` on; the record type is
     /// checked on the row before its fields are decoded.
     public func scanRecords(in zone: ZoneID, ofType recordType: String, after recordName: String?, limit: Int) async throws -> [GatewayCore.Record] {
         try await read { db in

@@ -8,8 +8,11 @@ import GatewayCore
 enum EmbeddedCloudSchema {
     /// 1: the first release. 2: `records` is keyed by (zone, record name) `WITHOUT ROWID`, one
     /// B-tree insert fewer per saved record. 3: `records.created_at`, when a record was first
-    /// saved (`NULL` for records saved before: their `modified_at` stands in).
-    static let currentVersion = 3
+    /// saved (`NULL` for records saved before: their `modified_at` stands in). 4: `records` is a
+    /// rowid table again, with a unique index on (zone, record name): a record's row (about 300
+    /// bytes) is too large for a `WITHOUT ROWID` B-tree, which then splits pages and rewrites more
+    /// of them per commit than a rowid table plus a small index does.
+    static let currentVersion = 4
 
     static func migrate(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -21,10 +24,10 @@ enum EmbeddedCloudSchema {
             }
             return
         }
-        switch version {
-        case 0: try createCurrent(db)
-        case 1: try migrateVersion1(db)
-        default: try db.execute(sql: "ALTER TABLE records ADD COLUMN created_at INTEGER")
+        if version == 0 {
+            try createCurrent(db)
+        } else {
+            try rebuildRecords(db, from: version)
         }
         try db.execute(sql: "PRAGMA user_version = \(currentVersion)")
     }
@@ -69,29 +72,32 @@ enum EmbeddedCloudSchema {
                     deleted INTEGER NOT NULL DEFAULT 0,
                     modified_at INTEGER NOT NULL,
                     fields BLOB,
-                    created_at INTEGER,
-                    PRIMARY KEY (zone_key, record_name)
-                ) WITHOUT ROWID
+                    created_at INTEGER
+                )
                 """)
     }
 
     private static func createRecordIndexes(_ db: Database) throws {
         try db.execute(
             sql: """
+                CREATE UNIQUE INDEX IF NOT EXISTS records_by_name ON records (zone_key, record_name);
                 CREATE UNIQUE INDEX IF NOT EXISTS records_by_seq ON records (zone_key, seq);
                 CREATE INDEX IF NOT EXISTS tombstones_by_age ON records (zone_key, modified_at) WHERE deleted = 1;
                 """)
     }
 
-    /// A file of the first release: its records move, in this transaction, into the keyed table.
-    private static func migrateVersion1(_ db: Database) throws {
-        try createRecords(db, named: "records_v2")
+    /// A file of an earlier schema: its records move, in this transaction, into the current
+    /// table, in feed order. Schemas before 3 have no creation times (`NULL`).
+    private static func rebuildRecords(_ db: Database, from version: Int) throws {
+        try createRecords(db, named: "records_next")
+        let createdAt = version >= 3 ? "created_at" : "NULL"
         try db.execute(
             sql: """
-                INSERT INTO records_v2 (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields)
-                SELECT zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields FROM records;
+                INSERT INTO records_next (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
+                SELECT zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, \(createdAt)
+                FROM records ORDER BY zone_key, seq;
                 DROP TABLE records;
-                ALTER TABLE records_v2 RENAME TO records;
+                ALTER TABLE records_next RENAME TO records;
                 """)
         try createRecordIndexes(db)
     }
