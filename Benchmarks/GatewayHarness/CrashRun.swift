@@ -42,6 +42,9 @@ struct CrashRun {
     let records: Int
     let kills: Int
     let batchSize: Int
+    /// The gateway's `fetch_limit`: the harness's default, 500, keeps the download's pages (and
+    /// the moments to kill in them) as they were before the gateway's default grew to 2,000.
+    let fetchLimit: Int
     /// Phase starts a run may pass before its kill.
     let maximumSkip: Int
     /// Aim the runs at each phase in turn, so even a small run has kills in every phase.
@@ -71,7 +74,7 @@ struct CrashRun {
         var config = HarnessData.config(
             stateDirectory: "state", cloud: "  kind: embedded\n  path: cloud.sqlite",
             adapters: pluginScript == nil ? [("a", "a.sqlite"), ("b", "b.sqlite")] : [("a", "a.sqlite")], batchSize: batchSize,
-            parallelism: parallelism)
+            fetchLimit: fetchLimit, parallelism: parallelism)
         if let pluginScript {
             try HarnessData.createCSVFolder(at: path("csv"), rows: rowsB)
             config += HarnessData.pluginAdapter(name: "b", script: pluginScript, folder: "csv")

@@ -40,6 +40,7 @@ struct HarnessCommand: AsyncParsableCommand {
         @Option(help: "Records in all, half written in each of the two databases.") var records = 50_000
         @Option(help: "Kills that must land (spread over download, apply, upload, commit).") var kills = 30
         @Option(help: "The gateway's upload batch size; smaller makes more moments to kill in.") var batchSize = 200
+        @Option(help: "The gateway's download page size (fetch_limit); smaller makes more moments to kill in.") var fetchLimit = 500
         @Option(help: "The gateway's parallelism (default: the gateway's, every adapter at once); 1 syncs the adapters in order.")
         var parallelism: Int?
         @Option(help: "Phase starts (fetches, applies, uploads, commits) a run may pass before its kill.") var maximumSkip = 24
@@ -54,7 +55,7 @@ struct HarnessCommand: AsyncParsableCommand {
 
         func run() async throws {
             let result = try await CrashRun(
-                records: records, kills: kills, batchSize: batchSize, maximumSkip: maximumSkip, eachPhase: eachPhase, parallelism: parallelism, seed: seed, directory: URL(fileURLWithPath: directory),
+                records: records, kills: kills, batchSize: batchSize, fetchLimit: fetchLimit, maximumSkip: maximumSkip, eachPhase: eachPhase, parallelism: parallelism, seed: seed, directory: URL(fileURLWithPath: directory),
                 gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway"),
                 pluginScript: plugin.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, killPlugin: killPlugin
             ).run()

@@ -173,15 +173,16 @@ enum HarnessData {
         AssetChecksum.of(Data(lines.values.sorted().joined(separator: "\n").utf8))
     }
 
-    /// A config with one SQLite adapter per store on the harness zone; `parallelism` `nil` leaves
-    /// the gateway's default.
+    /// A config with one SQLite adapter per store on the harness zone; `fetchLimit` and
+    /// `parallelism` `nil` leave the gateway's defaults.
     static func config(
-        stateDirectory: String, cloud: String, adapters: [(name: String, path: String)], batchSize: Int = 200, parallelism: Int? = nil
+        stateDirectory: String, cloud: String, adapters: [(name: String, path: String)], batchSize: Int = 200, fetchLimit: Int? = nil,
+        parallelism: Int? = nil
     ) -> String {
         var text = """
             gateway:
               state_dir: \(stateDirectory)
-              batch_size: \(batchSize)\(parallelism.map { "\n  parallelism: \($0)" } ?? "")
+              batch_size: \(batchSize)\(fetchLimit.map { "\n  fetch_limit: \($0)" } ?? "")\(parallelism.map { "\n  parallelism: \($0)" } ?? "")
               retry: { max_attempts: 4, base_delay: 5ms, max_delay: 50ms }
             cloud:
             \(cloud)

@@ -90,6 +90,9 @@ let brokenConfigs: [BrokenConfig] = [
         name: "negative compatibility version", yaml: "gateway: { compatibility_version: -1 }",
         message: "config.yaml:1:35: 'gateway.compatibility_version': must be 0 or more"),
     BrokenConfig(
+        name: "zero fetch limit", yaml: "gateway: { fetch_limit: 0 }",
+        message: "config.yaml:1:25: 'gateway.fetch_limit': must be at least 1"),
+    BrokenConfig(
         name: "zero retry attempts", yaml: "gateway: { retry: { max_attempts: 0 } }",
         message: "config.yaml:1:35: 'gateway.retry.max_attempts': must be at least 1"),
     BrokenConfig(

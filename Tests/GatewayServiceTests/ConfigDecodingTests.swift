@@ -29,6 +29,7 @@ struct ConfigDecodingTests {
         let settings = configuration.settings
         #expect(settings.compatibilityVersion == 1)
         #expect(settings.batchSize.value == 200)
+        #expect(settings.fetchLimit.value == 2_000 && configuration.syncConfiguration(deviceID: "d").fetchLimit == 2_000)
         #expect(settings.merge.applied(to: MergeSettings()) == MergeSettings(policy: .merge, prefers: .server))
         #expect(settings.syncInterval.duration == .seconds(60))
         #expect(settings.retry.policy == RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(500), maxDelay: .seconds(60)))
@@ -56,6 +57,7 @@ struct ConfigDecodingTests {
               state_dir: /var/lib/gateway
               compatibility_version: 3
               batch_size: 90
+              fetch_limit: 750
               merge_policy: client
               merge_prefers: client
               sync_interval: 1h30m
@@ -108,6 +110,7 @@ struct ConfigDecodingTests {
         let settings = configuration.settings
         #expect(configuration.context.stateDirectory == "/var/lib/gateway")
         #expect(settings.compatibilityVersion == 3)
+        #expect(configuration.syncConfiguration(deviceID: "d").fetchLimit == 750)
         #expect(settings.syncInterval.duration == .seconds(5_400))
         #expect(settings.debounce.duration == .seconds(2))
         #expect(settings.retry.policy == RetryPolicy(maxAttempts: 9, baseDelay: .milliseconds(250), maxDelay: .seconds(120)))

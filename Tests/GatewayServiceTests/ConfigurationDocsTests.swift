@@ -46,6 +46,7 @@ struct ConfigurationDocsTests {
               state_dir: state
               compatibility_version: 1
               batch_size: 100
+              fetch_limit: 1000
               merge_policy: merge
               merge_prefers: client
               sync_interval: 30s

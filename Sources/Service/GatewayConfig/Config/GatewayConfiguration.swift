@@ -127,7 +127,8 @@ public struct GatewayConfiguration: Sendable {
     /// The ``SyncConfiguration`` for a synchronizer of this config.
     public func syncConfiguration(deviceID: String) -> SyncConfiguration {
         SyncConfiguration(
-            compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, retry: settings.retry.policy,
+            compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, fetchLimit: settings.fetchLimit.value,
+            retry: settings.retry.policy,
             resolvers: resolvers, parallelism: settings.parallelism(adapterCount: adapters.count),
             stallTimeout: settings.stallTimeout.duration > .zero ? settings.stallTimeout.duration : nil,
             stopTimeout: settings.shutdownTimeout.duration)

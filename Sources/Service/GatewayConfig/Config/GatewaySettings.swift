@@ -10,6 +10,9 @@ public struct GatewaySettings: Sendable, Decodable {
     public var compatibilityVersion: Int64
     /// `batch_size` (default 200): the largest upload batch; it shrinks on limit errors.
     public var batchSize: Located<Int>
+    /// `fetch_limit` (default 2000): how many changes one fetch of the change feed asks for; the
+    /// cloud clamps it to its own maximum (CloudKit Web Services: 200).
+    public var fetchLimit: Located<Int>
     /// `merge_policy`, `merge_prefers`, `merge_resolver`: how conflicts are resolved (default
     /// `merge`, preferring the server).
     public var merge: MergeOverride
@@ -52,6 +55,7 @@ public struct GatewaySettings: Sendable, Decodable {
 
     enum CodingKeys: String, CodingKey {
         case stateDirectory = "state_dir", compatibilityVersion = "compatibility_version", batchSize = "batch_size"
+        case fetchLimit = "fetch_limit"
         case syncInterval = "sync_interval", debounce, retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
         case forceData = "force_data", parallelism, stallTimeout = "stall_timeout", shutdownTimeout = "shutdown_timeout"
     }
@@ -60,6 +64,7 @@ public struct GatewaySettings: Sendable, Decodable {
         stateDirectory = Located(".gateway")
         compatibilityVersion = 1
         batchSize = Located(200)
+        fetchLimit = Located(SyncConfiguration.defaultFetchLimit)
         merge = MergeOverride()
         syncInterval = ConfigDuration(.seconds(60), text: "60s")
         debounce = ConfigDuration(.milliseconds(25), text: "25ms")
@@ -83,6 +88,8 @@ public struct GatewaySettings: Sendable, Decodable {
         compatibilityVersion = version?.value ?? compatibilityVersion
         batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize) ?? batchSize
         guard batchSize.value >= 1 else { throw batchSize.problem(.invalidValue, "must be at least 1") }
+        fetchLimit = try container.decodeIfPresent(Located<Int>.self, forKey: .fetchLimit) ?? fetchLimit
+        guard fetchLimit.value >= 1 else { throw fetchLimit.problem(.invalidValue, "must be at least 1") }
         parallelism = try container.decodeIfPresent(Located<Int>.self, forKey: .parallelism)
         if let parallelism, !(1...64).contains(parallelism.value) { throw parallelism.problem(.invalidValue, "must be from 1 to 64") }
         merge = try MergeOverride(from: decoder)
