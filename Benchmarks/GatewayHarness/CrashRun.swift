@@ -90,8 +90,10 @@ struct CrashRun {
         var attempts = 0
         while byPhase.values.reduce(0, +) < kills {
             attempts += 1
-            // Once everything is synced, plugin kills land only in downloads: allow more attempts.
-            guard attempts <= kills * (killPlugin ? 6 : 4) else {
+            // Once everything is synced, plugin kills land only in downloads, and only those aimed
+            // at a sync's first download start (one in two): allow more attempts. With 6 per kill a
+            // CI run saw 6 of 8 land when the sync had got faster.
+            guard attempts <= kills * (killPlugin ? 10 : 4) else {
                 throw HarnessFailure("only \(byPhase.values.reduce(0, +)) of \(kills) kills landed; use more records")
             }
             // With `eachPhase`, runs aim at the phases in turn, a phase start or two in; otherwise any
