@@ -105,6 +105,12 @@ let package = Package(
             path: "Sources/TestKit/FaultProxy",
             swiftSettings: strictSettings
         ),
+        // The `.heavy` trait: tests that start processes or servers run a few at a time.
+        .target(
+            name: "TestScheduling",
+            path: "Sources/TestKit/TestScheduling",
+            swiftSettings: strictSettings
+        ),
         // Starts a private PostgreSQL server for tests (or uses GATEWAY_TEST_POSTGRES_URL).
         .target(
             name: "PostgresTesting",
@@ -285,7 +291,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SQLiteAdapterTests",
-            dependencies: [
+            dependencies: ["TestScheduling", 
                 "GatewayCore", "SQLiteAdapter", "SQLiteSupport", "EmbeddedCloud", "GatewayTesting", "SQLiteWriter",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -293,7 +299,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatewayServiceTests",
-            dependencies: [
+            dependencies: ["TestScheduling", 
                 "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
                 "PostgresTesting", "SQLiteWriter", "PostgresWriter", "PostgresSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -303,7 +309,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PluginAdapterTests",
-            dependencies: [
+            dependencies: ["TestScheduling", 
                 "GatewayCore", "AdapterKit", "PluginAdapter", "GatewayTesting", "GatewayKinds", "GatewayConfig", "CloudKitWeb",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -311,37 +317,37 @@ let package = Package(
         ),
         .testTarget(
             name: "JSONFilesAdapterTests",
-            dependencies: ["GatewayCore", "JSONFilesAdapter", "AdapterKit", "EmbeddedCloud", "GatewayTesting", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TestScheduling", "GatewayCore", "JSONFilesAdapter", "AdapterKit", "EmbeddedCloud", "GatewayTesting", "SQLiteAdapter", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["GatewayTesting", "GatewayHarness", "gateway"],
+            dependencies: ["TestScheduling", "GatewayTesting", "GatewayHarness", "gateway"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "GatewayCoreTests",
-            dependencies: ["GatewayCore", "GatewayTesting", "EmbeddedCloud", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TestScheduling", "GatewayCore", "GatewayTesting", "EmbeddedCloud", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "PostgresAdapterTests",
-            dependencies: ["GatewayCore", "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "EmbeddedCloud"],
+            dependencies: ["TestScheduling", "GatewayCore", "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "EmbeddedCloud"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "PostgresSupportTests",
-            dependencies: ["PostgresSupport", "PostgresTesting", "FaultProxy", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: ["TestScheduling", "PostgresSupport", "PostgresTesting", "FaultProxy", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "PostgresCloudTests",
-            dependencies: ["GatewayCore", "PostgresCloud", "PostgresSupport", "PostgresTesting", "GatewayTesting"],
+            dependencies: ["TestScheduling", "GatewayCore", "PostgresCloud", "PostgresSupport", "PostgresTesting", "GatewayTesting"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "CloudKitWebTests",
-            dependencies: [
+            dependencies: ["TestScheduling", 
                 "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "PostgresCloud", "PostgresTesting", "GatewayTesting",
                 "GatewayConfig", "GatewayService", "GatewayKinds", "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
@@ -350,7 +356,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EmbeddedCloudTests",
-            dependencies: [
+            dependencies: ["TestScheduling", 
                 "GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

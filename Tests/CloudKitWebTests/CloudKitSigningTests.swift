@@ -5,11 +5,12 @@ import EmbeddedCloud
 import Foundation
 import GatewayCore
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// Server-to-server signing: fixed vectors, and signatures checked by an independent
 /// implementation (the `openssl` command) in both directions.
-@Suite("CloudKit server-to-server signatures")
+@Suite("CloudKit server-to-server signatures", .heavy)
 struct CloudKitSigningTests {
     /// A fixed P-256 key made with `openssl ecparam -name prime256v1 -genkey -noout`.
     static let privateKeyPEM = """

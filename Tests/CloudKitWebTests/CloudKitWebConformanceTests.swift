@@ -1,7 +1,8 @@
 import GatewayTesting
+import TestScheduling
 import Testing
 
-@Suite("CloudKit Web Services conformance: client → HTTP → endpoint → embedded or PostgreSQL cloud")
+@Suite("CloudKit Web Services conformance: client → HTTP → endpoint → embedded or PostgreSQL cloud", .heavy)
 struct CloudKitWebConformanceTests {
     @Test(arguments: CloudConformanceSuite.cases)
     func conformance(_ check: CloudConformanceCase) async throws {

@@ -6,12 +6,13 @@ import GatewayCore
 import GatewayTesting
 import PostgresCloud
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// `records/query` of `gateway cloud serve` in the shapes of Apple's reference, in front of the
 /// embedded and the PostgreSQL cloud: filters with every comparator, sorting, paging through
 /// `continuationMarker`, `desiredKeys`, `zoneWide`, and the errors.
-@Suite("CloudKit endpoint: records/query")
+@Suite("CloudKit endpoint: records/query", .heavy)
 struct RecordQueryTests {
     /// One note of the seed, as the test knows it (the oracle the answers are checked against).
     struct Note: Sendable {

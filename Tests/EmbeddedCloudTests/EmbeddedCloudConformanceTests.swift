@@ -1,7 +1,8 @@
 import GatewayTesting
+import TestScheduling
 import Testing
 
-@Suite("Embedded cloud conformance")
+@Suite("Embedded cloud conformance", .heavy)
 struct EmbeddedCloudConformanceTests {
     @Test(arguments: CloudConformanceSuite.cases)
     func conformance(_ check: CloudConformanceCase) async throws {

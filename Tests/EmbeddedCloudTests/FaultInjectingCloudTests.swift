@@ -2,6 +2,7 @@ import EmbeddedCloud
 import Foundation
 import GatewayCore
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// Passes the harness's work through to the embedded cloud inside a ``FaultInjectingCloud``.
@@ -33,7 +34,7 @@ struct FaultInjectingHarness: CloudConformanceHarness {
     }
 }
 
-@Suite("Fault-injecting cloud")
+@Suite("Fault-injecting cloud", .heavy)
 struct FaultInjectingCloudTests {
     static let zone = ZoneID(zoneName: "Faults")
 

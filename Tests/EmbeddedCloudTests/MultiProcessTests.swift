@@ -2,11 +2,12 @@ import EmbeddedCloud
 import Foundation
 import GatewayCore
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// Several processes on one cloud file at once: the embedded cloud must serialize their writes,
 /// keep conditional writes honest across processes, and show every commit to every reader.
-@Suite("Embedded cloud shared by several processes")
+@Suite("Embedded cloud shared by several processes", .heavy)
 struct MultiProcessTests {
     static let zone = ZoneID(zoneName: "Shared")
 

@@ -1,13 +1,14 @@
 import Foundation
 import GatewayCore
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// Three replicas of one zone make random overlapping inserts, updates and deletes, interleaved
 /// with syncs through an embedded cloud that injects every kind of fault. After fault-free rounds
 /// every replica must equal the cloud, and under `merge` no field edit that did not collide with
 /// another replica's edit may be lost.
-@Suite("Convergence under faults (property-based)")
+@Suite("Convergence under faults (property-based)", .heavy)
 struct ConvergenceTests {
     typealias F = SyncFixture
     static let names = (0..<8).map { "r\($0)" }

@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import GatewayTesting
+import TestScheduling
 import Testing
 
 struct InMemoryAdapterHarness: AdapterConformanceHarness {
@@ -29,7 +30,7 @@ struct InMemoryAdapterHarness: AdapterConformanceHarness {
     }
 }
 
-@Suite("In-memory adapter conformance")
+@Suite("In-memory adapter conformance", .heavy)
 struct InMemoryAdapterConformanceTests {
     @Test(arguments: AdapterConformanceSuite.cases)
     func conformance(_ check: AdapterConformanceCase) async throws {

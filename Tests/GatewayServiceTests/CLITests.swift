@@ -6,10 +6,11 @@ import GatewayTesting
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// The `gateway` executable end to end, as a user runs it on a fresh clone.
-@Suite("gateway CLI")
+@Suite("gateway CLI", .heavy)
 struct CLITests {
     /// A folder holding the repository's default config and example data.
     struct FreshClone {

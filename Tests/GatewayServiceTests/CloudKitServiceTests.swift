@@ -2,11 +2,12 @@ import Foundation
 import GRDB
 import GatewayTesting
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// Gateways on "other machines" (their own folders and processes) sharing one cloud through
 /// `gateway cloud serve` and `cloud: kind: cloudkit`, as users run them.
-@Suite("CloudKit Web Services: gateway cloud serve and cloud kind cloudkit")
+@Suite("CloudKit Web Services: gateway cloud serve and cloud kind cloudkit", .heavy)
 struct CloudKitServiceTests {
     static let container = "iCloud.com.example.Shared"
 

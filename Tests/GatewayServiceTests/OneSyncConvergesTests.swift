@@ -4,11 +4,12 @@ import GatewayTesting
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// What a user who runs `gateway sync` once expects of two stores on one zone: whichever side
 /// was edited, both hold the edit when the sync returns.
-@Suite("One gateway sync converges a zone")
+@Suite("One gateway sync converges a zone", .heavy)
 struct OneSyncConvergesTests {
     @Test("SQLite and PostgreSQL on one zone: an edit on either side is in both after one gateway sync", arguments: [1, 2])
     func sqliteAndPostgres(parallelism: Int) async throws {

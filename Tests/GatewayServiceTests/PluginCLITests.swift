@@ -1,12 +1,13 @@
 import Foundation
 import GRDB
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// Process plugins as a user meets them: the Python CSV example synced with SQLite, proved with
 /// `gateway check-adapter` (as the JSON files adapter on the kit is), and a broken plugin that
 /// fails alone.
-@Suite("Plugins through the CLI")
+@Suite("Plugins through the CLI", .heavy)
 struct PluginCLITests {
     static let config = "examples/plugins/csv-folder/config.yaml"
 

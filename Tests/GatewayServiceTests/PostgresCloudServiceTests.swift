@@ -4,12 +4,13 @@ import GatewayTesting
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// The gateway with PostgreSQL on both sides: as a store behind the `postgres` adapter, and as
 /// the cloud that gateways on different machines share (here, separate processes with separate
 /// state folders on one machine).
-@Suite("PostgreSQL stores and clouds end to end")
+@Suite("PostgreSQL stores and clouds end to end", .heavy)
 struct PostgresCloudServiceTests {
     static let sqliteSchema = "CREATE TABLE item (name TEXT PRIMARY KEY, title TEXT, rank INTEGER);"
 

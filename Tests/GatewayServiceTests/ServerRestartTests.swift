@@ -4,11 +4,12 @@ import GatewayTesting
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// The gateway when its PostgreSQL server dies or is not there yet: syncs end instead of hanging,
 /// the service keeps going and picks the server up when it is back, and nothing is lost.
-@Suite("PostgreSQL servers that die or start late", .serialized)
+@Suite("PostgreSQL servers that die or start late", .serialized, .heavy)
 struct ServerRestartTests {
     static func sqliteRows(_ path: String, count: Int) async throws {
         try await DatabaseQueue(path: path).write { db in

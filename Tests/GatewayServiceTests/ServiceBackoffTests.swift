@@ -3,9 +3,10 @@ import Foundation
 import GRDB
 import GatewayCore
 import GatewayTesting
+import TestScheduling
 import Testing
 
-@Suite("service mode with a broken store")
+@Suite("service mode with a broken store", .heavy)
 struct ServiceBackoffTests {
     @Test("a failing adapter backs off while the other keeps syncing, and says when it retries, in JSON log lines with sync ids")
     func failingAdapterBacksOff() async throws {

@@ -3,10 +3,11 @@ import GatewayCore
 import GatewayConfig
 @testable import GatewayService
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// The status page of `gateway run` (`GET /`), in a real browser and over plain HTTP.
-@Suite("status page")
+@Suite("status page", .heavy)
 struct StatusPageTests {
     /// `gateway run` on the default config in a fresh clone, with `listen` and the token given,
     /// and the JSON adapter polling rarely so a change to it stays pending until a sync.

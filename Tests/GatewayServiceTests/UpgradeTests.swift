@@ -6,13 +6,14 @@ import GatewayTesting
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// Files written by the previous release (the cloud file, a SQLite store with its sync state, a
 /// JSON folder with its state, and a PostgreSQL store dumped with its state schema and triggers,
 /// all with changes made after their last sync) open and sync after the upgrade, losing nothing.
 /// `Tests/Fixtures/previous-release/make-fixture.sh` made them, with that release's gateway.
-@Suite("Upgrading from the previous release")
+@Suite("Upgrading from the previous release", .heavy)
 struct UpgradeTests {
     static let fixtures = Repository.root.appendingPathComponent("Tests/Fixtures/previous-release")
 

@@ -3,6 +3,7 @@ import Foundation
 import GatewayCore
 import GatewayTesting
 @testable import JSONFilesAdapter
+import TestScheduling
 import Testing
 
 /// Runs the adapter conformance suite on real folders, edited by writing files as a person would.
@@ -95,7 +96,7 @@ struct JSONFilesHarness: AdapterConformanceHarness {
     }
 }
 
-@Suite("JSON files adapter conformance")
+@Suite("JSON files adapter conformance", .heavy)
 struct JSONFilesConformanceTests {
     @Test(arguments: AdapterConformanceSuite.cases, [JSONFilesAdapterConfiguration.Layout.filePerRecord, .collection])
     func conformance(_ check: AdapterConformanceCase, layout: JSONFilesAdapterConfiguration.Layout) async throws {

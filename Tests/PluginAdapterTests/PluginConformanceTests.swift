@@ -3,11 +3,12 @@ import GatewayCore
 import GatewayKinds
 import GatewayConfig
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// The adapter conformance suite against the example CSV plugin, opened the way
 /// `gateway check-adapter` opens it: from a config, over scratch stores.
-@Suite("Plugin adapter conformance")
+@Suite("Plugin adapter conformance", .heavy)
 struct PluginConformanceTests {
     static func plan(in directory: TemporaryDirectory) throws -> any ScratchStorePlan {
         let config = """

@@ -4,6 +4,7 @@ import Foundation
 import GatewayCore
 import GatewayTesting
 import PluginAdapter
+import TestScheduling
 import Testing
 
 /// A plugin that breaks the protocol or fails, and what the user sees: an error naming the
@@ -79,7 +80,7 @@ struct Misbehaviour: Sendable, CustomStringConvertible {
     ]
 }
 
-@Suite("Plugin misbehaviour catalogue")
+@Suite("Plugin misbehaviour catalogue", .heavy)
 struct PluginMisbehaviourTests {
     @Test(arguments: Misbehaviour.catalogue)
     func misbehaviour(_ bad: Misbehaviour) async throws {
@@ -139,7 +140,7 @@ struct PluginMisbehaviourTests {
     }
 }
 
-@Suite("Plugin supervision")
+@Suite("Plugin supervision", .heavy)
 struct PluginSupervisionTests {
     @Test("a plugin killed between calls is started again by the next call, and the kit's state carries on")
     func restartAfterKill() async throws {

@@ -5,11 +5,12 @@ import PostgresAdapter
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// The PostgreSQL adapter against real tables: types from the catalog, keys, identifiers,
 /// schema changes and clear errors.
-@Suite("PostgreSQL adapter behaviour")
+@Suite("PostgreSQL adapter behaviour", .heavy)
 struct PostgresAdapterBehaviourTests {
     static let zone = ZoneID(zoneName: "Types")
 

@@ -1,7 +1,8 @@
 import GatewayTesting
+import TestScheduling
 import Testing
 
-@Suite("PostgreSQL adapter conformance")
+@Suite("PostgreSQL adapter conformance", .heavy)
 struct PostgresAdapterConformanceTests {
     @Test(arguments: AdapterConformanceSuite.cases)
     func conformance(_ check: AdapterConformanceCase) async throws {

@@ -6,11 +6,12 @@ import PostgresAdapter
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// A download of many pages into PostgreSQL, where the next page's lookup runs on another pooled
 /// connection while the current page is applied.
-@Suite("PostgreSQL download pipeline")
+@Suite("PostgreSQL download pipeline", .heavy)
 struct PostgresDownloadPipelineTests {
     static let zone = ZoneID(zoneName: "Pipeline")
     static let table = "CREATE TABLE %@.item (id bigint PRIMARY KEY, title text, rank bigint)"

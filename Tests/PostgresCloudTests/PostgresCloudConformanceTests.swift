@@ -1,7 +1,8 @@
 import GatewayTesting
+import TestScheduling
 import Testing
 
-@Suite("PostgreSQL cloud conformance")
+@Suite("PostgreSQL cloud conformance", .heavy)
 struct PostgresCloudConformanceTests {
     @Test(arguments: CloudConformanceSuite.cases)
     func conformance(_ check: CloudConformanceCase) async throws {

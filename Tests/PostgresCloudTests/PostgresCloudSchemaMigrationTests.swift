@@ -5,10 +5,11 @@ import PostgresCloud
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// A cloud schema written by the first release (version 1) is upgraded in place when opened.
-@Suite("PostgreSQL cloud schema migration")
+@Suite("PostgreSQL cloud schema migration", .heavy)
 struct PostgresCloudSchemaMigrationTests {
     @Test("a version 1 schema gains creation times: old records report their last save, updates keep it, a record saved again after deletion is created anew")
     func migratesVersion1() async throws {

@@ -3,11 +3,12 @@ import FaultProxy
 import PostgresNIO
 import PostgresSupport
 import PostgresTesting
+import TestScheduling
 import Testing
 
 /// The connection pool when the server goes away or stalls: every operation ends, with an error
 /// that says why, and the pool keeps working afterwards.
-@Suite("PostgreSQL connection pool under failures")
+@Suite("PostgreSQL connection pool under failures", .heavy)
 struct PooledConnectionTests {
     /// Ends the backend of `connection` from another session, and waits until the client has seen
     /// its connection close.
@@ -91,7 +92,7 @@ struct PooledConnectionTests {
 }
 
 /// The pool behind a proxy that fails the network: cut connections, a stalled route, slow packets.
-@Suite("PostgreSQL connection pool behind a failing network")
+@Suite("PostgreSQL connection pool behind a failing network", .heavy)
 struct NetworkFaultTests {
     static func behindProxy(_ label: String) async throws -> (PostgresEndpoint, FaultProxy) {
         let direct = try await PostgresTestServer.freshDatabase(label)
@@ -113,12 +114,16 @@ struct NetworkFaultTests {
     @Test("a connection cut mid-statement fails that operation; the next one reconnects", .timeLimit(.minutes(1)))
     func cut() async throws {
         let (endpoint, proxy) = try await Self.behindProxy("cut")
+        var direct = endpoint
+        direct.port = proxy.upstreamPort
         let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
         #expect(try await Self.one(pool) == 1)
+        // Long enough that the cut lands while it runs however slow the machine is; the cut, not
+        // the statement's end, must be what ends it.
         async let slow: PostgresFailure.Code? = {
             do {
                 try await pool.withConnection(doing: "a slow statement") { connection in
-                    try await connection.query("SELECT pg_sleep(5)", logger: connection.logger)
+                    try await connection.query("SELECT pg_sleep(40)", logger: connection.logger)
                 }
                 return nil
             } catch let failure as PostgresFailure {
@@ -127,13 +132,30 @@ struct NetworkFaultTests {
                 return nil
             }
         }()
-        try await Task.sleep(for: .milliseconds(300))
+        try await Self.waitUntilRunning("pg_sleep", on: direct)
         #expect(proxy.cut() == 1)
         #expect(await slow == .connectionFailed)
         #expect(try await Self.one(pool) == 1)
         #expect(proxy.acceptedConnections == 2)
         await pool.close()
         await proxy.close()
+    }
+
+    /// Waits until the server runs a statement containing `text` (from another connection).
+    static func waitUntilRunning(_ text: String, on endpoint: PostgresEndpoint) async throws {
+        for _ in 0..<1000 {
+            let running = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "watching") { connection in
+                let rows = try await connection.query(
+                    "SELECT count(*)::int8 FROM pg_stat_activity WHERE state = 'active' AND query LIKE \("%" + text + "%") AND pid <> pg_backend_pid()",
+                    logger: connection.logger)
+                var count: Int64 = 0
+                for try await (value) in rows.decode(Int64.self) { count = value }
+                return count
+            }
+            if running > 0 { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("no statement containing \(text) started on the server")
     }
 
     @Test("a stalled route fails the operation with timedOut after request_timeout; the pool recovers when it flows again", .timeLimit(.minutes(1)))

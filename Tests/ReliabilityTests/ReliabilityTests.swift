@@ -1,10 +1,11 @@
 import Foundation
 import GatewayTesting
+import TestScheduling
 import Testing
 
 /// The short variants of the reliability harness (`gateway-harness`), run on every `swift test`.
 /// The long runs and their results are in BENCHMARKS.md.
-@Suite("reliability", .serialized)
+@Suite("reliability", .serialized, .heavy)
 struct ReliabilityTests {
     struct CrashResult: Decodable {
         var records: Int

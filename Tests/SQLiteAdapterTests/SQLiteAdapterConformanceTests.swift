@@ -3,6 +3,7 @@ import GRDB
 import GatewayCore
 import GatewayTesting
 import SQLiteAdapter
+import TestScheduling
 import Testing
 
 /// Runs the adapter conformance suite on real database files, edited through another connection.
@@ -57,7 +58,7 @@ struct SQLiteAdapterHarness: AdapterConformanceHarness {
     }
 }
 
-@Suite("SQLite adapter conformance")
+@Suite("SQLite adapter conformance", .heavy)
 struct SQLiteAdapterConformanceTests {
     @Test(arguments: AdapterConformanceSuite.cases)
     func conformance(_ check: AdapterConformanceCase) async throws {

@@ -4,9 +4,10 @@ import GRDB
 import GatewayCore
 import GatewayTesting
 import SQLiteAdapter
+import TestScheduling
 import Testing
 
-@Suite("SQLite end to end")
+@Suite("SQLite end to end", .heavy)
 struct SQLiteEndToEndTests {
     static func launchWriter(path: String, prefix: String, count: Int, pauseMilliseconds: Int) throws -> ChildProcess {
         try ChildProcess(
