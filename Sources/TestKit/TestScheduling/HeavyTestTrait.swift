@@ -17,11 +17,13 @@ public struct HeavyTestTrait: SuiteTrait, TestTrait, TestScoping {
     /// Traits of a suite apply to each of its tests, which take the places.
     public var isRecursive: Bool { true }
 
+    /// The trait itself for a test function; none for a suite (its tests take the places) or for
+    /// each case of a parameterized test (the function took one place for all of them).
     public func scopeProvider(for test: Test, testCase: Test.Case?) -> HeavyTestTrait? {
-        // A place per test function: not for a whole suite, nor once more per case.
         test.isSuite || testCase != nil ? nil : self
     }
 
+    /// Runs the test once it has a place, and gives the place back when it ends.
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         await HeavyTestPlaces.shared.take()
         do {
