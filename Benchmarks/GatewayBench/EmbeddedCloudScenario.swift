@@ -8,7 +8,7 @@ import GatewayTesting
 /// names.
 struct EmbeddedCloudScenario: Scenario {
     let name = "embedded-cloud"
-    let summary = "embedded cloud: save N records of 6 fields in requests of 200, fetch them back through the change feed"
+    let summary = "embedded cloud: save N records of 6 fields in requests of 200, fetch them back through the change feed, save them again under UUID names"
 
     func run(records: Int, workDirectory: URL) async throws -> [Measurement] {
         let path = workDirectory.appendingPathComponent("cloud.sqlite").path

@@ -31,10 +31,11 @@ extension EmbeddedCloud {
     }
 
     /// Creates the request's records, assuming none exists: each is a plain insert, and the
-    /// unique index on (zone, record name) finds a record that does (live, or a tombstone). Returns `nil` then, or when a
-    /// record names an asset the cloud does not hold, and the caller rolls back and decides the
-    /// request the usual way (``apply(_:zone:atomic:now:db:)``), which reads every record first.
-    /// Skipping that read, one lookup per record, is most of what this saves.
+    /// unique index on (zone, record name) finds a record that does (live, or a tombstone).
+    /// Returns `nil` then, or when a record names an asset the cloud does not hold, and the
+    /// caller rolls back and decides the request the usual way
+    /// (``apply(_:zone:atomic:now:db:)``), which reads every record first. Skipping that read,
+    /// one lookup per record, is most of what this saves.
     private static func create(
         _ prepared: [ModifyRules.Prepared], zone: ZoneID, now: Int64, db: Database
     ) throws -> [RecordOperationResult]? {
