@@ -231,7 +231,7 @@ let brokenConfigs: [BrokenConfig] = [
         message: "config.yaml:1:22: 'encryption.keys[0]': give the key exactly one of 'file' or 'env'"),
     BrokenConfig(
         name: "batch size above the cloud's limit", yaml: "gateway: { batch_size: 500 }",
-        message: "config.yaml:1:24: 'gateway.batch_size': 500 is more than the cloud's max_operations (200)"),
+        message: "config.yaml:1:24: 'gateway.batch_size': 500 is more than the cloud's max_operations (400)"),
     BrokenConfig(
         name: "unset environment variable", yaml: "gateway: { state_dir: \"${STATE_ROOT}/gw\" }",
         message:

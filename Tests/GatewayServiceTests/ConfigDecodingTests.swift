@@ -29,7 +29,7 @@ struct ConfigDecodingTests {
         let configuration = try Self.parse("{}", in: directory)
         let settings = configuration.settings
         #expect(settings.compatibilityVersion == 1)
-        #expect(settings.batchSize.value == 200)
+        #expect(settings.batchSize == nil && configuration.defaultBatchSize == 400, "the embedded cloud's max_operations")
         #expect(settings.fetchLimit.value == 2_000 && configuration.syncConfiguration(deviceID: "d").fetchLimit == 2_000)
         #expect(settings.merge.applied(to: MergeSettings()) == MergeSettings(policy: .merge, prefers: .server))
         #expect(settings.syncInterval.duration == .seconds(60))
@@ -45,8 +45,30 @@ struct ConfigDecodingTests {
         #expect(settings.parallelism(adapterCount: 0) == 1)
         #expect(configuration.context.stateDirectory == directory.url.appendingPathComponent(".gateway").standardizedFileURL.path)
         #expect(configuration.cloud.kind == "embedded")
-        #expect(configuration.cloud.plan.limits == CloudLimits())
+        #expect(configuration.cloud.plan.limits == .selfHosted && CloudLimits.selfHosted.maxOperationsPerRequest == 400)
+        var cloudKitLimits = CloudLimits.selfHosted
+        cloudKitLimits.maxOperationsPerRequest = 200
+        #expect(cloudKitLimits == .cloudKit, "a self-hosted cloud takes more operations per request, and is CloudKit otherwise")
         #expect(configuration.adapters.isEmpty)
+    }
+
+    @Test("without batch_size an upload batch is as large as the cloud's max_operations; limits not given keep the kind's")
+    func batchSizeFollowsTheCloud() throws {
+        let directory = try Self.directoryWithDatabase()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("docs"), withIntermediateDirectories: true)
+        let adapters = """
+            adapters:
+              - { name: app, kind: sqlite, path: app.sqlite, zone: AppZone, tables: [{ table: notes }] }
+              - { name: small, kind: json, directory: docs, zone: SmallZone, batch_size: 20 }
+            """
+        let selfHosted = try Self.parse("cloud: { kind: embedded, limits: { max_record_size: 512KB } }\n" + adapters, in: directory)
+        #expect(selfHosted.cloud.plan.limits.maxOperationsPerRequest == 400 && selfHosted.cloud.plan.limits.maxRecordSize == 512_000)
+        #expect(selfHosted.adapters.map { selfHosted.syncOptions(for: $0).batchSize } == [400, 20])
+        let smaller = try Self.parse("cloud: { kind: embedded, limits: { max_operations: 150 } }\n" + adapters, in: directory)
+        #expect(smaller.adapters.map { smaller.syncOptions(for: $0).batchSize } == [150, 20])
+        let set = try Self.parse("gateway: { batch_size: 60 }\n" + adapters, in: directory)
+        #expect(set.adapters.map { set.syncOptions(for: $0).batchSize } == [60, 20])
     }
 
     @Test("every key of every section is read")

@@ -34,4 +34,10 @@ public struct CloudLimits: Hashable, Sendable, Codable {
 
     /// CloudKit Web Services' published limits.
     public static let cloudKit = CloudLimits()
+
+    /// The limits of a cloud the gateway runs itself (the embedded and PostgreSQL clouds):
+    /// CloudKit's, with the 400 operations per request of CloudKit's native API
+    /// (`CKModifyRecordsOperation`) instead of the web service's 200, since fewer, larger upload
+    /// rounds cost less per record.
+    public static let selfHosted = CloudLimits(maxOperationsPerRequest: 400)
 }

@@ -75,7 +75,7 @@ public struct CloudKitCloudKind: CloudKind {
         configuration.assetRecordType = try container.decodeIfPresent(String.self, forKey: .assetRecordType) ?? "GatewayAsset"
         configuration.assetField = try container.decodeIfPresent(String.self, forKey: .assetField) ?? "data"
         if let limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits) {
-            configuration.limits = limits.limits
+            configuration.limits = limits.applied(to: .cloudKit)
             configuration.limits.maxResultsPerFetch = 200
         }
         configuration.limits.modifyRequestsInFlight = 2

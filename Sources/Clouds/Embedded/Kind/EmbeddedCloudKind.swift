@@ -6,7 +6,7 @@ import GatewayConfig
 /// `kind: embedded`: the cloud in one SQLite file on this machine; the default.
 ///
 /// Keys: `path` (default `<state_dir>/cloud.sqlite`), `limits` (`max_operations`,
-/// `max_record_size`, `max_request_size`, `max_asset_size`; CloudKit's by default),
+/// `max_record_size`, `max_request_size`, `max_asset_size`; ``CloudLimits/selfHosted`` by default),
 /// `tombstone_retention` (default 30d) and `poll_interval` (default 100ms).
 public struct EmbeddedCloudKind: CloudKind {
     public let name = "embedded"
@@ -23,7 +23,7 @@ public struct EmbeddedCloudKind: CloudKind {
         let path = try container.decodeIfPresent(String.self, forKey: .path).map(context.resolve)
             ?? URL(fileURLWithPath: context.stateDirectory).appendingPathComponent("cloud.sqlite").path
         var configuration = EmbeddedCloud.Configuration()
-        configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.limits ?? CloudLimits()
+        configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.applied(to: .selfHosted) ?? .selfHosted
         for (key, keyPath) in [(Keys.tombstoneRetention, \EmbeddedCloud.Configuration.tombstoneRetention), (.pollInterval, \.signalPollInterval)] {
             if let value = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: key) {
                 guard value.value.duration > .zero else { throw value.problem(.invalidValue, "must be longer than 0s") }
@@ -34,9 +34,12 @@ public struct EmbeddedCloudKind: CloudKind {
     }
 }
 
-/// `limits:` of a cloud that enforces them itself.
+/// `limits:` of a cloud that enforces them itself: the keys given, over the kind's defaults.
 struct CloudLimitSettings: Decodable {
-    var limits = CloudLimits()
+    private var maxOperations: Int?
+    private var maxRecordSize: Int?
+    private var maxRequestSize: Int?
+    private var maxAssetSize: Int64?
 
     enum Keys: String, CodingKey {
         case maxOperations = "max_operations", maxRecordSize = "max_record_size", maxRequestSize = "max_request_size"
@@ -47,23 +50,35 @@ struct CloudLimitSettings: Decodable {
         let container = try decoder.container(keyedBy: Keys.self)
         if let value = try container.decodeIfPresent(Located<Int>.self, forKey: .maxOperations) {
             guard value.value >= 1 else { throw value.problem(.invalidValue, "must be at least 1") }
-            limits.maxOperationsPerRequest = value.value
+            maxOperations = value.value
         }
-        for (key, keyPath) in [(Keys.maxRecordSize, \CloudLimits.maxRecordSize), (.maxRequestSize, \.maxRequestSize)] {
+        for (key, keyPath) in [(Keys.maxRecordSize, \CloudLimitSettings.maxRecordSize), (.maxRequestSize, \.maxRequestSize)] {
             if let value = try container.decodeIfPresent(Located<ByteSize>.self, forKey: key) {
                 guard value.value.bytes >= 1, value.value.bytes <= Int64(Int32.max) else {
                     throw value.problem(.invalidValue, "must be between 1 byte and 2GB")
                 }
-                limits[keyPath: keyPath] = Int(value.value.bytes)
+                self[keyPath: keyPath] = Int(value.value.bytes)
             }
         }
         if let value = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxAssetSize) {
             guard value.value.bytes >= 1 else { throw value.problem(.invalidValue, "must be at least 1 byte") }
-            limits.maxAssetSize = value.value.bytes
+            maxAssetSize = value.value.bytes
         }
+        // Every kind's default record and request sizes are CloudKit's.
+        let limits = applied(to: CloudLimits.cloudKit)
         if limits.maxRequestSize < limits.maxRecordSize {
             throw decoder.configProblem(.inconsistent, "max_request_size must be at least max_record_size")
         }
+    }
+
+    /// `base` with the keys that were given.
+    func applied(to base: CloudLimits) -> CloudLimits {
+        var limits = base
+        limits.maxOperationsPerRequest = maxOperations ?? base.maxOperationsPerRequest
+        limits.maxRecordSize = maxRecordSize ?? base.maxRecordSize
+        limits.maxRequestSize = maxRequestSize ?? base.maxRequestSize
+        limits.maxAssetSize = maxAssetSize ?? base.maxAssetSize
+        return limits
     }
 }
 

@@ -35,7 +35,7 @@ public struct PostgresCloudKind: CloudKind {
             guard (1...100).contains(connections.value) else { throw connections.problem(.invalidValue, "must be between 1 and 100") }
             configuration.maximumConnections = connections.value
         }
-        configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.limits ?? CloudLimits()
+        configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.applied(to: .selfHosted) ?? .selfHosted
         if let retention = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .tombstoneRetention) {
             guard retention.value.duration > .zero else { throw retention.problem(.invalidValue, "must be longer than 0s") }
             configuration.tombstoneRetention = retention.value.duration

@@ -35,7 +35,7 @@ struct ConfigurationChecks {
 
     private func checkBatchSizes() throws {
         let maximum = configuration.cloud.plan.limits.maxOperationsPerRequest
-        let sizes = [configuration.settings.batchSize] + configuration.adapters.compactMap(\.settings.batchSize)
+        let sizes = ([configuration.settings.batchSize] + configuration.adapters.map(\.settings.batchSize)).compactMap { $0 }
         for size in sizes where size.value > maximum {
             throw size.problem(.invalidValue, "\(size.value) is more than the cloud's max_operations (\(maximum))")
         }

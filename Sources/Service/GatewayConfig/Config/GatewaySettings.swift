@@ -8,8 +8,10 @@ public struct GatewaySettings: Sendable, Decodable {
     public var stateDirectory: Located<String>
     /// `compatibility_version` (default 1): records from a higher version are refused.
     public var compatibilityVersion: Int64
-    /// `batch_size` (default 200): the largest upload batch; it shrinks on limit errors.
-    public var batchSize: Located<Int>
+    /// `batch_size`: the largest upload batch; it shrinks on limit errors. `nil` (not set): the
+    /// cloud's `max_operations` (200 for CloudKit Web Services, 400 for the embedded and
+    /// PostgreSQL clouds), see ``GatewayConfiguration/defaultBatchSize``.
+    public var batchSize: Located<Int>?
     /// `fetch_limit` (default 2000): how many changes one fetch of the change feed asks for; the
     /// cloud clamps it to its own maximum (CloudKit Web Services: 200).
     public var fetchLimit: Located<Int>
@@ -63,7 +65,7 @@ public struct GatewaySettings: Sendable, Decodable {
     public init() {
         stateDirectory = Located(".gateway")
         compatibilityVersion = 1
-        batchSize = Located(200)
+        batchSize = nil
         fetchLimit = Located(SyncConfiguration.defaultFetchLimit)
         merge = MergeOverride()
         syncInterval = ConfigDuration(.seconds(60), text: "60s")
@@ -86,8 +88,8 @@ public struct GatewaySettings: Sendable, Decodable {
         let version = try container.decodeIfPresent(Located<Int64>.self, forKey: .compatibilityVersion)
         if let version, version.value < 0 { throw version.problem(.invalidValue, "must be 0 or more") }
         compatibilityVersion = version?.value ?? compatibilityVersion
-        batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize) ?? batchSize
-        guard batchSize.value >= 1 else { throw batchSize.problem(.invalidValue, "must be at least 1") }
+        batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize)
+        if let batchSize, batchSize.value < 1 { throw batchSize.problem(.invalidValue, "must be at least 1") }
         fetchLimit = try container.decodeIfPresent(Located<Int>.self, forKey: .fetchLimit) ?? fetchLimit
         guard fetchLimit.value >= 1 else { throw fetchLimit.problem(.invalidValue, "must be at least 1") }
         parallelism = try container.decodeIfPresent(Located<Int>.self, forKey: .parallelism)
