@@ -291,16 +291,16 @@ let package = Package(
         ),
         .testTarget(
             name: "SQLiteAdapterTests",
-            dependencies: ["TestScheduling", 
-                "GatewayCore", "SQLiteAdapter", "SQLiteSupport", "EmbeddedCloud", "GatewayTesting", "SQLiteWriter",
+            dependencies: [
+                "TestScheduling", "GatewayCore", "SQLiteAdapter", "SQLiteSupport", "EmbeddedCloud", "GatewayTesting", "SQLiteWriter",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "GatewayServiceTests",
-            dependencies: ["TestScheduling", 
-                "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
+            dependencies: [
+                "TestScheduling", "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "SQLiteAdapter", "gateway",
                 "PostgresTesting", "SQLiteWriter", "PostgresWriter", "PostgresSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -309,8 +309,8 @@ let package = Package(
         ),
         .testTarget(
             name: "PluginAdapterTests",
-            dependencies: ["TestScheduling", 
-                "GatewayCore", "AdapterKit", "PluginAdapter", "GatewayTesting", "GatewayKinds", "GatewayConfig", "CloudKitWeb",
+            dependencies: [
+                "TestScheduling", "GatewayCore", "AdapterKit", "PluginAdapter", "GatewayTesting", "GatewayKinds", "GatewayConfig", "CloudKitWeb",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -347,8 +347,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CloudKitWebTests",
-            dependencies: ["TestScheduling", 
-                "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "PostgresCloud", "PostgresTesting", "GatewayTesting",
+            dependencies: [
+                "TestScheduling", "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "PostgresCloud", "PostgresTesting", "GatewayTesting",
                 "GatewayConfig", "GatewayService", "GatewayKinds", "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
             ],
@@ -356,8 +356,8 @@ let package = Package(
         ),
         .testTarget(
             name: "EmbeddedCloudTests",
-            dependencies: ["TestScheduling", 
-                "GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter",
+            dependencies: [
+                "TestScheduling", "GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

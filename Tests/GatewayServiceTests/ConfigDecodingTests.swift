@@ -3,10 +3,9 @@ import GatewayCore
 import GatewayKinds
 @testable import GatewayConfig
 import GatewayTesting
-import TestScheduling
 import Testing
 
-@Suite("config decoding", .heavy)
+@Suite("config decoding")
 struct ConfigDecodingTests {
     /// Parses config text in `directory` (where an `app.sqlite` exists) with the built-in kinds.
     static func parse(_ yaml: String, in directory: TemporaryDirectory, environment: [String: String] = [:]) throws

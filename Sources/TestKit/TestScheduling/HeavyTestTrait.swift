@@ -1,15 +1,15 @@
 import Foundation
 import Testing
 
-/// Marks tests that start processes or servers, or drive PostgreSQL hard: at most a few of them
-/// run at the same time.
+/// Marks tests that start processes or servers, use PostgreSQL, or keep a core busy for seconds
+/// (conformance suites, property-based convergence): at most a few of them run at the same time.
 ///
 /// Swift Testing starts every test of the run at once. On a machine with two cores, the first
 /// minute then had dozens of gateway processes, Python plugins, PostgreSQL clusters and a browser
 /// competing with the tests that measure time (a 6 s stall limit, a 10 s connect timeout, a
 /// statement cut while it runs): setting up one test took 30 s and such tests failed, in CI and
 /// here, with no bug behind them. The suite's wall time is set by its longest serialized suite,
-/// not by this width (measured: 275 s unlimited, 277 s with six tests at a time).
+/// not by this width (measured: 275 s unlimited, 262 s with this trait).
 ///
 /// Apply it to a suite (it covers every test in it) or to one test. A parameterized test takes
 /// one place for all of its cases.
