@@ -68,10 +68,18 @@ let package = Package(
             path: "Sources/TestKit/GatewayTesting",
             swiftSettings: strictSettings
         ),
+        // SQLite's process-wide options (`sqlite3_config` is variadic: Swift cannot call it).
+        .target(
+            name: "CSQLiteProcess",
+            dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")],
+            path: "Sources/Core/CSQLiteProcess"
+        ),
         // What the SQLite-backed cloud and adapter share: statements bound through SQLite's C API.
         .target(
             name: "SQLiteSupport",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            dependencies: [
+                "CSQLiteProcess", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             path: "Sources/Core/SQLiteSupport",
             swiftSettings: strictSettings
         ),
@@ -230,6 +238,7 @@ let package = Package(
             name: "GatewayCLI",
             dependencies: [
                 "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb", "GatewayTesting",
+                "SQLiteSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -249,7 +258,7 @@ let package = Package(
             name: "GatewayBench",
             dependencies: [
                 "GatewayCore", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "AdapterKit", .product(name: "GRDB", package: "GRDB.swift"),
-                "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "CloudKitWeb", "CloudKitServer",
+                "PostgresAdapter", "PostgresSupport", "PostgresTesting", "GatewayTesting", "CloudKitWeb", "CloudKitServer", "SQLiteSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
             ],
@@ -261,7 +270,7 @@ let package = Package(
             name: "GatewayHarness",
             dependencies: [
                 "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "PostgresCloud",
-                "PostgresSupport", "PostgresTesting", "FaultProxy",
+                "PostgresSupport", "PostgresTesting", "FaultProxy", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -2,6 +2,7 @@
 //   swift run -c release gateway-bench [scenario ...] [--records N] [--json PATH]
 // With no scenario it runs them all. It prints a table and writes the figures as JSON.
 import Foundation
+import SQLiteSupport
 
 protocol Scenario {
     var name: String { get }
@@ -65,6 +66,8 @@ func machineDescription() -> String {
     return "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(cpu), \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB"
 }
 
+// As `gateway` runs: SQLite's process-wide settings before any connection opens.
+SQLiteProcessSettings.apply()
 do {
     let options = try Options(Array(CommandLine.arguments.dropFirst()))
     #if DEBUG

@@ -13,7 +13,10 @@ import Foundation
 import GatewayCLI
 import GatewayKinds
 import GatewayConfig
+import SQLiteSupport
 
+// As `gateway` runs: SQLite's process-wide settings before any connection opens.
+SQLiteProcessSettings.apply()
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "crash", "converge", "faults", "soak", "--help", "-h", nil:

@@ -3,6 +3,7 @@ import Foundation
 import GatewayCore
 import GatewayKinds
 import GatewayConfig
+import SQLiteSupport
 
 /// The `gateway` command line, as a library so that a custom build can register its own kinds
 /// and run the same commands:
@@ -15,8 +16,10 @@ public enum GatewayCLI {
     /// The kinds and resolvers the commands load configs with.
     @TaskLocal static var registry = GatewayRegistry.builtIn
 
-    /// Parses the process's arguments, runs the command and exits with its status.
+    /// Parses the process's arguments, runs the command and exits with its status. It owns the
+    /// process: SQLite's process-wide settings (``SQLiteProcessSettings``) are applied first.
     public static func main(registry: GatewayRegistry = .builtIn, arguments: [String]? = nil) async -> Never {
+        SQLiteProcessSettings.apply()
         let status = await $registry.withValue(registry) { await run(arguments) }
         Foundation.exit(status)
     }
