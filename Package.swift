@@ -294,7 +294,7 @@ let package = Package(
         // A program that writes to a SQLite database while the gateway syncs it.
         .executableTarget(
             name: "SQLiteWriter",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Tests/SQLiteWriter",
             swiftSettings: strictSettings
         ),

@@ -1,26 +1,42 @@
-import GRDB
-import GRDBSQLite
-import SQLiteSupport
+import Foundation
+import GatewayTesting
+import TestScheduling
 import Testing
 
-/// SQLite's process-wide settings: they apply before SQLite's first use in a process and leave
-/// SQLite's defaults otherwise. Which case a test process meets depends on which test opened a
-/// connection first, so both are checked against what SQLite itself reports.
-@Suite("SQLite process settings")
+/// SQLite's process-wide settings (`SQLiteProcessSettings`), each case in a fresh process (the
+/// test helper `SQLiteWriter`): settings of the whole process apply only before SQLite's first use,
+/// which in this test process depends on which test opened a connection first.
+@Suite("SQLite process settings", .heavy)
 struct SQLiteProcessSettingsTests {
-    @Test("connections run without a mutex and allocations are not counted when the settings apply, with SQLite's defaults otherwise")
-    func settingsReachConnections() throws {
-        let applied = SQLiteProcessSettings.apply()
-        #expect(SQLiteProcessSettings.apply() == applied, "applying again reports the same outcome")
-        let queue = try DatabaseQueue()
-        let hasMutex = try queue.read { db in sqlite3_db_mutex(db.sqliteConnection) != nil }
-        _ = try queue.read { db in try Int.fetchAll(db, sql: "WITH RECURSIVE n(i) AS (VALUES (1) UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i FROM n") }
-        if applied {
-            #expect(!hasMutex, "multi-thread mode: a connection has no mutex of its own")
-            #expect(sqlite3_memory_used() == 0, "memory statistics are off")
-        } else {
-            #expect(hasMutex, "SQLite's default (serialized) mode is left as it was")
-            #expect(sqlite3_memory_used() > 0, "memory statistics are left on")
-        }
+    /// What the helper reports: whether the settings applied, and the memory SQLite counted for
+    /// opening a connection and running a query.
+    static func report(_ when: String) async throws -> (applied: Bool, counted: Int64, rows: Int) {
+        let directory = try TemporaryDirectory(prefix: "sqlite-process-settings")
+        defer { directory.remove() }
+        let output = directory.path("output.txt")
+        let child = try ChildProcess(try BuiltExecutable.path("SQLiteWriter"), arguments: ["process-settings", when], standardOutput: output)
+        #expect(try await child.wait(timeout: .seconds(60)) == 0)
+        let fields = Dictionary(
+            uniqueKeysWithValues: try String(contentsOfFile: output, encoding: .utf8).split(whereSeparator: \.isWhitespace).compactMap { pair in
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+            })
+        return (fields["applied"] == "true", Int64(fields["counted"] ?? "") ?? -1, Int(fields["rows"] ?? "") ?? -1)
+    }
+
+    @Test("applied first thing, SQLite counts no memory and connections work")
+    func appliedFirst() async throws {
+        let report = try await Self.report("first")
+        #expect(report.applied)
+        #expect(report.counted == 0, "memory statistics are off")
+        #expect(report.rows == 1_000)
+    }
+
+    @Test("applied after a connection opened, nothing changes: statistics stay on")
+    func appliedLate() async throws {
+        let report = try await Self.report("after-open")
+        #expect(!report.applied)
+        #expect(report.counted > 0, "SQLite still counts the new connection's memory")
+        #expect(report.rows == 1_000)
     }
 }

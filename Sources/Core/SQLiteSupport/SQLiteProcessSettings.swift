@@ -1,16 +1,16 @@
 import CSQLiteProcess
 import Synchronization
 
-/// SQLite's process-wide settings for a process that reaches SQLite only through GRDB, as the
-/// gateway does: connections in SQLite's multi-thread mode (GRDB uses each connection from one
-/// queue at a time, so SQLite's own mutex per connection only costs a lock around every call), and
-/// memory statistics off (they take one process-wide mutex on every allocation, which connections
-/// working side by side on other threads then wait for).
+/// SQLite's process-wide settings: memory statistics off. With them on, every allocation SQLite
+/// makes takes one process-wide mutex, which the connections of the cloud and of each adapter,
+/// working side by side on other threads, then wait for. (The statistics only feed
+/// `sqlite3_memory_used` and the soft heap limit, which the gateway does not use. Connections need
+/// no other setting: GRDB already opens them without a mutex of their own.)
 ///
 /// Why: `gateway sync` of 100,000 rows SQLite → embedded cloud → SQLite took about 10% less wall
-/// time and 12% less CPU with both (`BENCHMARKS.md`). The setting must come before SQLite's first
-/// use in the process, so the executables apply it first thing; a process that embeds the gateway's
-/// libraries and shares a connection across threads outside GRDB must not call it.
+/// time and 12% less CPU (`BENCHMARKS.md`). A setting of the whole process that must come before
+/// SQLite's first use, so the executables apply it first thing; a program embedding the gateway's
+/// libraries may call it at its start.
 public enum SQLiteProcessSettings {
     private static let outcome = Mutex<Bool?>(nil)
 
@@ -20,7 +20,7 @@ public enum SQLiteProcessSettings {
     public static func apply() -> Bool {
         outcome.withLock { outcome in
             if let outcome { return outcome }
-            let applied = gateway_sqlite_configure_process() == 0
+            let applied = gateway_sqlite_disable_memory_statistics() == 1
             outcome = applied
             return applied
         }
