@@ -162,7 +162,7 @@ enum GatewayTables {
 
     /// Whether the trigger log holds changes not yet folded into the change table.
     static func hasUnfoldedLog(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')"#) == true
+        try Bool.fetchOne(db.cachedStatement(sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')"#)) == true
     }
 
     /// SQL that is true when the store has local changes (folded or not).

@@ -28,7 +28,7 @@ enum IntentJournal {
     }
 
     private static func isEmpty(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_intents")"#) != true
+        try Bool.fetchOne(db.cachedStatement(sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_intents")"#)) != true
     }
 
     private static func allEntries(_ db: Database, wanted: (String) -> Bool) throws -> [String: Data] {

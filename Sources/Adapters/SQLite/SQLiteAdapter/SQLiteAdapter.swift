@@ -269,8 +269,8 @@ public final class SQLiteAdapter: ModelAdapter {
         // Pending versions are compared for the whole page in one query (names as a JSON array).
         let expectedNames = JSONArrayText.of(changes.expectedPendingVersions.keys.lazy.map(\.recordName))
         try await write { db, catalog in
-            try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
-            try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+            try db.cachedStatement(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#).execute()
+            try db.cachedStatement(sql: "PRAGMA defer_foreign_keys = ON").execute()
             var current: [String: Int64] = [:]
             if !changes.expectedPendingVersions.isEmpty {
                 let cursor = try Row.fetchCursor(
@@ -302,7 +302,7 @@ public final class SQLiteAdapter: ModelAdapter {
             }
             try Self.commit(
                 changes.state, zone: zone, skipping: skipped, tableOf: { id in tables[id] ?? catalog.table(ofRecordNamed: id.recordName) }, db: db)
-            try db.execute(sql: #"DELETE FROM "_gateway_applying""#)
+            try db.cachedStatement(sql: #"DELETE FROM "_gateway_applying""#).execute()
         }
     }
 
@@ -414,7 +414,7 @@ public final class SQLiteAdapter: ModelAdapter {
         let settle = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_changes" WHERE record_name = ? AND version <= ?"#))
         let clearFailure = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_failures" WHERE record_name = ? AND version <= ?"#))
         // Failure marks are rare: skip clearing them, a statement per record, when there are none.
-        let hasFailures = try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_failures")"#) ?? true
+        let hasFailures = try Bool.fetchOne(db.cachedStatement(sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_failures")"#)) ?? true
         for (id, version) in updateSet.settled where !skipped.contains(id) {
             try settle.execute(.text(id.recordName), .integer(version))
             if hasFailures { try clearFailure.execute(.text(id.recordName), .integer(version)) }
@@ -424,12 +424,12 @@ public final class SQLiteAdapter: ModelAdapter {
         for (id, failure) in updateSet.failures {
             try markFailed.execute(arguments: [id.recordName, failure.version, failure.code, failure.message])
         }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO "_gateway_zone" (zone_name, owner_name, state) VALUES (?, ?, ?)
                 ON CONFLICT (zone_name, owner_name) DO UPDATE SET state = excluded.state
-                """,
-            arguments: [zone.zoneName, zone.ownerName, updateSet.zoneState])
+                """
+        ).execute(arguments: [zone.zoneName, zone.ownerName, updateSet.zoneState])
         if journalingIntents {
             try IntentJournal.append(
                 updateSet.sending.lazy.compactMap { id in updateSet.metadata[id].map { (name: id.recordName, metadata: $0) } }, db: db)
@@ -534,7 +534,7 @@ public final class SQLiteAdapter: ModelAdapter {
     }
 
     private static func schemaVersion(_ db: Database) throws -> Int {
-        try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+        try Int.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? 0
     }
 
     static func resolve(_ configuration: SQLiteAdapterConfiguration, db: Database) throws -> TableCatalog {

@@ -53,7 +53,7 @@ extension EmbeddedCloud {
                     try save(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now, with: insert)
                 },
                 delete: { _, _ in preconditionFailure("a request of creates deletes nothing") })
-            try db.execute(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?", arguments: [sequence, zoneRow.key])
+            try db.cachedStatement(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?").execute(arguments: [sequence, zoneRow.key])
             return results
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             return nil
@@ -137,8 +137,7 @@ extension EmbeddedCloud {
             },
             delete: { id, sequence in try tombstone.execute(arguments: [sequence, now, zoneRow.key, id.recordName]) })
         if sequence != zoneRow.lastSequence {
-            try db.execute(
-                sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?", arguments: [sequence, zoneRow.key])
+            try db.cachedStatement(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?").execute(arguments: [sequence, zoneRow.key])
         }
         return results
     }
