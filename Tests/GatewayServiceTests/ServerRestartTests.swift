@@ -20,6 +20,19 @@ struct ServerRestartTests {
         }
     }
 
+    /// Polls `condition` while `service` runs, for at most `timeout`; fails with `what` and the
+    /// service's log when the service exits or time runs out first.
+    static func wait(
+        for what: String, while service: ChildProcess, timeout: Duration, log: () -> String, every pause: Duration = .milliseconds(50),
+        until condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try await !condition() {
+            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("\(what):\n\(log())") }
+            try await Task.sleep(for: pause)
+        }
+    }
+
     static func postgresCount(_ endpoint: PostgresEndpoint) async throws -> Int {
         try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting") { connection in
             let rows = try await connection.query("SELECT count(*)::int8 FROM public.item", logger: connection.logger)
@@ -108,22 +121,17 @@ struct ServerRestartTests {
             standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
         defer { if service.isRunning { service.kill() } }
         func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
-        var deadline = ContinuousClock.now + .seconds(60)
-        while !(log().contains("adapter=app") && log().contains("adapter synced")) {
-            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("app never synced:\n\(log())") }
-            try await Task.sleep(for: .milliseconds(50))
+        try await Self.wait(for: "app never synced", while: service, timeout: .seconds(60), log: log) {
+            log().contains("adapter=app") && log().contains("adapter synced")
         }
         #expect(log().contains("store not reachable yet"), "\(log())")
         // The two adapters sync side by side: crm's failed attempt may be logged after app's sync.
-        while !(log().contains("adapter=crm") && log().contains("cannot be opened yet")) {
-            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("crm never failed alone:\n\(log())") }
-            try await Task.sleep(for: .milliseconds(50))
+        try await Self.wait(for: "crm never failed alone", while: service, timeout: .seconds(30), log: log) {
+            log().contains("adapter=crm") && log().contains("cannot be opened yet")
         }
         try await cluster.start()
-        deadline = ContinuousClock.now + .seconds(90)
-        while (try? await Self.postgresCount(store)) != 40 {
-            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("the rows never arrived:\n\(log())") }
-            try await Task.sleep(for: .milliseconds(200))
+        try await Self.wait(for: "the rows never arrived", while: service, timeout: .seconds(90), log: log, every: .milliseconds(200)) {
+            (try? await Self.postgresCount(store)) == 40
         }
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0)
@@ -152,12 +160,8 @@ struct ServerRestartTests {
 
         // The control server and the first attempt to open the cloud start side by side: wait
         // for both lines, in whichever order they come.
-        var deadline = ContinuousClock.now + .seconds(60)
-        while !log().contains("cannot open the cloud") || log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/) == nil {
-            guard service.isRunning, ContinuousClock.now < deadline else {
-                throw ConformanceFailure("no retry or no control server logged:\n\(log())")
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        try await Self.wait(for: "no retry or no control server logged", while: service, timeout: .seconds(60), log: log) {
+            log().contains("cannot open the cloud") && log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/) != nil
         }
         let port = try #require(log().firstMatch(of: /address=127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) })
         let waiting = try await LoopbackHTTP.send("GET", port: port, path: "/readyz")
@@ -165,10 +169,8 @@ struct ServerRestartTests {
         #expect(service.isRunning, "the service waits instead of exiting")
 
         try await cluster.start()
-        deadline = ContinuousClock.now + .seconds(90)
-        while (try? await Self.postgresCount(store)) != 50 {
-            guard service.isRunning, ContinuousClock.now < deadline else { throw ConformanceFailure("the rows never arrived:\n\(log())") }
-            try await Task.sleep(for: .milliseconds(200))
+        try await Self.wait(for: "the rows never arrived", while: service, timeout: .seconds(90), log: log, every: .milliseconds(200)) {
+            (try? await Self.postgresCount(store)) == 50
         }
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0)

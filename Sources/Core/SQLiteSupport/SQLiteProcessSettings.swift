@@ -7,8 +7,8 @@ import Synchronization
 /// `sqlite3_memory_used` and the soft heap limit, which the gateway does not use. Connections need
 /// no other setting: GRDB already opens them without a mutex of their own.)
 ///
-/// Why: `gateway sync` of 100,000 rows SQLite → embedded cloud → SQLite took about 10% less wall
-/// time and 12% less CPU (`BENCHMARKS.md`). A setting of the whole process that must come before
+/// Why: `gateway sync` of 100,000 rows SQLite → embedded cloud → SQLite took 14% less wall time
+/// and 13% less CPU (`BENCHMARKS.md`). A setting of the whole process that must come before
 /// SQLite's first use, so the executables apply it first thing; a program embedding the gateway's
 /// libraries may call it at its start.
 public enum SQLiteProcessSettings {

@@ -53,7 +53,7 @@ extension EmbeddedCloud {
                     try save(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now, with: insert)
                 },
                 delete: { _, _ in preconditionFailure("a request of creates deletes nothing") })
-            try db.cachedStatement(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?").execute(arguments: [sequence, zoneRow.key])
+            try setLastSequence(sequence, zoneKey: zoneRow.key, db: db)
             return results
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             return nil
@@ -68,6 +68,11 @@ extension EmbeddedCloud {
         try statement.execute(
             .integer(zoneKey), .text(item.recordID.recordName), .text(record.recordType), .text(record.changeTag!),
             .integer(sequence), .integer(now), .bytes(item.encodedFields!))
+    }
+
+    /// Records the zone's last sequence number after a request's writes.
+    private static func setLastSequence(_ sequence: Int64, zoneKey: Int64, db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?").execute(arguments: [sequence, zoneKey])
     }
 
     private static func insertStatement(_ db: Database) throws -> BoundStatement {
@@ -137,7 +142,7 @@ extension EmbeddedCloud {
             },
             delete: { id, sequence in try tombstone.execute(arguments: [sequence, now, zoneRow.key, id.recordName]) })
         if sequence != zoneRow.lastSequence {
-            try db.cachedStatement(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?").execute(arguments: [sequence, zoneRow.key])
+            try setLastSequence(sequence, zoneKey: zoneRow.key, db: db)
         }
         return results
     }
