@@ -45,10 +45,32 @@ enum IntentJournal {
         do {
             try row.withUnsafeBytes(at: column) { buffer in try scan(buffer, wanted: wanted, into: &entries) }
         } catch {
-            throw SQLiteAdapterError(
-                .databaseFailed,
-                "the upload journal \"_gateway_intents\" is corrupt (\(error)); restore the database from a backup, or delete the journal's rows and run `gateway sync`",
-                underlying: error)
+            throw corrupt(error)
+        }
+    }
+
+    private static func corrupt(_ error: any Error) -> SQLiteAdapterError {
+        SQLiteAdapterError(
+            .databaseFailed,
+            "the upload journal \"_gateway_intents\" is corrupt (\(error)); restore the database from a backup, or delete the journal's rows and run `gateway sync`",
+            underlying: error)
+    }
+
+    /// Calls `body` with the name of every entry of one journal row.
+    private static func readNames(_ row: StatementRow, at column: Int, _ body: (String) -> Void) throws {
+        do {
+            try row.withUnsafeBytes(at: column) { buffer in try scanNames(buffer, body) }
+        } catch {
+            throw corrupt(error)
+        }
+    }
+
+    private static func scanNames(_ buffer: UnsafeRawBufferPointer?, _ body: (String) -> Void) throws(BinaryDecodingError) {
+        guard let buffer else { return }
+        var reader = BinaryReader(buffer)
+        while !reader.isAtEnd {
+            body(try reader.readString())
+            try reader.skipLengthPrefixed()
         }
     }
 
@@ -76,19 +98,25 @@ enum IntentJournal {
         var spent: [Int64] = []
         let statement = BoundStatement(try db.cachedStatement(sql: #"SELECT batch, intents FROM "_gateway_intents" ORDER BY batch"#))
         try statement.forEachRow([]) { row in
-            var entries: [String: Data] = [:]
+            // The names first: a row is usually all kept (the batch in flight) or all replaced
+            // (the batch this update answers), and then no intent is copied out of it.
             var onlyKept = true
-            let wanted = { (name: String) -> Bool in
+            var anyUnreplaced = false
+            var names = 0
+            try readNames(row, at: 1) { name in
+                names += 1
                 if replaced(name) {
                     onlyKept = false
-                    return false
+                } else {
+                    anyUnreplaced = true
+                    if !kept(name) { onlyKept = false }
                 }
-                if !kept(name) { onlyKept = false }
-                return true
             }
-            try readEntries(row, at: 1, wanted: wanted, into: &entries)
-            guard !onlyKept || entries.isEmpty else { return }
+            guard !onlyKept || names == 0 else { return }
             spent.append(row.int64(at: 0))
+            guard anyUnreplaced else { return }
+            var entries: [String: Data] = [:]
+            try readEntries(row, at: 1, wanted: { !replaced($0) }, into: &entries)
             for (name, metadata) in entries {
                 if kept(name) { journaled[name] = metadata } else { left[name] = metadata }
             }
