@@ -95,9 +95,14 @@ public struct PendingChanges: Sendable, Equatable {
     /// The changes of records not in `excluded`, the oldest `limit` of them. Consuming, so that
     /// the records kept are moved rather than shared with the original.
     public consuming func excluding(_ excluded: Set<RecordID>, limit: Int) -> PendingChanges {
+        excluding(where: excluded.contains, limit: limit)
+    }
+
+    /// The changes of records `excluded` does not match, the oldest `limit` of them.
+    package consuming func excluding(where excluded: (RecordID) -> Bool, limit: Int) -> PendingChanges {
         guard limit > 0 else { return PendingChanges() }
-        saves.removeAll { excluded.contains($0.record.id) }
-        deletes.removeAll { excluded.contains($0.recordID) }
+        saves.removeAll { excluded($0.record.id) }
+        deletes.removeAll { excluded($0.recordID) }
         let versions = (saves.map(\.version) + deletes.map(\.version)).sorted()
         if versions.count > limit {
             let cutoff = versions[limit - 1]

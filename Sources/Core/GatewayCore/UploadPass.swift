@@ -71,7 +71,7 @@ struct UploadPass {
             // Room for this batch's outcome and the next batch's intents.
             update.metadata.reserveCapacity(2 * size)
             update.settled.reserveCapacity(size)
-            for id in batch.settledLocally.keys where batch.metadata[id] != nil { update.removedMetadata.insert(id) }
+            update.removedMetadata = batch.settledLocallyWithMetadata
             settled = batch.settledLocally.count
         }
     }
@@ -128,7 +128,7 @@ struct UploadPass {
         }
         unsettled = nil
         if let next { round.upcoming = next }
-        if let sending { round.update.stillSending = Set(sending.intents.keys) }
+        if let sending { round.update.stillSending = sending.intentIDs }
         try await commit(&round)
         try await resolveConflicts(of: round)
         idleRounds = round.settled > 0 ? 0 : idleRounds + 1
@@ -166,7 +166,7 @@ struct UploadPass {
     /// after the cloud saved it, the next sync still knows these values are its own.
     private func commitIntents(of batch: UploadBatch) async throws {
         guard !batch.operations.isEmpty else { return }
-        let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: Set(batch.intents.keys))
+        let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: batch.intentIDs)
         let context = context
         try await context.store("committing upload intents") { try await context.adapter.markUploaded(intents) }
     }
@@ -251,7 +251,8 @@ struct UploadPass {
     private func readNext(after batch: UploadBatch, and previous: UploadBatch?, size: Int) async throws -> Result<UploadBatch, any Error>? {
         let (context, cursor) = (context, batch.latestVersion)
         let read = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size, after: cursor) }
-        let next = read.excluding(previous.map { batch.recordIDs.union($0.recordIDs) } ?? batch.recordIDs, limit: size)
+        let (sent, unsettled) = (batch.recordIDs, previous?.recordIDs ?? [])
+        let next = read.excluding(where: { sent.contains($0) || unsettled.contains($0) }, limit: size)
         guard !next.isEmpty else { return nil }
         return Result { try UploadBatch(next, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption) }
     }
@@ -269,13 +270,14 @@ struct UploadPass {
     /// transient failures stay pending, permanent ones are marked failed.
     private mutating func sort(_ results: [RecordOperationResult], into round: inout Round) throws {
         let batch = round.batch
-        for (operation, result) in zip(batch.operations, results) {
+        for (position, result) in results.enumerated() {
+            let operation = batch.operations[position]
             let id = operation.recordID
-            let version = batch.versions[id]!
+            let version = batch.versions[position]
             switch result {
             case .saved(let saved):
                 round.update.metadata[id] = RecordMetadata.encoded(
-                    changeTag: saved.changeTag, recordType: saved.recordType, sortedFingerprints: batch.fingerprints[id]!, sent: [])
+                    changeTag: saved.changeTag, recordType: saved.recordType, sortedFingerprints: batch.fingerprints[position], sent: [])
                 round.update.settled[id] = version
                 report.uploaded += 1
                 round.settled += 1
@@ -317,11 +319,9 @@ struct UploadPass {
     /// Commits the round's outcome with the next batch's intents.
     private mutating func commit(_ round: inout Round) async throws {
         if round.quotaError == nil, case .success(let next) = round.upcoming {
-            round.update.sending.reserveCapacity(next.intents.count)
-            for (id, intent) in next.intents where round.update.metadata[id] == nil {
-                round.update.metadata[id] = intent
-                round.update.sending.insert(id)
-            }
+            // The next batch holds none of this round's records (``readNext(after:and:size:)``).
+            round.update.metadata.merge(next.intents) { outcome, _ in outcome }
+            round.update.sending = next.intentIDs
             prepared = next
         }
         round.update.zoneState = state.encoded()
@@ -430,49 +430,56 @@ struct UploadPass {
 /// The cloud operations for one batch of pending changes.
 struct UploadBatch {
     /// Every record of the batch, sent or settled locally.
-    var recordIDs: Set<RecordID> { Set(versions.keys).union(settledLocally.keys) }
+    let recordIDs: Set<RecordID>
     /// The highest change-log version in the batch.
-    var latestVersion: Int64? { (Array(versions.values) + Array(settledLocally.values)).max() }
+    let latestVersion: Int64?
 
     /// Each saved record's metadata with the values about to be sent remembered. Encoded with the
     /// batch, so that for the next batch this happens while the cloud saves the current one.
-    private(set) var intents: [RecordID: Data] = [:]
+    let intents: [RecordID: Data]
+    /// The records of ``intents``.
+    let intentIDs: Set<RecordID>
 
-    /// Fingerprints of the user fields sent for each saved record, sorted by field name.
-    var fingerprints: [RecordID: [(key: String, value: FieldFingerprint)]] = [:]
+    // By position in `operations`, so that sorting the answers looks nothing up.
+    let operations: [RecordOperation]
+    /// The change-log version read for each operation's record.
+    let versions: [Int64]
+    /// Fingerprints of the user fields sent for each operation's record, sorted by field name
+    /// (none for deletes).
+    let fingerprints: [[(key: String, value: FieldFingerprint)]]
 
-    var operations: [RecordOperation] = []
-    /// The change-log version read for each record.
-    var versions: [RecordID: Int64] = [:]
-    /// Each record's metadata as read; absent for records never synced.
-    var metadata: [RecordID: RecordMetadata] = [:]
     /// Local deletions of records the cloud never had: settled without a request.
-    var settledLocally: [RecordID: Int64] = [:]
+    let settledLocally: [RecordID: Int64]
+    /// The records of ``settledLocally`` that have metadata to remove.
+    let settledLocallyWithMetadata: Set<RecordID>
 
     init(_ pending: consuming PendingChanges, configuration: SyncConfiguration, writerStamp: String, encryption: FieldEncryption?) throws {
         let count = pending.count
+        var operations: [RecordOperation] = []
+        var versions: [Int64] = []
+        var fingerprints: [[(key: String, value: FieldFingerprint)]] = []
+        var intents: [RecordID: Data] = [:]
+        var intentIDs = Set<RecordID>()
         operations.reserveCapacity(count)
         versions.reserveCapacity(count)
         fingerprints.reserveCapacity(count)
-        metadata.reserveCapacity(count)
         intents.reserveCapacity(count)
+        intentIDs.reserveCapacity(count)
         var stamps = Stamps(configuration, writerStamp: writerStamp)
         // Each record is moved out of the pending changes, so that encrypting and stamping it
         // change its one copy of the values.
         var saves: [PendingSave] = []
         swap(&saves, &pending.saves)
         saves.reverse()
+        var latestVersion: Int64?
         while var save = saves.popLast() {
             let id = save.record.id
             var record = save.record
             // Leaves `record` the only owner of the values.
             save.record = Record(id: id, recordType: "")
             let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
-            self.metadata[id] = metadata
             record.changeTag = metadata?.changeTag
             let sortedFingerprints = FieldFingerprint.sorted(of: record)
-            fingerprints[id] = sortedFingerprints
-            versions[id] = save.version
             if let encryption {
                 do {
                     try encryption.encrypt(&record)
@@ -482,21 +489,40 @@ struct UploadBatch {
             }
             stamps.stamp(&record)
             operations.append(record.changeTag == nil ? .create(record) : .replace(record))
+            versions.append(save.version)
+            latestVersion = max(latestVersion ?? save.version, save.version)
             var intent = metadata ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])
             intent.recordSending(sortedFingerprints.lazy.map { ($0.key, $0.value) })
             intents[id] = intent.encoded()
+            intentIDs.insert(id)
+            fingerprints.append(sortedFingerprints)
         }
+        var recordIDs = intentIDs
+        var settledLocally: [RecordID: Int64] = [:]
+        var settledLocallyWithMetadata = Set<RecordID>()
         for delete in pending.deletes {
             let id = delete.recordID
             let metadata = try delete.metadata.map(RecordMetadata.init(decoding:))
-            self.metadata[id] = metadata
+            latestVersion = max(latestVersion ?? delete.version, delete.version)
+            recordIDs.insert(id)
             if let tag = metadata?.changeTag {
-                versions[id] = delete.version
                 operations.append(.delete(id, changeTag: tag))
+                versions.append(delete.version)
+                fingerprints.append([])
             } else {
                 settledLocally[id] = delete.version
+                if metadata != nil { settledLocallyWithMetadata.insert(id) }
             }
         }
+        self.recordIDs = recordIDs
+        self.latestVersion = latestVersion
+        self.intents = intents
+        self.intentIDs = intentIDs
+        self.operations = operations
+        self.versions = versions
+        self.fingerprints = fingerprints
+        self.settledLocally = settledLocally
+        self.settledLocallyWithMetadata = settledLocallyWithMetadata
     }
 
     /// Writes the compatibility version and the writer stamp into records, through a layout with
