@@ -192,9 +192,14 @@ struct UploadPass {
             } else {
                 try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
             }
-            var answers = try await sending.makeIterator()
-            results = batch.operations.map { operation in
-                refused[operation.recordID].map { .failed(operation.recordID, $0) } ?? answers.next()!
+            let answers = try await sending
+            if refused.isEmpty {
+                results = answers
+            } else {
+                var next = answers.makeIterator()
+                results = batch.operations.map { operation in
+                    refused[operation.recordID].map { .failed(operation.recordID, $0) } ?? next.next()!
+                }
             }
             growBatchSize(after: round.size)
         } catch let error as CloudError where error.code == .limitExceeded && batch.operations.count > 1 {
@@ -374,14 +379,16 @@ struct UploadPass {
     /// The batch's operations with binary fields uploaded as assets. A record whose asset the
     /// cloud refuses (too large) fails alone, with the cloud's error.
     private func operationsWithAssets(_ operations: [RecordOperation]) async throws -> (send: [RecordOperation], refused: [RecordID: CloudError]) {
+        // Most batches hold no binary value: they go as they are, without a copy of each record.
+        guard operations.contains(where: Self.holdsBytes) else { return (operations, [:]) }
         var send: [RecordOperation] = []
         send.reserveCapacity(operations.count)
         var refused: [RecordID: CloudError] = [:]
         for operation in operations {
             do {
                 switch operation {
-                case .create(let record): send.append(.create(try await withAssets(record)))
-                case .replace(let record): send.append(.replace(try await withAssets(record)))
+                case .create(let record) where Self.holdsBytes(operation): send.append(.create(try await withAssets(record)))
+                case .replace(let record) where Self.holdsBytes(operation): send.append(.replace(try await withAssets(record)))
                 default: send.append(operation)
                 }
             } catch let error as CloudError where error.code == .limitExceeded {
@@ -391,6 +398,19 @@ struct UploadPass {
             }
         }
         return (send, refused)
+    }
+
+    /// Whether a save holds a binary value, which may travel as an asset.
+    private static func holdsBytes(_ operation: RecordOperation) -> Bool {
+        switch operation {
+        case .create(let record), .replace(let record):
+            return record.values.contains { value in
+                if case .bytes? = value { return true }
+                return false
+            }
+        default:
+            return false
+        }
     }
 
     /// Uploads the binary fields of `record` that travel as assets, and puts their references in

@@ -316,7 +316,7 @@ public final class SQLiteAdapter: ModelAdapter {
                 db,
                 unlessReplacedBy: { name in
                     let id = RecordID(recordName: name, zoneID: zone)
-                    return update.metadata[id] != nil || update.removedMetadata.contains(id)
+                    return update.metadata[id] != nil || (!update.removedMetadata.isEmpty && update.removedMetadata.contains(id))
                 },
                 keeping: { name in !update.stillSending.isEmpty && update.stillSending.contains(RecordID(recordName: name, zoneID: zone)) })
             try Self.commit(
@@ -402,20 +402,22 @@ public final class SQLiteAdapter: ModelAdapter {
         _ updateSet: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, tableOf: (RecordID) -> String?,
         journalingIntents: Bool = false, db: Database
     ) throws {
+        // An upload's update skips nothing: no lookup per record then.
+        let isSkipped: (RecordID) -> Bool = skipped.isEmpty ? { _ in false } : { skipped.contains($0) }
         let writer = try MetadataWriter(db)
-        for (id, metadata) in updateSet.metadata where !skipped.contains(id) {
+        for (id, metadata) in updateSet.metadata where !isSkipped(id) {
             if journalingIntents && updateSet.sending.contains(id) { continue }
             try writer.write(id.recordName, metadata, table: tableOf(id))
         }
         let removeMetadata = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#))
-        for id in updateSet.removedMetadata where !skipped.contains(id) {
+        for id in updateSet.removedMetadata where !isSkipped(id) {
             try removeMetadata.execute(.text(id.recordName))
         }
         let settle = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_changes" WHERE record_name = ? AND version <= ?"#))
         let clearFailure = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_failures" WHERE record_name = ? AND version <= ?"#))
         // Failure marks are rare: skip clearing them, a statement per record, when there are none.
         let hasFailures = try Bool.fetchOne(db.cachedStatement(sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_failures")"#)) ?? true
-        for (id, version) in updateSet.settled where !skipped.contains(id) {
+        for (id, version) in updateSet.settled where !isSkipped(id) {
             try settle.execute(.text(id.recordName), .integer(version))
             if hasFailures { try clearFailure.execute(.text(id.recordName), .integer(version)) }
         }
