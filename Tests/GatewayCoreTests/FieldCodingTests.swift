@@ -45,6 +45,22 @@ struct FieldCodingTests {
         return fields
     }
 
+    @Test("a fingerprint is FNV-1a over the value's identity encoding, however it is computed", arguments: 0..<300)
+    func fingerprintMatchesEncoding(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        let value = Self.randomValue(&random)
+        #expect(FieldFingerprint(value) == FieldFingerprint.byEncoding(value))
+    }
+
+    @Test("fingerprints stay what earlier releases stored in metadata")
+    func fingerprintsArePinned() {
+        // FNV-1a and SplitMix64 over the encodings, computed outside Swift.
+        #expect(FieldFingerprint(.string("abc")).value == 0x24e5_9e95_d607_ca0a)
+        #expect(FieldFingerprint(.int64(42)).value == 0x61a9_bca9_ee17_99d4)
+        #expect(FieldFingerprint(.double(0.5)).value == 0xb155_8bec_c0a4_6ddd)
+        #expect(FieldFingerprint(.timestamp(Timestamp(millisecondsSince1970: 1_700_000_000_000))).value == 0xfd75_a3e0_3092_96a4)
+    }
+
     @Test("synced metadata encoded from a record directly is the blob the metadata value encodes, and decodes to it", arguments: 0..<200)
     func syncedMetadataBlob(seed: UInt64) throws {
         let fields = Self.randomFields(seed: seed)

@@ -8,7 +8,7 @@ import Foundation
 public enum FieldCoding {
     static let formatVersion: UInt8 = 1
 
-    private enum Tag: UInt8 {
+    enum Tag: UInt8 {
         case string = 1, int64, double, timestamp, bytes, reference, asset, location, list, encrypted
     }
 
