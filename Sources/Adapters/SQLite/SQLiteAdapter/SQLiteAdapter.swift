@@ -404,11 +404,12 @@ public final class SQLiteAdapter: ModelAdapter {
     ) throws {
         // An upload's update skips nothing: no lookup per record then.
         let isSkipped: (RecordID) -> Bool = skipped.isEmpty ? { _ in false } : { skipped.contains($0) }
-        let writer = try MetadataWriter(db)
+        var writer = try MetadataWriter(db)
         for (id, metadata) in updateSet.metadata where !isSkipped(id) {
             if journalingIntents && updateSet.sending.contains(id) { continue }
             try writer.write(id.recordName, metadata, table: tableOf(id))
         }
+        try writer.finish()
         let removeMetadata = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_records" WHERE record_name = ?"#))
         for id in updateSet.removedMetadata where !isSkipped(id) {
             try removeMetadata.execute(.text(id.recordName))
@@ -440,19 +441,20 @@ public final class SQLiteAdapter: ModelAdapter {
 
     /// Writes records' metadata into `_gateway_records`.
     private struct MetadataWriter {
+        /// Upserts of records whose table is known go ``rowsPerStatement`` to a statement: SQLite
+        /// prepares the table's cursor once per statement, not once per record.
+        static let rowsPerStatement = 50
         private let upsert: BoundStatement
+        private let upsertMany: BoundStatement
         private let upsertChanged: BoundStatement
         private let update: BoundStatement
         private let db: Database
+        private var held: [BindableValue] = []
 
         init(_ db: Database) throws {
             self.db = db
-            upsert = BoundStatement(
-                try db.cachedStatement(
-                    sql: """
-                        INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES (?1, ?2, ?3)
-                        ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
-                        """))
+            upsert = BoundStatement(try db.cachedStatement(sql: Self.upsertSQL(rows: 1)))
+            upsertMany = BoundStatement(try db.cachedStatement(sql: Self.upsertSQL(rows: Self.rowsPerStatement)))
             // For a caller that does not know the table (an intent folded after a lost answer): a
             // record with a pending change takes its table from the change log (one statement for
             // both a new and a known record); any other record is already known and keeps its table.
@@ -466,15 +468,41 @@ public final class SQLiteAdapter: ModelAdapter {
             update = BoundStatement(try db.cachedStatement(sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#))
         }
 
+        /// An upsert of `rows` records, each bound as (name, table, metadata). Later rows win, as
+        /// later statements would.
+        private static func upsertSQL(rows: Int) -> String {
+            let values = (0..<rows).map { (row: Int) -> String in
+                let parameters: [String] = (1...3).map { (column: Int) -> String in "?" + String(3 * row + column) }
+                return "(" + parameters.joined(separator: ", ") + ")"
+            }
+            return """
+                INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES \(values.joined(separator: ", "))
+                ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
+                """
+        }
+
         /// Writes `metadata` for the record named `name`, of `table` when the caller knows it
-        /// (a plain upsert, cheaper than reading the table from the change table inside it).
-        func write(_ name: String, _ metadata: Data, table: String?) throws {
+        /// (a plain upsert, cheaper than reading the table from the change table inside it), by
+        /// ``finish()`` at the latest.
+        mutating func write(_ name: String, _ metadata: Data, table: String?) throws {
             if let table {
-                try upsert.execute(.text(name), .text(table), .blob(metadata))
+                held.append(contentsOf: [.text(name), .text(table), .blob(metadata)])
+                if held.count == 3 * Self.rowsPerStatement {
+                    try upsertMany.execute(held)
+                    held.removeAll(keepingCapacity: true)
+                }
                 return
             }
+            // Held upserts go first: a later write of the same record must win.
+            try finish()
             try upsertChanged.execute(.text(name), .blob(metadata))
             if db.changesCount == 0 { try update.execute(.text(name), .blob(metadata)) }
+        }
+
+        /// Writes the upserts still held.
+        mutating func finish() throws {
+            for start in stride(from: 0, to: held.count, by: 3) { try upsert.execute(Array(held[start..<start + 3])) }
+            held.removeAll(keepingCapacity: true)
         }
     }
 
@@ -485,8 +513,9 @@ public final class SQLiteAdapter: ModelAdapter {
     ) throws {
         let left = try IntentJournal.take(db, unlessReplacedBy: replaced, keeping: kept)
         guard !left.isEmpty else { return }
-        let writer = try MetadataWriter(db)
+        var writer = try MetadataWriter(db)
         for (name, metadata) in left { try writer.write(name, metadata, table: nil) }
+        try writer.finish()
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database, TableCatalog) throws -> T) async throws -> T {
