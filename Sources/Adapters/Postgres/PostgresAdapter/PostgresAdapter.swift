@@ -240,12 +240,12 @@ public final class PostgresAdapter: ModelAdapter {
                 for try await (name, version) in rows.decode((String, Int64).self) { current[name] = version }
             }
             var skipped = Set<RecordID>()
-            for (id, expected) in changes.expectedPendingVersions where (current[id.recordName] ?? 0) != expected {
+            for (id, expected) in changes.expectedPendingVersions where (current.isEmpty ? 0 : current[id.recordName] ?? 0) != expected {
                 skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]
             var writes: [String: [Record]] = [:]
-            for record in changes.writes where !skipped.contains(record.id) {
+            for record in changes.writes where skipped.isEmpty || !skipped.contains(record.id) {
                 guard let table = catalog.byType[record.recordType], (try? table.keyTexts(of: record.id.recordName)) != nil else {
                     skipped.insert(record.id)  // a record type this store does not hold, or a name that fits no key
                     continue
@@ -257,8 +257,12 @@ public final class PostgresAdapter: ModelAdapter {
             let inserted = insertingAbsent ? changes.absentLocally : []
             for (tableName, records) in writes {
                 let table = catalog.byTable[tableName]!
-                let new = records.filter { inserted.contains($0.id) }
-                let known = new.count == records.count ? [] : records.filter { !inserted.contains($0.id) }
+                var new: [Record] = []
+                var known: [Record] = []
+                new.reserveCapacity(inserted.isEmpty ? 0 : records.count)
+                for record in records {
+                    if !inserted.isEmpty && inserted.contains(record.id) { new.append(record) } else { known.append(record) }
+                }
                 if !new.isEmpty, let rows = try table.copyRows(for: new) {
                     // New rows go in with COPY, PostgreSQL's bulk path: no statement to plan, no
                     // arrays to unnest, values read by each type's own input function.
@@ -410,26 +414,33 @@ public final class PostgresAdapter: ModelAdapter {
         _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
         inserting: Set<RecordID>, state: PostgresGatewaySchema, connection: PooledConnection
     ) async throws {
-        var saved = update.metadata.filter { !skipped.contains($0.key) }
-        let new = inserting.isEmpty ? [:] : saved.filter { inserting.contains($0.key) && knownTables[$0.key] != nil }
-        if !new.isEmpty {
-            saved = saved.filter { new[$0.key] == nil }
-            var rows = PostgresCopyText(reservingBytes: new.count * 160)
-            for (id, metadata) in new {
+        // One pass: metadata of records just inserted goes in with COPY, the rest with an upsert.
+        var rows = PostgresCopyText(reservingBytes: inserting.count * 160)
+        var copied = 0
+        var names: [String] = []
+        var data: [ByteBuffer] = []
+        var known: [String] = []
+        for (id, metadata) in update.metadata {
+            if !skipped.isEmpty && skipped.contains(id) { continue }
+            if !inserting.isEmpty && inserting.contains(id), let table = knownTables[id] {
                 rows.append(state.scope)
                 rows.append(id.recordName)
-                rows.append(knownTables[id]!)
+                rows.append(table)
                 metadata.withUnsafeBytes { rows.appendHex($0) }
                 rows.endRow()
+                copied += 1
+            } else {
+                names.append(id.recordName)
+                data.append(ByteBuffer(bytes: metadata))
+                known.append(knownTables[id] ?? "")
             }
+        }
+        if copied > 0 {
             try await connection.copy(
                 into: "records", of: state.schema, columns: ["scope", "record_name", "table_name", "metadata"], data: rows.buffer,
                 logger: connection.logger)
         }
-        if !saved.isEmpty {
-            let names = saved.keys.map(\.recordName)
-            let data = saved.values.map { ByteBuffer(bytes: $0) }
-            let known = saved.keys.map { knownTables[$0] ?? "" }
+        if !names.isEmpty {
             // A record's table: the one just written, else its pending change's, else the known one.
             try await connection.query(
                 """
