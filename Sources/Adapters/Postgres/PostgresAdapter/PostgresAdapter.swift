@@ -243,26 +243,26 @@ public final class PostgresAdapter: ModelAdapter {
             for (id, expected) in changes.expectedPendingVersions where (current.isEmpty ? 0 : current[id.recordName] ?? 0) != expected {
                 skipped.insert(id)
             }
-            var tables: [RecordID: String] = [:]
-            var writes: [String: [Record]] = [:]
+            // Each written record's table, and whether it is inserted without a conflict check.
+            var tables: [RecordID: WrittenTable] = [:]
+            var writes: [String: (new: [Record], known: [Record])] = [:]
+            let absent = insertingAbsent ? changes.absentLocally : []
             for record in changes.writes where skipped.isEmpty || !skipped.contains(record.id) {
                 guard let table = catalog.byType[record.recordType], (try? table.keyTexts(of: record.id.recordName)) != nil else {
                     skipped.insert(record.id)  // a record type this store does not hold, or a name that fits no key
                     continue
                 }
-                writes[table.table, default: []].append(record)
-                tables[record.id] = table.table
+                let inserted = !absent.isEmpty && absent.contains(record.id)
+                if inserted {
+                    writes[table.table, default: ([], [])].new.append(record)
+                } else {
+                    writes[table.table, default: ([], [])].known.append(record)
+                }
+                tables[record.id] = WrittenTable(name: table.table, inserted: inserted)
             }
             // One statement per table for the whole page (two when it has new and known records).
-            let inserted = insertingAbsent ? changes.absentLocally : []
-            for (tableName, records) in writes {
+            for (tableName, (new, known)) in writes {
                 let table = catalog.byTable[tableName]!
-                var new: [Record] = []
-                var known: [Record] = []
-                new.reserveCapacity(inserted.isEmpty ? 0 : records.count)
-                for record in records {
-                    if !inserted.isEmpty && inserted.contains(record.id) { new.append(record) } else { known.append(record) }
-                }
                 if !new.isEmpty, let rows = try table.copyRows(for: new) {
                     // New rows go in with COPY, PostgreSQL's bulk path: no statement to plan, no
                     // arrays to unnest, values read by each type's own input function.
@@ -300,14 +300,14 @@ public final class PostgresAdapter: ModelAdapter {
                 }
             }
             try await Self.commit(
-                changes.state, zone: zone, skipping: skipped, knownTables: tables, inserting: inserted, state: state, connection: connection)
+                changes.state, zone: zone, skipping: skipped, written: tables, state: state, connection: connection)
         }
     }
 
     public func markUploaded(_ update: SyncStateUpdate) async throws {
         let zone = zoneID
         try await transaction("recording an upload") { [state] connection, _ in
-            try await Self.commit(update, zone: zone, skipping: [], knownTables: [:], inserting: [], state: state, connection: connection)
+            try await Self.commit(update, zone: zone, skipping: [], written: [:], state: state, connection: connection)
         }
     }
 
@@ -408,31 +408,39 @@ public final class PostgresAdapter: ModelAdapter {
         try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger)
     }
 
-    /// Commits a sync state update. The metadata of `inserting` records (written in this
-    /// transaction, with their table in `knownTables`) is inserted without a conflict check.
+    /// A record written by an apply: its table, and whether it was inserted without a conflict
+    /// check (so its metadata is too).
+    private struct WrittenTable {
+        var name: String
+        var inserted: Bool
+    }
+
+    /// Commits a sync state update. The metadata of records `written` in this transaction goes to
+    /// their table; that of inserted ones is inserted without a conflict check.
     private static func commit(
-        _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, knownTables: [RecordID: String],
-        inserting: Set<RecordID>, state: PostgresGatewaySchema, connection: PooledConnection
+        _ update: SyncStateUpdate, zone: ZoneID, skipping skipped: Set<RecordID>, written: [RecordID: WrittenTable],
+        state: PostgresGatewaySchema, connection: PooledConnection
     ) async throws {
         // One pass: metadata of records just inserted goes in with COPY, the rest with an upsert.
-        var rows = PostgresCopyText(reservingBytes: inserting.count * 160)
+        var rows = PostgresCopyText(reservingBytes: written.count * 160)
         var copied = 0
         var names: [String] = []
         var data: [ByteBuffer] = []
         var known: [String] = []
         for (id, metadata) in update.metadata {
             if !skipped.isEmpty && skipped.contains(id) { continue }
-            if !inserting.isEmpty && inserting.contains(id), let table = knownTables[id] {
+            let table = written.isEmpty ? nil : written[id]
+            if let table, table.inserted {
                 rows.append(state.scope)
                 rows.append(id.recordName)
-                rows.append(table)
+                rows.append(table.name)
                 metadata.withUnsafeBytes { rows.appendHex($0) }
                 rows.endRow()
                 copied += 1
             } else {
                 names.append(id.recordName)
                 data.append(ByteBuffer(bytes: metadata))
-                known.append(knownTables[id] ?? "")
+                known.append(table?.name ?? "")
             }
         }
         if copied > 0 {
