@@ -37,6 +37,48 @@ struct SQLiteStatementHelpersTests {
         #expect(JSONArrayText.of([Int64]()) == "[]")
     }
 
+    @Test(
+        "a many-row statement writes every row once, in order, whether the rows fill its groups or not",
+        arguments: [0, 1, 49, 50, 51, 100, 137])
+    func manyRows(count: Int) throws {
+        let database = try DatabaseQueue()
+        let rows = try database.write { db -> [Row] in
+            try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE, number INTEGER)")
+            var statement = try ManyRowStatement(db, argumentsPerRow: 2) { rows in
+                "INSERT INTO t (name, number) VALUES " + rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
+            }
+            for index in 0..<count {
+                try statement.add([.text(Self.hostile[index % Self.hostile.count] + String(index)), .integer(Int64(index))])
+            }
+            try statement.finish()
+            try statement.finish()  // nothing held: writes nothing
+            return try Row.fetchAll(db, sql: "SELECT name, number FROM t ORDER BY id")
+        }
+        #expect(rows.map { $0[1] as Int64 } == (0..<count).map(Int64.init))
+        #expect(rows.map { $0[0] as String } == (0..<count).map { Self.hostile[$0 % Self.hostile.count] + String($0) })
+    }
+
+    @Test("a many-row statement fails as a whole statement on a constraint, keeps the groups before, and does not retry the failed one")
+    func manyRowsConstraint() throws {
+        let database = try DatabaseQueue()
+        try database.write { db in
+            try db.execute(sql: "CREATE TABLE t (name TEXT PRIMARY KEY)")
+            var statement = try ManyRowStatement(db, argumentsPerRow: 1) { rows in
+                "INSERT INTO t (name) VALUES " + rows.map { "(" + $0[0] + ")" }.joined(separator: ", ")
+            }
+            for index in 0..<ManyRowStatement.rowsPerStatement { try statement.add([.text("a\(index)")]) }
+            let duplicated = (0..<ManyRowStatement.rowsPerStatement).map { $0 == 7 ? "a0" : "b\($0)" }
+            let error = #expect(throws: DatabaseError.self) {
+                for name in duplicated { try statement.add([.text(name)]) }
+            }
+            #expect(error?.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM t") == ManyRowStatement.rowsPerStatement, "the failed group wrote nothing")
+            try statement.add([.text("c")])
+            try statement.finish()
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM t") == ManyRowStatement.rowsPerStatement + 1, "and is not written again later")
+        }
+    }
+
     @Test("a bound statement stores text, blobs (Data and bytes) and integers exactly, and reports SQLite's errors")
     func boundStatement() throws {
         let database = try DatabaseQueue()

@@ -441,20 +441,15 @@ public final class SQLiteAdapter: ModelAdapter {
 
     /// Writes records' metadata into `_gateway_records`.
     private struct MetadataWriter {
-        /// Upserts of records whose table is known go ``rowsPerStatement`` to a statement: SQLite
-        /// prepares the table's cursor once per statement, not once per record.
-        static let rowsPerStatement = 50
-        private let upsert: BoundStatement
-        private let upsertMany: BoundStatement
+        /// Upserts of records whose table is known, 50 to a statement.
+        private var upserts: ManyRowStatement
         private let upsertChanged: BoundStatement
         private let update: BoundStatement
         private let db: Database
-        private var held: [BindableValue] = []
 
         init(_ db: Database) throws {
             self.db = db
-            upsert = BoundStatement(try db.cachedStatement(sql: Self.upsertSQL(rows: 1)))
-            upsertMany = BoundStatement(try db.cachedStatement(sql: Self.upsertSQL(rows: Self.rowsPerStatement)))
+            upserts = try ManyRowStatement(db, argumentsPerRow: 3, sql: Self.upsertSQL)
             // For a caller that does not know the table (an intent folded after a lost answer): a
             // record with a pending change takes its table from the change log (one statement for
             // both a new and a known record); any other record is already known and keeps its table.
@@ -468,13 +463,10 @@ public final class SQLiteAdapter: ModelAdapter {
             update = BoundStatement(try db.cachedStatement(sql: #"UPDATE "_gateway_records" SET metadata = ?2 WHERE record_name = ?1"#))
         }
 
-        /// An upsert of `rows` records, each bound as (name, table, metadata). Later rows win, as
-        /// later statements would.
-        private static func upsertSQL(rows: Int) -> String {
-            let values = (0..<rows).map { (row: Int) -> String in
-                let parameters: [String] = (1...3).map { (column: Int) -> String in "?" + String(3 * row + column) }
-                return "(" + parameters.joined(separator: ", ") + ")"
-            }
+        /// An upsert of records, each row given as the names of its parameters (name, table,
+        /// metadata). Later rows win, as later statements would.
+        private static func upsertSQL(_ rows: [[String]]) -> String {
+            let values = rows.map { (parameters: [String]) -> String in "(" + parameters.joined(separator: ", ") + ")" }
             return """
                 INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES \(values.joined(separator: ", "))
                 ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
@@ -485,14 +477,7 @@ public final class SQLiteAdapter: ModelAdapter {
         /// (a plain upsert, cheaper than reading the table from the change table inside it), by
         /// ``finish()`` at the latest.
         mutating func write(_ name: String, _ metadata: Data, table: String?) throws {
-            if let table {
-                held.append(contentsOf: [.text(name), .text(table), .blob(metadata)])
-                if held.count == 3 * Self.rowsPerStatement {
-                    try upsertMany.execute(held)
-                    held.removeAll(keepingCapacity: true)
-                }
-                return
-            }
+            if let table { return try upserts.add([.text(name), .text(table), .blob(metadata)]) }
             // Held upserts go first: a later write of the same record must win.
             try finish()
             try upsertChanged.execute(.text(name), .blob(metadata))
@@ -501,8 +486,7 @@ public final class SQLiteAdapter: ModelAdapter {
 
         /// Writes the upserts still held.
         mutating func finish() throws {
-            for start in stride(from: 0, to: held.count, by: 3) { try upsert.execute(Array(held[start..<start + 3])) }
-            held.removeAll(keepingCapacity: true)
+            try upserts.finish()
         }
     }
 

@@ -44,13 +44,14 @@ extension EmbeddedCloud {
             try missingAsset(in: record, db: db)
         }
         guard failures.isEmpty else { return nil }
-        var inserter = try RecordInserter(db, expecting: prepared.count)
+        // 50 records to a statement (`ManyRowStatement`).
+        var inserter = try ManyRowStatement(db, argumentsPerRow: 7, sql: insertSQL)
         do {
             let (results, sequence) = try ModifyRules.outcomes(
                 of: prepared, failures: [:], decisions: decisions, lastSequence: zoneRow.lastSequence,
                 tagSuffix: SequenceChangeToken.tagSuffix(generation: zoneRow.generation), now: now, storedCreatedAt: { _ in nil },
                 save: { item, record, sequence in
-                    try inserter.insert(saveArguments(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now))
+                    try inserter.add(saveArguments(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now))
                 },
                 delete: { _, _ in preconditionFailure("a request of creates deletes nothing") })
             try inserter.finish()
@@ -69,7 +70,7 @@ extension EmbeddedCloud {
         try statement.execute(saveArguments(item, record, sequence: sequence, zoneKey: zoneKey, now: now))
     }
 
-    /// The seven arguments of ``insertStatement(_:)`` and of the update, in order.
+    /// The seven arguments of ``insertSQL(_:)`` and of the update, in order.
     private static func saveArguments(
         _ item: ModifyRules.Prepared, _ record: Record, sequence: Int64, zoneKey: Int64, now: Int64
     ) -> [BindableValue] {
@@ -79,61 +80,23 @@ extension EmbeddedCloud {
         ]
     }
 
-    /// Inserts records ``rowsPerStatement`` at a time with one multi-row statement, the rest one
-    /// by one: SQLite prepares the table's and its indexes' cursors once per statement, not once
-    /// per record.
-    struct RecordInserter {
-        static let rowsPerStatement = 50
-        private static let argumentsPerRow = 7
-        private let single: BoundStatement
-        private let multiple: BoundStatement?
-        private var arguments: [BindableValue] = []
-
-        init(_ db: Database, expecting count: Int) throws {
-            single = try insertStatement(db)
-            multiple = count < Self.rowsPerStatement ? nil : BoundStatement(try db.cachedStatement(sql: Self.multipleRowSQL))
-            arguments.reserveCapacity(Self.rowsPerStatement * Self.argumentsPerRow)
-        }
-
-        /// Inserts a record with ``EmbeddedCloud/saveArguments(_:_:sequence:zoneKey:now:)``'s
-        /// arguments, now or with the next ones.
-        mutating func insert(_ row: [BindableValue]) throws {
-            guard let multiple else { return try single.execute(row) }
-            arguments.append(contentsOf: row)
-            guard arguments.count == Self.rowsPerStatement * Self.argumentsPerRow else { return }
-            try multiple.execute(arguments)
-            arguments.removeAll(keepingCapacity: true)
-        }
-
-        /// Inserts the records still held.
-        mutating func finish() throws {
-            for start in stride(from: 0, to: arguments.count, by: Self.argumentsPerRow) {
-                try single.execute(Array(arguments[start..<start + Self.argumentsPerRow]))
-            }
-            arguments.removeAll(keepingCapacity: true)
-        }
-
-        private static let multipleRowSQL =
-            "INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at) VALUES "
-            + (0..<rowsPerStatement).map { (row: Int) -> String in
-                let parameter = { (index: Int) -> String in "?" + String(row * argumentsPerRow + index) }
-                let columns = [1, 2, 3, 4, 5].map(parameter) + ["0", parameter(6), parameter(7), parameter(6)]
-                return "(" + columns.joined(separator: ", ") + ")"
-            }.joined(separator: ", ")
-    }
-
     /// Records the zone's last sequence number after a request's writes.
     private static func setLastSequence(_ sequence: Int64, zoneKey: Int64, db: Database) throws {
         try db.cachedStatement(sql: "UPDATE zones SET last_seq = ? WHERE zone_key = ?").execute(arguments: [sequence, zoneKey])
     }
 
     private static func insertStatement(_ db: Database) throws -> BoundStatement {
-        BoundStatement(
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?6)
-                    """))
+        BoundStatement(try db.cachedStatement(sql: insertSQL([(1...7).map { "?" + String($0) }])))
+    }
+
+    /// An insert of records, each row given as the names of its seven parameters
+    /// (``saveArguments(_:_:sequence:zoneKey:now:)``); a new record is created when modified.
+    private static func insertSQL(_ rows: [[String]]) -> String {
+        let values = rows.map { (p: [String]) -> String in
+            "(" + [p[0], p[1], p[2], p[3], p[4], "0", p[5], p[6], p[5]].joined(separator: ", ") + ")"
+        }
+        return "INSERT INTO records (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at) VALUES "
+            + values.joined(separator: ", ")
     }
 
     /// Decides every operation first (reads only), then writes the ones that succeed, so an
