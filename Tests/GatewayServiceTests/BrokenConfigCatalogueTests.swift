@@ -169,6 +169,16 @@ let brokenConfigs: [BrokenConfig] = [
         name: "missing table", yaml: "\(app)\n    tables: [{ table: nots }]",
         message: "config.yaml:6:23: adapter app: table nots does not exist in $DIR/app.sqlite; create it or remove it from the configuration"),
     BrokenConfig(
+        // The stores are checked at once; whichever check ends first, config order decides.
+        name: "two stores that do not match: the first in config order is reported",
+        yaml: """
+            \(app)
+                tables: [{ table: nots }]
+              - { name: second, kind: sqlite, path: other.sqlite, zone: SecondZone, tables: [{ table: gone }] }
+            """,
+        files: ["other.sqlite": ""],
+        message: "config.yaml:6:23: adapter app: table nots does not exist in $DIR/app.sqlite; create it or remove it from the configuration"),
+    BrokenConfig(
         name: "table without primary key", yaml: "\(app)\n    tables: [{ table: log }]",
         message:
             "config.yaml:6:23: adapter app: table log in $DIR/app.sqlite has no primary key, so its rows cannot be named; add one"),

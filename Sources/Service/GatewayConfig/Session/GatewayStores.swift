@@ -88,6 +88,26 @@ public enum GatewayStores {
         return opened
     }
 
+    /// Runs `body` for every adapter at once, and returns each outcome in the adapters' order.
+    static func forEach<T: Sendable>(
+        _ adapters: [AdapterConfiguration], _ body: @escaping @Sendable (AdapterConfiguration) async throws -> T
+    ) async -> [Result<T, any Error>] {
+        await withTaskGroup(of: (Int, Result<T, any Error>).self) { group in
+            for (index, adapter) in adapters.enumerated() {
+                group.addTask {
+                    do {
+                        return (index, .success(try await body(adapter)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var outcomes = [Result<T, any Error>?](repeating: nil, count: adapters.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes.map { $0! }
+        }
+    }
+
     /// Opens the cloud.
     public static func openCloud(_ configuration: GatewayConfiguration) async throws -> any CloudDatabase {
         do {

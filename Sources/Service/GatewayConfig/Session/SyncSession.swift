@@ -11,7 +11,8 @@ public struct SyncSession: Sendable {
     private let stateLock: (any GatewayStateLock)?
 
     /// Checks the config's stores and cloud without writing, then prepares the state folder,
-    /// takes both locks and opens the cloud and `adapters`, in that order.
+    /// takes both locks and opens the cloud and `adapters`, in that order. The adapters' stores
+    /// are checked at once and opened at once; the first failure in config order is the one thrown.
     /// - Throws: ``GatewayError`` (lock held, store or cloud unavailable) or ``ConfigError`` (a
     ///   store that does not match the config).
     ///   - tolerateUnavailableStores: when a store cannot be reached (its server is down), open
@@ -22,10 +23,15 @@ public struct SyncSession: Sendable {
         _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], tolerateUnavailableStores: Bool = false
     ) async throws -> SyncSession {
         try await GatewayStores.check(configuration, adapters: [], cloud: true)
+        // Stores are checked, and then opened, all at once (a first sync's backfill of one store
+        // overlaps another's connection and capture install); failures are reported in config order.
+        let checks = await GatewayStores.forEach(adapters) { adapter in
+            try await GatewayStores.check(configuration, adapters: [adapter], cloud: false)
+        }
         var unreachable: Set<String> = []
-        for adapter in adapters {
+        for (adapter, check) in zip(adapters, checks) {
             do {
-                try await GatewayStores.check(configuration, adapters: [adapter], cloud: false)
+                try check.get()
             } catch let error as GatewayError where tolerateUnavailableStores && error.code == .storeUnavailable {
                 unreachable.insert(adapter.name)
             }
@@ -37,18 +43,16 @@ public struct SyncSession: Sendable {
         let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
         do {
             let cloud = try await GatewayStores.openCloud(configuration)
-            var opened: [OpenedAdapter] = []
-            for adapter in adapters {
-                if unreachable.contains(adapter.name) {
-                    opened.append(OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)))
-                    continue
-                }
+            let unreachableNames = unreachable
+            let outcomes = await GatewayStores.forEach(adapters) { adapter -> OpenedAdapter in
+                if unreachableNames.contains(adapter.name) { return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)) }
                 do {
-                    opened += try await GatewayStores.open([adapter])
+                    return try await GatewayStores.open([adapter])[0]
                 } catch let error as GatewayError where tolerateUnavailableStores && error.code == .storeUnavailable {
-                    opened.append(OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)))
+                    return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter))
                 }
             }
+            let opened = try outcomes.map { try $0.get() }
             return SyncSession(deviceID: deviceID, cloud: cloud, adapters: opened, processLock: processLock, stateLock: stateLock)
         } catch {
             await stateLock?.release()
