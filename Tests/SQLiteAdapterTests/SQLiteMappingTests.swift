@@ -228,6 +228,35 @@ struct SQLiteMappingTests {
         #expect(try read.get().saves.map(\.record.id.recordName) == ["2", "3", "1", "4"])
     }
 
+    @Test("a backfill numbers rows in table order whatever their rowids: gaps, negatives, a column named rowid, WITHOUT ROWID, the extremes")
+    func backfillNumbering() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(
+            directory,
+            schema: """
+                CREATE TABLE g (id INTEGER PRIMARY KEY, v TEXT);
+                CREATE TABLE s ("rowid" TEXT PRIMARY KEY, v TEXT);
+                CREATE TABLE w (k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;
+                CREATE TABLE x (id INTEGER PRIMARY KEY, v TEXT);
+                """)
+        try file.execute("INSERT INTO g (id, v) VALUES (1000, 'a'), (-5, 'b'), (7, 'c'), (0, 'd')")
+        try file.execute(#"INSERT INTO s ("rowid", v) VALUES ('b', 'first'), ('a', 'second')"#)
+        try file.execute("INSERT INTO w (k, v) VALUES ('b', 'x'), ('a', 'y')")
+        try file.execute("INSERT INTO x (id, v) VALUES (9223372036854775807, 'max'), (-9223372036854775808, 'min')")
+        let tables = ["g", "s", "w", "x"].map { TableMapping(table: $0, recordName: "\($0)-<pk>") }
+        let adapter = try Self.adapter(file, tables)
+        try file.execute("UPDATE g SET v = 'b2' WHERE id = -5")
+        let pending = try await adapter.pendingChanges(limit: 20)
+        #expect(
+            pending.saves.map(\.record.id.recordName)
+                == ["g-0", "g-7", "g-1000", "s-b", "s-a", "w-a", "w-b", "x--9223372036854775808", "x-9223372036854775807", "g--5"],
+            "tables in name order, each in rowid (or key) order, the later edit last")
+        let versions = pending.saves.map(\.version)
+        #expect(versions == versions.sorted() && Set(versions).count == versions.count)
+        #expect(try await Self.adapter(file, tables).pendingChangeCount() == 10, "reopening queues nothing again")
+    }
+
     @Test("a column added to a synced table is picked up without a restart")
     func addedColumn() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

