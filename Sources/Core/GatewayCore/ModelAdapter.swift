@@ -9,9 +9,11 @@ import Foundation
 ///
 /// An adapter does not merge, encrypt, batch or retry: the ``Synchronizer`` does. Every method
 /// that writes is one transaction. Calls may overlap: ``localState(for:)`` of the next page runs
-/// while ``apply(_:)`` writes the current one (never for the same records), so an adapter either
-/// serializes them or lets its store run them side by side. Prove an adapter with the adapter
-/// conformance suite in `GatewayTesting`.
+/// while ``apply(_:)`` writes the current one (never for the same records), and
+/// ``pendingChanges(limit:after:)`` runs while ``markUploaded(_:)`` commits an upload's outcome
+/// (and conflicts it met are applied) for other records, so an adapter either serializes them or
+/// lets its store run them side by side. Prove an adapter with the adapter conformance suite in
+/// `GatewayTesting`.
 public protocol ModelAdapter: Sendable {
     /// The adapter's name from the configuration, used in logs, errors and status.
     var name: String { get }

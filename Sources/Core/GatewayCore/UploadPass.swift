@@ -7,14 +7,18 @@ import Foundation
 /// 1. **take** a batch: the one prepared during the last round, or read now (its intents, the
 ///    values about to be sent, are committed first, so a lost answer is recognised later);
 /// 2. **send** it (as up to ``CloudLimits/modifyRequestsInFlight`` requests side by side), and
-///    while the cloud saves it: read and prepare the next batch, then **commit** the previous
-///    round's outcome together with the next batch's intents (one store write per batch), and
-///    **resolve** the previous round's conflicts, merging the server's versions into the store;
+///    while the cloud saves it: take the next batch (read and prepared during the last round, or
+///    read now), then **commit** the previous round's outcome together with the next batch's
+///    intents (one store write per batch) and **resolve** the previous round's conflicts, merging
+///    the server's versions into the store, while the batch after the next is read and prepared;
 /// 3. sort the answers into this round, whose outcome the next round commits (or the pass, at
 ///    its end).
 ///
-/// So the store's work for one batch overlaps the cloud's work for the next. A batch is read
-/// without the records of the two batches whose outcomes are not committed yet.
+/// So the store's work for one batch overlaps the cloud's work for the next, and the store's
+/// read of a batch overlaps its commit of another. A batch is read without the records of the
+/// batches before it whose outcomes are not committed yet (up to three: the one whose outcome is
+/// committing, the one in flight and the next). A batch read ahead that cannot be used (the batch
+/// size changed, the read failed, a batch had to be read afresh) is read again when it is due.
 ///
 /// The batch size halves on `limitExceeded` and grows back after clean batches (``ZoneSyncState``).
 struct UploadPass {
@@ -35,6 +39,9 @@ struct UploadPass {
     private var budget = 0
     /// The next batch, already read, whose intents were committed with the last round's outcome.
     private var prepared: UploadBatch?
+    /// The batch after the next, read and built while the last round's outcome committed; its
+    /// intents go in with the next round's outcome.
+    private var ahead: (batch: UploadBatch, size: Int)?
     /// The last round: its answers are sorted, its outcome is not committed yet.
     private var unsettled: Round?
 
@@ -154,6 +161,7 @@ struct UploadPass {
             prepared = nil
             return next
         }
+        ahead = nil  // read after a batch no longer in flight
         let context = context
         let pending = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size) }
         if pending.isEmpty { return nil }
@@ -182,13 +190,26 @@ struct UploadPass {
             let (send, refused) = try await operationsWithAssets(batch.operations)
             let (cloud, zone, retrier) = (context.cloud, context.zone, context.retrier)
             async let sending = Self.save(send, in: zone, cloud: cloud, retrier: retrier)
-            // While the cloud saves this batch: the next one is read, and the last round's outcome
-            // is committed with its intents.
-            let upcoming = sent < budget ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
+            // While the cloud saves this batch: the next one is taken (read during the last round)
+            // or read now, and the last round's outcome is committed with its intents while the
+            // batch after it is read and built.
+            let upcoming: Result<UploadBatch, any Error>?
+            if let ahead, ahead.size == round.size {
+                upcoming = .success(ahead.batch)
+            } else {
+                upcoming = sent < budget ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
+            }
+            ahead = nil
             if case .failure = upcoming {
                 // Surfaces once this round's outcome is committed.
                 round.upcoming = upcoming
                 try await settleLastRound(whileSending: batch)
+            } else if case .success(let next) = upcoming, sent + next.operations.count < budget {
+                let excluded = [batch.recordIDs, unsettled?.batch.recordIDs ?? [], next.recordIDs]
+                async let further = Self.readAhead(after: next, excluding: excluded, size: round.size, context: context)
+                try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
+                // A batch that could not be read ahead is read again when it is due.
+                if let further = try? await further { ahead = (further, round.size) }
             } else {
                 try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
             }
@@ -209,8 +230,9 @@ struct UploadPass {
             update.zoneState = state.encoded()
             let context = context
             try await context.store("committing a batch's outcome") { [update] in try await context.adapter.markUploaded(update) }
-            // The batch prepared meanwhile was read at the old size: read again.
+            // The batches prepared meanwhile were read at the old size: read again.
             prepared = nil
+            ahead = nil
             return false
         } catch let error as CloudError where error.code == .limitExceeded {
             results = [.failed(batch.operations[0].recordID, error)]
@@ -254,12 +276,29 @@ struct UploadPass {
     /// read, minus the records of `batch` and of the `previous` batch: their outcomes are not
     /// committed yet, and a record edited again meanwhile goes in a later round.
     private func readNext(after batch: UploadBatch, and previous: UploadBatch?, size: Int) async throws -> Result<UploadBatch, any Error>? {
-        let (context, cursor) = (context, batch.latestVersion)
+        let context = context
+        guard let next = try await Self.readPending(after: batch.latestVersion, excluding: [batch.recordIDs, previous?.recordIDs ?? []], size: size, context: context)
+        else { return nil }
+        return Result { try Self.prepare(next, context: context) }
+    }
+
+    /// Reads and prepares the batch after `next` (see ``readNext(after:and:size:)``), without the
+    /// records of the three batches before it.
+    private static func readAhead(after next: UploadBatch, excluding excluded: [Set<RecordID>], size: Int, context: SyncContext) async throws -> UploadBatch? {
+        guard let pending = try await readPending(after: next.latestVersion, excluding: excluded, size: size, context: context) else { return nil }
+        return try prepare(pending, context: context)
+    }
+
+    /// The pending changes after `cursor` but those of the `excluded` batches, the oldest `size`;
+    /// `nil` when none are left.
+    private static func readPending(after cursor: Int64?, excluding excluded: [Set<RecordID>], size: Int, context: SyncContext) async throws -> PendingChanges? {
         let read = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size, after: cursor) }
-        let (sent, unsettled) = (batch.recordIDs, previous?.recordIDs ?? [])
-        let next = read.excluding(where: { sent.contains($0) || unsettled.contains($0) }, limit: size)
-        guard !next.isEmpty else { return nil }
-        return Result { try UploadBatch(next, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption) }
+        let next = read.excluding(where: { id in excluded.contains { $0.contains(id) } }, limit: size)
+        return next.isEmpty ? nil : next
+    }
+
+    private static func prepare(_ pending: consuming PendingChanges, context: SyncContext) throws -> UploadBatch {
+        try UploadBatch(pending, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption)
     }
 
     /// After a batch of the full current size went through, the size may grow back.
