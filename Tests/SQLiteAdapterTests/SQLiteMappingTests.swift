@@ -257,6 +257,31 @@ struct SQLiteMappingTests {
         #expect(try await Self.adapter(file, tables).pendingChangeCount() == 10, "reopening queues nothing again")
     }
 
+    @Test("pending changes read with their rows in one statement: prefixes and suffixes in any script, negative, extreme and empty keys, deleted rows")
+    func pendingChangesWithRows() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE n (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE s (k TEXT PRIMARY KEY, v TEXT);")
+        try file.execute("INSERT INTO n (id, v) VALUES (-3, 'minus'), (0, 'zero'), (9223372036854775807, 'max'), (42, 'gone')")
+        try file.execute("INSERT INTO s (k, v) VALUES ('a', 'plain'), ('ü|x', 'unicode'), ('', 'empty')")
+        let integers = try Self.adapter(file, [TableMapping(table: "n", recordName: "Ünï·<pk>")])
+        try file.execute("DELETE FROM n WHERE id = 42")
+        let pending = try await integers.pendingChanges(limit: 10)
+        #expect(
+            pending.saves.map { "\($0.record.id.recordName)=\($0.record.fields["v"].map { "\($0)" } ?? "nil")" }
+                == ["Ünï·-3=string(\"minus\")", "Ünï·0=string(\"zero\")", "Ünï·9223372036854775807=string(\"max\")"])
+        #expect(pending.deletes.map(\.recordID.recordName) == ["Ünï·42"], "a deleted row is a delete")
+
+        let other = try SQLiteFile(directory, name: "texts", schema: "CREATE TABLE s (k TEXT PRIMARY KEY, v TEXT);")
+        try other.execute("INSERT INTO s (k, v) VALUES ('a', 'plain'), ('ü|x', 'unicode'), ('', 'empty'), ('007', 'padded')")
+        let texts = try Self.adapter(other, [TableMapping(table: "s", recordName: "<pk>.nöte")])
+        let read = try await texts.pendingChanges(limit: 10)
+        #expect(Set(read.saves.map(\.record.id.recordName)) == ["a.nöte", "ü|x.nöte", ".nöte", "007.nöte"])
+        #expect(read.saves.first { $0.record.id.recordName == ".nöte" }?.record.fields["v"] == .string("empty"))
+        #expect(read.saves.first { $0.record.id.recordName == "007.nöte" }?.record.fields["v"] == .string("padded"))
+        #expect(read.deletes.isEmpty)
+    }
+
     @Test("a column added to a synced table is picked up without a restart")
     func addedColumn() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

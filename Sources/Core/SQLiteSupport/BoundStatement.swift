@@ -118,6 +118,11 @@ public struct StatementRow {
         return String(decoding: UnsafeBufferPointer(start: characters, count: count), as: UTF8.self)
     }
 
+    /// Whether column `index` is NULL.
+    public func isNull(at index: Int) -> Bool {
+        sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL
+    }
+
     /// The value of column `index` as an integer (0 for NULL, as SQLite converts it).
     public func int64(at index: Int) -> Int64 {
         sqlite3_column_int64(handle, Int32(index))

@@ -62,8 +62,11 @@ final class ResolvedTable: Sendable {
         (selectRowSQL, deleteRowSQL, upsertSQL) = Self.statements(
             table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
         selectRowsSQL = Self.selectRowsStatement(table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
-        self.template = try RecordNameTemplate(
+        let template = try RecordNameTemplate(
             mapping.recordName, recordType: mapping.recordType, keyColumnCount: keys.count, table: mapping.table)
+        self.template = template
+        pendingWithRowsSQL = Self.pendingWithRowsStatement(
+            table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns, template: template)
     }
 
     // MARK: SQL
@@ -77,6 +80,35 @@ final class ResolvedTable: Sendable {
     /// Selects the key and values of many rows at once, for a single INTEGER or TEXT key: the
     /// keys are bound as one JSON array. `nil` for other keys, which are read row by row.
     let selectRowsSQL: String?
+
+    /// The adapter's pending changes (oldest first, after a version, without failed ones), each
+    /// with its metadata and, when it is a change of this table, its current row found by the key
+    /// read back from its name: the key at column 4, the values from column 5 (NULL when no row
+    /// matched, which the caller looks up the slow way). One statement instead of a change list
+    /// and a lookup by key, for a single INTEGER or TEXT key; `nil` otherwise.
+    let pendingWithRowsSQL: String?
+
+    static func pendingWithRowsStatement(table: String, keyColumns: [Column], valueColumns: [Column], template: RecordNameTemplate) -> String? {
+        guard keyColumns.count == 1, [.integer, .text].contains(keyColumns[0].kind) else { return nil }
+        let key = "t." + SQLQuoting.identifier(keyColumns[0].name)
+        // SQLite counts characters (code points) in length() and substr().
+        let (head, tail) = (template.prefix.unicodeScalars.count, template.suffix.unicodeScalars.count)
+        let keyText = "substr(c.record_name, \(head + 1), length(c.record_name) - \(head + tail))"
+        let keyFromName = keyColumns[0].kind == .integer ? "CAST(\(keyText) AS INTEGER)" : keyText
+        // The key read back finds the row through the primary key; the name built from the row
+        // must then be the change's name exactly ('007' is not 7).
+        let nameOfRow = template.sqlExpression(keyColumns: keyColumns, row: "t")
+        let selected = ([key] + valueColumns.map { "t." + SQLQuoting.identifier($0.name) }).joined(separator: ", ")
+        return """
+            SELECT c.record_name, c.table_name, c.version, r.metadata, \(selected)
+            FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
+            LEFT JOIN \(SQLQuoting.identifier(table)) t
+              ON c.table_name = \(SQLQuoting.literal(table)) AND \(key) = \(keyFromName) AND \(nameOfRow) = c.record_name
+            WHERE c.version > ?
+              AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
+            ORDER BY c.version LIMIT ?
+            """
+    }
 
     static func selectRowsStatement(table: String, keyColumns: [Column], valueColumns: [Column]) -> String? {
         guard keyColumns.count == 1, [.integer, .text].contains(keyColumns[0].kind) else { return nil }

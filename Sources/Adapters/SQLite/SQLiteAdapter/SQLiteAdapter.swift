@@ -134,20 +134,28 @@ public final class SQLiteAdapter: ModelAdapter {
     /// Runs while the cloud saves the batch before, whose intents stay in the journal: the
     /// records read are not that batch's, and an intent of theirs is looked up here.
     private static func pendingChanges(limit: Int, after: Int64?, zone: ZoneID, catalog: TableCatalog, db: Database) throws -> PendingChanges {
+        // One synced table with a plain key: the changes come with their rows in one statement.
+        let joined = catalog.byTable.count == 1 ? catalog.byTable.first?.value : nil
         let changes = BoundStatement(
             try db.cachedStatement(
-                sql: """
+                sql: joined?.pendingWithRowsSQL
+                    ?? """
                     SELECT c.record_name, c.table_name, c.version, r.metadata
                     FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
                     WHERE c.version > ?
                       AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
                     ORDER BY c.version LIMIT ?
                     """))
+        let joinedTable = joined?.pendingWithRowsSQL == nil ? nil : joined
         var entries: [PendingEntry] = []
         entries.reserveCapacity(max(0, min(limit, 10_000)))
+        var joinedRows: [Record?] = []
         try changes.forEachRow([.integer(after ?? 0), .integer(Int64(max(0, limit)))]) { row in
             guard let name = row.text(at: 0), let table = row.text(at: 1) else { return }
             entries.append(PendingEntry(name: name, table: table, version: row.int64(at: 2), metadata: row.data(at: 3)))
+            if let joinedTable {
+                joinedRows.append(row.isNull(at: 4) ? nil : joinedTable.record(from: row, id: RecordID(recordName: name, zoneID: zone), offset: 5))
+            }
         }
         let names = Set(entries.lazy.map(\.name))
         let intents = try IntentJournal.entries(db) { names.contains($0) }
@@ -156,7 +164,19 @@ public final class SQLiteAdapter: ModelAdapter {
                 if let intent = intents[entries[index].name] { entries[index].metadata = intent }
             }
         }
-        let rows = try Self.rows(of: entries, catalog: catalog, zone: zone, db: db)
+        var rows: [Record?]
+        if joinedTable != nil {
+            // Changes whose row the join did not find (deleted rows, names that fit no key) are
+            // looked up as before.
+            rows = joinedRows
+            let unmatched = rows.indices.filter { rows[$0] == nil }
+            if !unmatched.isEmpty {
+                let found = try Self.rows(of: unmatched.map { entries[$0] }, catalog: catalog, zone: zone, db: db)
+                for (position, record) in zip(unmatched, found) { rows[position] = record }
+            }
+        } else {
+            rows = try Self.rows(of: entries, catalog: catalog, zone: zone, db: db)
+        }
         var pending = PendingChanges()
         pending.saves.reserveCapacity(entries.count)
         for (entry, record) in zip(entries, rows) where catalog.byTable[entry.table] != nil {
