@@ -29,7 +29,7 @@ struct ConfigDecodingTests {
         let settings = configuration.settings
         #expect(settings.compatibilityVersion == 1)
         #expect(settings.batchSize == nil && configuration.defaultBatchSize == 400, "the embedded cloud's max_operations")
-        #expect(settings.fetchLimit.value == 2_000 && configuration.syncConfiguration(deviceID: "d").fetchLimit == 2_000)
+        #expect(settings.fetchLimit.value == 5_000 && configuration.syncConfiguration(deviceID: "d").fetchLimit == 5_000)
         #expect(settings.merge.applied(to: MergeSettings()) == MergeSettings(policy: .merge, prefers: .server))
         #expect(settings.syncInterval.duration == .seconds(60))
         #expect(settings.retry.policy == RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(500), maxDelay: .seconds(60)))
@@ -47,7 +47,10 @@ struct ConfigDecodingTests {
         #expect(configuration.cloud.plan.limits == .selfHosted && CloudLimits.selfHosted.maxOperationsPerRequest == 400)
         var cloudKitLimits = CloudLimits.selfHosted
         cloudKitLimits.maxOperationsPerRequest = 200
-        #expect(cloudKitLimits == .cloudKit, "a self-hosted cloud takes more operations per request, and is CloudKit otherwise")
+        cloudKitLimits.maxResultsPerFetch = 2_000
+        #expect(
+            cloudKitLimits == .cloudKit && CloudLimits.selfHosted.maxResultsPerFetch == 5_000,
+            "a self-hosted cloud takes more operations per request and returns larger pages, and is CloudKit otherwise")
         #expect(configuration.adapters.isEmpty)
     }
 
@@ -142,7 +145,9 @@ struct ConfigDecodingTests {
         #expect(settings.deviceID?.value == "edge-7")
         #expect(
             configuration.cloud.plan.limits
-                == CloudLimits(maxOperationsPerRequest: 100, maxRecordSize: 512_000, maxRequestSize: 1_048_576, maxAssetSize: 10_000_000))
+                == CloudLimits(
+                    maxOperationsPerRequest: 100, maxRecordSize: 512_000, maxRequestSize: 1_048_576, maxAssetSize: 10_000_000,
+                    maxResultsPerFetch: 5_000))
         #expect(configuration.encryption.keys.map(\.id.value) == ["k2", "k1"])
         #expect(configuration.encryption.keys.map(\.origin) == [.file("keys/k2.key"), .environment("OLD_KEY")])
 

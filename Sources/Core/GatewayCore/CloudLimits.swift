@@ -38,6 +38,7 @@ public struct CloudLimits: Hashable, Sendable, Codable {
     /// The limits of a cloud the gateway runs itself (the embedded and PostgreSQL clouds):
     /// CloudKit's, with the 400 operations per request of CloudKit's native API
     /// (`CKModifyRecordsOperation`) instead of the web service's 200, since fewer, larger upload
-    /// rounds cost less per record.
-    public static let selfHosted = CloudLimits(maxOperationsPerRequest: 400)
+    /// rounds cost less per record, and pages of up to 5,000 changes, since each page costs the
+    /// downloading store a lookup, a commit and their round trips.
+    public static let selfHosted = CloudLimits(maxOperationsPerRequest: 400, maxResultsPerFetch: 5_000)
 }

@@ -12,7 +12,7 @@ public struct GatewaySettings: Sendable, Decodable {
     /// cloud's `max_operations` (200 for CloudKit Web Services, 400 for the embedded and
     /// PostgreSQL clouds), see ``GatewayConfiguration/defaultBatchSize``.
     public var batchSize: Located<Int>?
-    /// `fetch_limit` (default 2000): how many changes one fetch of the change feed asks for; the
+    /// `fetch_limit` (default 5000): how many changes one fetch of the change feed asks for; the
     /// cloud clamps it to its own maximum (CloudKit Web Services: 200).
     public var fetchLimit: Located<Int>
     /// `merge_policy`, `merge_prefers`, `merge_resolver`: how conflicts are resolved (default
