@@ -185,6 +185,23 @@ enum GatewayTables {
         try Bool.fetchOne(db.cachedStatement(sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')"#)) == true
     }
 
+    /// The pending changes after a version (`?1`), oldest first, at most `?2`, without those whose
+    /// version failed, each with its metadata; `columns` and `join` add to the select list and
+    /// the joins (``ResolvedTable/pendingWithRowsSQL``).
+    static func pendingChangesSQL(addingColumns columns: String = "", join: String = "") -> String {
+        """
+        SELECT c.record_name, c.table_name, c.version, r.metadata\(columns.isEmpty ? "" : ", " + columns)
+        FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
+        \(join)
+        WHERE c.version > ?
+          AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
+        ORDER BY c.version LIMIT ?
+        """
+    }
+
+    /// ``pendingChangesSQL(addingColumns:join:)`` alone: the changes without their rows.
+    static let plainPendingChangesSQL = pendingChangesSQL()
+
     /// SQL that is true when the store has local changes (folded or not).
     static let hasChangesSQL = """
         SELECT EXISTS (SELECT 1 FROM "_gateway_changes") OR EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')

@@ -99,15 +99,9 @@ final class ResolvedTable: Sendable {
         // must then be the change's name exactly ('007' is not 7).
         let nameOfRow = template.sqlExpression(keyColumns: keyColumns, row: "t")
         let selected = ([key] + valueColumns.map { "t." + SQLQuoting.identifier($0.name) }).joined(separator: ", ")
-        return """
-            SELECT c.record_name, c.table_name, c.version, r.metadata, \(selected)
-            FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
-            LEFT JOIN \(SQLQuoting.identifier(table)) t
-              ON c.table_name = \(SQLQuoting.literal(table)) AND \(key) = \(keyFromName) AND \(nameOfRow) = c.record_name
-            WHERE c.version > ?
-              AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
-            ORDER BY c.version LIMIT ?
-            """
+        return GatewayTables.pendingChangesSQL(
+            addingColumns: selected,
+            join: "LEFT JOIN \(SQLQuoting.identifier(table)) t ON c.table_name = \(SQLQuoting.literal(table)) AND \(key) = \(keyFromName) AND \(nameOfRow) = c.record_name")
     }
 
     static func selectRowsStatement(table: String, keyColumns: [Column], valueColumns: [Column]) -> String? {

@@ -135,26 +135,16 @@ public final class SQLiteAdapter: ModelAdapter {
     /// records read are not that batch's, and an intent of theirs is looked up here.
     private static func pendingChanges(limit: Int, after: Int64?, zone: ZoneID, catalog: TableCatalog, db: Database) throws -> PendingChanges {
         // One synced table with a plain key: the changes come with their rows in one statement.
-        let joined = catalog.byTable.count == 1 ? catalog.byTable.first?.value : nil
-        let changes = BoundStatement(
-            try db.cachedStatement(
-                sql: joined?.pendingWithRowsSQL
-                    ?? """
-                    SELECT c.record_name, c.table_name, c.version, r.metadata
-                    FROM "_gateway_changes" c LEFT JOIN "_gateway_records" r ON r.record_name = c.record_name
-                    WHERE c.version > ?
-                      AND NOT EXISTS (SELECT 1 FROM "_gateway_failures" f WHERE f.record_name = c.record_name AND f.version = c.version)
-                    ORDER BY c.version LIMIT ?
-                    """))
-        let joinedTable = joined?.pendingWithRowsSQL == nil ? nil : joined
+        let joined = catalog.byTable.count == 1 ? catalog.byTable.values.first.flatMap { $0.pendingWithRowsSQL == nil ? nil : $0 } : nil
+        let changes = BoundStatement(try db.cachedStatement(sql: joined?.pendingWithRowsSQL ?? GatewayTables.plainPendingChangesSQL))
         var entries: [PendingEntry] = []
         entries.reserveCapacity(max(0, min(limit, 10_000)))
         var joinedRows: [Record?] = []
         try changes.forEachRow([.integer(after ?? 0), .integer(Int64(max(0, limit)))]) { row in
             guard let name = row.text(at: 0), let table = row.text(at: 1) else { return }
             entries.append(PendingEntry(name: name, table: table, version: row.int64(at: 2), metadata: row.data(at: 3)))
-            if let joinedTable {
-                joinedRows.append(row.isNull(at: 4) ? nil : joinedTable.record(from: row, id: RecordID(recordName: name, zoneID: zone), offset: 5))
+            if let joined {
+                joinedRows.append(row.isNull(at: 4) ? nil : joined.record(from: row, id: RecordID(recordName: name, zoneID: zone), offset: 5))
             }
         }
         let names = Set(entries.lazy.map(\.name))
@@ -165,7 +155,7 @@ public final class SQLiteAdapter: ModelAdapter {
             }
         }
         var rows: [Record?]
-        if joinedTable != nil {
+        if joined != nil {
             // Changes whose row the join did not find (deleted rows, names that fit no key) are
             // looked up as before.
             rows = joinedRows
