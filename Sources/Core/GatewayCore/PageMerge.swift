@@ -17,8 +17,10 @@ extension SyncContext {
         changes.state.metadata.reserveCapacity(incoming.count)
         changes.expectedPendingVersions.reserveCapacity(incoming.count)
         changes.absentLocally.reserveCapacity(incoming.count)
-        for item in incoming {
-            let (id, server, ownWrite) = (item.id, item.record, item.writtenHere)
+        // By index: iterating the records copied each one before its record was copied again
+        // into the writes.
+        for index in incoming.indices {
+            let (id, server, ownWrite) = (incoming[index].id, incoming[index].record, incoming[index].writtenHere)
             let current = local[id]
             changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
             let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
@@ -28,8 +30,8 @@ extension SyncContext {
             guard let current, let pendingVersion = current.pendingVersion else {
                 if let server {
                     if current?.isEmpty ?? true { changes.absentLocally.insert(id) }
-                    changes.writes.append(server)
                     changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                    changes.writes.append(server)  // its last use, so the record moves
                 } else if metadata != nil {
                     changes.deletes.append(id)
                     changes.state.removedMetadata.insert(id)

@@ -157,11 +157,15 @@ struct PostgresResolvedTable: Sendable {
         guard !([table] + copyColumns).contains(where: { $0.contains("\"") }) else { return nil }
         var rows = PostgresCopyText(reservingBytes: records.count * 96)
         var mappings = LayoutMappings(target: layout)
-        for record in records {
-            for (column, text) in zip(keyColumns, try keyTexts(of: record.id.recordName)) { rows.append(column.copyKeyText(text)) }
-            let positions = mappings.mapping(from: record.layout).sourcePositions
-            for (index, column) in valueColumns.enumerated() {
-                guard case .text(let text) = column.copyValue(for: positions[index].flatMap { record.values[$0] }) else { return nil }
+        // By index, records and columns alike: iterating them copied each record and column
+        // (a retain and release per string and array they hold, about 4% of a download's CPU).
+        for recordIndex in records.indices {
+            let keys = try keyTexts(of: records[recordIndex].id.recordName)
+            for index in 0..<min(keyColumns.count, keys.count) { rows.append(keyColumns[index].copyKeyText(keys[index])) }
+            let positions = mappings.mapping(from: records[recordIndex].layout).sourcePositions
+            for index in valueColumns.indices {
+                let value = positions[index].flatMap { records[recordIndex].values[$0] }
+                guard case .text(let text) = valueColumns[index].copyValue(for: value) else { return nil }
                 rows.append(text)
             }
             rows.endRow()
