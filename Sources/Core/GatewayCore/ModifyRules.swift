@@ -61,8 +61,10 @@ package enum ModifyRules {
         var requestSize = 0
         // Layouts whose every field name was checked: records of one shape are checked once.
         var validLayouts = Set<ObjectIdentifier>()
-        for operation in operations {
-            let id = operation.recordID
+        // By index, here and in ``decideAll(_:stored:missingAsset:)``: iterating copied every
+        // operation and its record once more.
+        for index in operations.indices {
+            let id = operations[index].recordID
             guard id.zoneID == zone else {
                 throw CloudError(
                     .invalidArguments, "record \(id) is not in zone \(zone.zoneName), the zone of the request",
@@ -72,10 +74,10 @@ package enum ModifyRules {
                 throw CloudError(
                     .invalidArguments, "record \(id) appears more than once in one request", recordID: id)
             }
-            var item = Prepared(operation: operation, encodedFields: nil, failure: nil)
+            var item = Prepared(operation: operations[index], encodedFields: nil, failure: nil)
             if let problem = nameProblem(id.recordName, what: "record name") {
                 item.failure = CloudError(.invalidArguments, problem, recordID: id)
-            } else if let record = operation.record {
+            } else if let record = item.operation.record {
                 if let problem = recordProblem(record, validLayouts: &validLayouts) {
                     item.failure = CloudError(.invalidArguments, problem, recordID: id)
                 } else {
@@ -156,16 +158,16 @@ package enum ModifyRules {
         var decisions: [Decision] = []
         decisions.reserveCapacity(prepared.count)
         var failures: [Int: CloudError] = [:]
-        for (index, item) in prepared.enumerated() {
-            if let failure = item.failure {
+        for index in prepared.indices {
+            if let failure = prepared[index].failure {
                 failures[index] = failure
                 decisions.append(.fail(failure.code, failure.message))
                 continue
             }
-            let id = item.recordID
+            let id = prepared[index].recordID
             let current = try stored(id)
-            var decision = decide(item.operation, stored: current?.state)
-            if decision == .save, let missing = try missingAsset(item.operation.record!) {
+            var decision = decide(prepared[index].operation, stored: current?.state)
+            if decision == .save, let missing = try missingAsset(prepared[index].operation.record!) {
                 decision = .fail(
                     .invalidArguments, "record \(id) references \(missing), which was never uploaded; upload assets before saving")
             }

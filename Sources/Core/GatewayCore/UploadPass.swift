@@ -314,9 +314,9 @@ struct UploadPass {
     /// transient failures stay pending, permanent ones are marked failed.
     private mutating func sort(_ results: [RecordOperationResult], into round: inout Round) throws {
         let batch = round.batch
+        // The operation is not copied out (it holds its record): its ID and kind are read in place.
         for (position, result) in results.enumerated() {
-            let operation = batch.operations[position]
-            let id = operation.recordID
+            let id = batch.operations[position].recordID
             let version = batch.versions[position]
             switch result {
             case .saved(let saved):
@@ -335,7 +335,7 @@ struct UploadPass {
                 case .serverRecordChanged:
                     if let server = error.serverRecord { round.conflicts.append((id, server)) } else { round.lookups.append(id) }
                 case .unknownItem:
-                    if case .delete = operation {
+                    if case .delete = batch.operations[position] {
                         round.update.removedMetadata.insert(id)
                         round.update.settled[id] = version
                         round.settled += 1
@@ -350,7 +350,7 @@ struct UploadPass {
                     break  // stays pending; the next round sends it again
                 default:
                     round.update.failures[id] = RecordFailure(
-                        version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: operation.record))
+                        version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: batch.operations[position].record))
                     report.failedRecords += 1
                     round.settled += 1
                 }

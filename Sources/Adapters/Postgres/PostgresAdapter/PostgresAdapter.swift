@@ -253,12 +253,13 @@ public final class PostgresAdapter: ModelAdapter {
                     continue
                 }
                 let inserted = !absent.isEmpty && absent.contains(record.id)
+                tables[record.id] = WrittenTable(name: table.table, inserted: inserted)
+                // The record's last use, so it moves into the table's list instead of being copied.
                 if inserted {
                     writes[table.table, default: ([], [])].new.append(record)
                 } else {
                     writes[table.table, default: ([], [])].known.append(record)
                 }
-                tables[record.id] = WrittenTable(name: table.table, inserted: inserted)
             }
             // One statement per table for the whole page (two when it has new and known records).
             for (tableName, (new, known)) in writes {
