@@ -88,7 +88,12 @@ public struct Record: Hashable, Sendable, Codable {
     }
 
     /// How many fields are not null.
-    public var fieldCount: Int { values.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+    public var fieldCount: Int {
+        // Matched in place: comparing each value with nil copied it.
+        var count = 0
+        for index in values.indices { if case .some = values[index] { count += 1 } }
+        return count
+    }
 
     /// Calls `body` with each non-null field, in layout order.
     public func forEachField(_ body: (String, FieldValue) throws -> Void) rethrows {

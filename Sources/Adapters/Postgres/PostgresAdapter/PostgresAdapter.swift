@@ -245,34 +245,39 @@ public final class PostgresAdapter: ModelAdapter {
             }
             // Each written record's table, and whether it is inserted without a conflict check.
             var tables: [RecordID: WrittenTable] = [:]
-            var writes: [String: (new: [Record], known: [Record])] = [:]
+            // The writes of each table by their position in the page: grouping the records
+            // themselves copied each one.
+            var writes: [String: (new: [Int], known: [Int])] = [:]
             let absent = insertingAbsent ? changes.absentLocally : []
-            for record in changes.writes where skipped.isEmpty || !skipped.contains(record.id) {
-                guard let table = catalog.byType[record.recordType], (try? table.keyTexts(of: record.id.recordName)) != nil else {
-                    skipped.insert(record.id)  // a record type this store does not hold, or a name that fits no key
+            for index in changes.writes.indices {
+                let id = changes.writes[index].id
+                if !skipped.isEmpty && skipped.contains(id) { continue }
+                guard let table = catalog.byType[changes.writes[index].recordType], (try? table.keyTexts(of: id.recordName)) != nil else {
+                    skipped.insert(id)  // a record type this store does not hold, or a name that fits no key
                     continue
                 }
-                let inserted = !absent.isEmpty && absent.contains(record.id)
-                tables[record.id] = WrittenTable(name: table.table, inserted: inserted)
-                // The record's last use, so it moves into the table's list instead of being copied.
+                let inserted = !absent.isEmpty && absent.contains(id)
+                tables[id] = WrittenTable(name: table.table, inserted: inserted)
                 if inserted {
-                    writes[table.table, default: ([], [])].new.append(record)
+                    writes[table.table, default: ([], [])].new.append(index)
                 } else {
-                    writes[table.table, default: ([], [])].known.append(record)
+                    writes[table.table, default: ([], [])].known.append(index)
                 }
             }
             // One statement per table for the whole page (two when it has new and known records).
             for (tableName, (new, known)) in writes {
                 let table = catalog.byTable[tableName]!
-                if !new.isEmpty, let rows = try table.copyRows(for: new) {
+                if !new.isEmpty, let rows = try table.copyRows(for: changes.writes, at: new) {
                     // New rows go in with COPY, PostgreSQL's bulk path: no statement to plan, no
                     // arrays to unnest, values read by each type's own input function.
                     try await connection.copy(
                         into: table.table, of: table.schema, columns: table.copyColumns, data: rows.buffer, logger: connection.logger)
                 } else if !new.isEmpty {
-                    try await Self.write(new, with: table.insertManySQL, of: table, connection: connection)
+                    try await Self.write(new.map { changes.writes[$0] }, with: table.insertManySQL, of: table, connection: connection)
                 }
-                if !known.isEmpty { try await Self.write(known, with: table.upsertManySQL, of: table, connection: connection) }
+                if !known.isEmpty {
+                    try await Self.write(known.map { changes.writes[$0] }, with: table.upsertManySQL, of: table, connection: connection)
+                }
             }
             if !changes.deletes.isEmpty {
                 let names = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)

@@ -149,17 +149,17 @@ struct PostgresResolvedTable: Sendable {
         return keys + values
     }
 
-    /// The rows of `records` in `COPY`'s text format (key columns, then value columns), or `nil`
+    /// The rows of the records at `positions` in `COPY`'s text format (key columns, then value columns), or `nil`
     /// when a value can only go through ``insertManySQL`` (see ``PostgresColumn/copyValue(for:)``).
-    func copyRows(for records: [Record]) throws -> PostgresCopyText? {
+    func copyRows(for records: [Record], at positions: [Int]) throws -> PostgresCopyText? {
         // PostgresNIO writes the table and column names into COPY between double quotes without
         // doubling the ones inside: such names take the statement path.
         guard !([table] + copyColumns).contains(where: { $0.contains("\"") }) else { return nil }
-        var rows = PostgresCopyText(reservingBytes: records.count * 96)
+        var rows = PostgresCopyText(reservingBytes: positions.count * 96)
         var mappings = LayoutMappings(target: layout)
         // By index, records and columns alike: iterating them copied each record and column
         // (a retain and release per string and array they hold, about 4% of a download's CPU).
-        for recordIndex in records.indices {
+        for recordIndex in positions {
             let keys = try keyTexts(of: records[recordIndex].id.recordName)
             for index in 0..<min(keyColumns.count, keys.count) { rows.append(keyColumns[index].copyKeyText(keys[index])) }
             let positions = mappings.mapping(from: records[recordIndex].layout).sourcePositions
@@ -173,7 +173,7 @@ struct PostgresResolvedTable: Sendable {
         return rows
     }
 
-    /// The columns ``copyRows(for:)`` fills, in order, unquoted (the COPY call quotes them).
+    /// The columns ``copyRows(for:at:)`` fills, in order, unquoted (the COPY call quotes them).
     var copyColumns: [String] { (keyColumns + valueColumns).map(\.name) }
 
     /// Deletes many rows at once by their key texts, one text array per key column.
