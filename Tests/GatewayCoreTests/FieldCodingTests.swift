@@ -71,6 +71,12 @@ struct FieldCodingTests {
         let direct = RecordMetadata.encoded(syncedRecord: record)
         #expect(direct == metadata.encoded())
         #expect(try RecordMetadata(decoding: direct) == metadata)
+        // Null positions in the layout (as after the reserved fields are cleared) are left out.
+        if !record.values.isEmpty {
+            var cleared = record
+            cleared[position: Int(seed) % record.values.count] = nil
+            #expect(RecordMetadata.encoded(syncedRecord: cleared) == RecordMetadata(syncedRecord: cleared).encoded())
+        }
         let sorted = FieldFingerprint.sorted(of: fields)
         #expect(sorted.map(\.key) == fields.keys.sorted())
         #expect(Dictionary(uniqueKeysWithValues: sorted.map { ($0.key, $0.value) }) == FieldFingerprint.of(fields))

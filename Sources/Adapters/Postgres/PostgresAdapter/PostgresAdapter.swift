@@ -245,6 +245,7 @@ public final class PostgresAdapter: ModelAdapter {
             }
             // Each written record's table, and whether it is inserted without a conflict check.
             var tables: [RecordID: WrittenTable] = [:]
+            tables.reserveCapacity(changes.writes.count)
             // The writes of each table by their position in the page: grouping the records
             // themselves copied each one.
             var writes: [String: (new: [Int], known: [Int])] = [:]
