@@ -364,6 +364,7 @@ struct UploadPass {
     private mutating func commit(_ round: inout Round) async throws {
         if round.quotaError == nil, case .success(let next) = round.upcoming {
             // The next batch holds none of this round's records (``readNext(after:and:size:)``).
+            round.update.metadata.reserveCapacity(round.update.metadata.count + next.intents.count)
             round.update.metadata.merge(next.intents) { outcome, _ in outcome }
             round.update.sending = next.intentIDs
             prepared = next
@@ -529,7 +530,7 @@ struct UploadBatch {
         // change its one copy of the values.
         var saves: [PendingSave] = []
         swap(&saves, &pending.saves)
-        saves.reverse()
+        saves.withUnsafeMutableBufferPointer { $0.reverse() }  // moves; the array's own copied each save
         var latestVersion: Int64?
         while var save = saves.popLast() {
             let id = save.record.id
