@@ -21,7 +21,7 @@ extension SyncContext {
         // into the writes.
         for index in incoming.indices {
             let (id, server, ownWrite) = (incoming[index].id, incoming[index].record, incoming[index].writtenHere)
-            let current = local[id]
+            let current = local.isEmpty ? nil : local[id]  // a page new to the store looks nothing up
             changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
             let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
             if let server, server.changeTag != nil, metadata?.changeTag == server.changeTag {

@@ -188,7 +188,7 @@ public final class PostgresAdapter: ModelAdapter {
             }
         }
         var result: [RecordID: LocalRecordState] = [:]
-        for id in recordIDs {
+        for id in recordIDs where !found.isEmpty {
             guard let entry = found[id.recordName] else { continue }
             result[id] = LocalRecordState(record: current[id], metadata: entry.metadata, pendingVersion: entry.pending?.version)
         }
@@ -250,10 +250,14 @@ public final class PostgresAdapter: ModelAdapter {
             // themselves copied each one.
             var writes: [String: (new: [Int], known: [Int])] = [:]
             let absent = insertingAbsent ? changes.absentLocally : []
+            // A page's records are mostly of one type: its table is looked up once per run of it.
+            var lastType: (name: String, table: PostgresResolvedTable?)?
             for index in changes.writes.indices {
                 let id = changes.writes[index].id
                 if !skipped.isEmpty && skipped.contains(id) { continue }
-                guard let table = catalog.byType[changes.writes[index].recordType], (try? table.keyTexts(of: id.recordName)) != nil else {
+                let recordType = changes.writes[index].recordType
+                if lastType?.name != recordType { lastType = (recordType, catalog.byType[recordType]) }
+                guard let table = lastType?.table, (try? table.keyTexts(of: id.recordName)) != nil else {
                     skipped.insert(id)  // a record type this store does not hold, or a name that fits no key
                     continue
                 }
