@@ -366,7 +366,7 @@ let package = Package(
         .testTarget(
             name: "EmbeddedCloudTests",
             dependencies: [
-                "TestScheduling", "GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter",
+                "TestScheduling", "GatewayCore", "EmbeddedCloud", "GatewayTesting", "EmbeddedCloudWriter", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

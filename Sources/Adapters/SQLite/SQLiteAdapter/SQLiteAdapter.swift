@@ -14,6 +14,8 @@ import Synchronization
 public final class SQLiteAdapter: ModelAdapter {
     public let configuration: SQLiteAdapterConfiguration
     let pool: DatabasePool
+    /// Checkpoints the database's WAL beside the pool's writer.
+    private let checkpointer: WALCheckpointer
     private let catalog: Mutex<TableCatalog>
 
     public var name: String { configuration.name }
@@ -46,7 +48,9 @@ public final class SQLiteAdapter: ModelAdapter {
         grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
         grdb.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try WALCheckpointer.prepareWriter(db)
         }
+        checkpointer = WALCheckpointer(path: configuration.path, configuration: grdb)
         guard FileManager.default.fileExists(atPath: configuration.path) else {
             throw SQLiteAdapterError(.databaseFailed, "the database \(configuration.path) of adapter \(configuration.name) does not exist")
         }
@@ -526,7 +530,7 @@ public final class SQLiteAdapter: ModelAdapter {
     ) async throws -> T {
         let path = configuration.path
         return try await Self.guardedAsync(path) { [self] in
-            try await pool.writeWithoutTransaction { db in
+            let result = try await pool.writeWithoutTransaction { db in
                 var result: T?
                 try db.inTransaction(.immediate) {
                     try GatewayTables.compact(db)
@@ -536,6 +540,8 @@ public final class SQLiteAdapter: ModelAdapter {
                 }
                 return result!
             }
+            checkpointer.noteWrite()
+            return result
         }
     }
 

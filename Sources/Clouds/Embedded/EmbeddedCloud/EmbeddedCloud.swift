@@ -19,6 +19,8 @@ public final class EmbeddedCloud: CloudDatabase {
     /// The behaviour settings.
     public let configuration: Configuration
     let pool: DatabasePool
+    /// Checkpoints the file's WAL beside the pool's writer.
+    private let checkpointer: WALCheckpointer
     private let purgeSchedule: PurgeSchedule
 
     public var limits: CloudLimits { configuration.limits }
@@ -35,7 +37,9 @@ public final class EmbeddedCloud: CloudDatabase {
         grdb.prepareDatabase { db in
             // WAL with NORMAL sync survives a killed process; only power loss may drop the newest commits.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try WALCheckpointer.prepareWriter(db)
         }
+        checkpointer = WALCheckpointer(path: path, configuration: grdb)
         do {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -169,7 +173,7 @@ public final class EmbeddedCloud: CloudDatabase {
 
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await pool.writeWithoutTransaction { db in
+            let result = try await pool.writeWithoutTransaction { db in
                 var result: T?
                 try db.inTransaction(.immediate) {
                     result = try body(db)
@@ -177,6 +181,8 @@ public final class EmbeddedCloud: CloudDatabase {
                 }
                 return result!
             }
+            checkpointer.noteWrite()
+            return result
         } catch {
             throw Self.cloudError(error, path: path)
         }
@@ -185,7 +191,7 @@ public final class EmbeddedCloud: CloudDatabase {
     /// Like ``write(_:)``, but rolls the transaction back when `body` returns `nil`.
     func writeUnlessNil<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T?) async throws -> T? {
         do {
-            return try await pool.writeWithoutTransaction { db in
+            let result = try await pool.writeWithoutTransaction { db in
                 var result: T?
                 try db.inTransaction(.immediate) {
                     result = try body(db)
@@ -193,6 +199,8 @@ public final class EmbeddedCloud: CloudDatabase {
                 }
                 return result
             }
+            if result != nil { checkpointer.noteWrite() }
+            return result
         } catch {
             throw Self.cloudError(error, path: path)
         }
