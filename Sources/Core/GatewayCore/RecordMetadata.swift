@@ -94,15 +94,7 @@ public struct RecordMetadata: Sendable, Equatable {
         // allocation after the record itself.
         let (names, values) = (record.layout.fieldNames, record.values)
         var writer = BinaryWriter(capacity: 32 + values.count * 24)
-        writer.writeByte(Self.formatVersion)
-        if let changeTag = record.changeTag {
-            writer.writeByte(1)
-            writer.writeString(changeTag)
-        } else {
-            writer.writeByte(0)
-        }
-        writer.writeString(record.recordType)
-        writer.writeVarint(UInt64(record.fieldCount))
+        writeHeader(changeTag: record.changeTag, recordType: record.recordType, fieldCount: record.fieldCount, into: &writer)
         var scratch = BinaryWriter(capacity: 0)
         for position in record.layout.canonicalOrder {
             guard let value = values[position] else { continue }
@@ -118,6 +110,19 @@ public struct RecordMetadata: Sendable, Equatable {
         changeTag: String?, recordType: String, sortedFingerprints: some Collection<(key: String, value: FieldFingerprint)>, sent: [UInt64]
     ) -> Data {
         var writer = BinaryWriter(capacity: 32 + sortedFingerprints.count * 24 + sent.count * 8)
+        writeHeader(changeTag: changeTag, recordType: recordType, fieldCount: sortedFingerprints.count, into: &writer)
+        for (name, fingerprint) in sortedFingerprints {
+            writer.writeString(name)
+            writer.writeInt64(Int64(bitPattern: fingerprint.value))
+        }
+        writer.writeVarint(UInt64(sent.count))
+        for pair in sent { writer.writeInt64(Int64(bitPattern: pair)) }
+        return Data(writer.bytes)
+    }
+
+    /// The blob's start: format version, change tag, record type and the count of fingerprints
+    /// that follow.
+    private static func writeHeader(changeTag: String?, recordType: String, fieldCount: Int, into writer: inout BinaryWriter) {
         writer.writeByte(Self.formatVersion)
         if let changeTag {
             writer.writeByte(1)
@@ -126,14 +131,7 @@ public struct RecordMetadata: Sendable, Equatable {
             writer.writeByte(0)
         }
         writer.writeString(recordType)
-        writer.writeVarint(UInt64(sortedFingerprints.count))
-        for (name, fingerprint) in sortedFingerprints {
-            writer.writeString(name)
-            writer.writeInt64(Int64(bitPattern: fingerprint.value))
-        }
-        writer.writeVarint(UInt64(sent.count))
-        for pair in sent { writer.writeInt64(Int64(bitPattern: pair)) }
-        return Data(writer.bytes)
+        writer.writeVarint(UInt64(fieldCount))
     }
 
     /// Decodes a blob made by ``encoded()``.

@@ -149,8 +149,9 @@ struct PostgresResolvedTable: Sendable {
         return keys + values
     }
 
-    /// The rows of the records at `positions` in `COPY`'s text format (key columns, then value columns), or `nil`
-    /// when a value can only go through ``insertManySQL`` (see ``PostgresColumn/copyValue(for:)``).
+    /// The rows of the records at `positions` in `COPY`'s text format (key columns, then value
+    /// columns), or `nil` when a value can only go through ``insertManySQL`` (see
+    /// ``PostgresColumn/copyValue(for:)``).
     func copyRows(for records: [Record], at positions: [Int]) throws -> PostgresCopyText? {
         // PostgresNIO writes the table and column names into COPY between double quotes without
         // doubling the ones inside: such names take the statement path.
