@@ -179,6 +179,7 @@ public final class PostgresAdapter: ModelAdapter {
                 try await state.compactLog(connection)
                 return try await read(connection, false).found
             } : first.found
+        guard !found.isEmpty else { return [:] }  // a page new to the store: no lookup per record
         let pendingNames = found.compactMapValues { $0.pending?.table }
         var current: [RecordID: Record] = [:]
         if !pendingNames.isEmpty {
@@ -188,7 +189,7 @@ public final class PostgresAdapter: ModelAdapter {
             }
         }
         var result: [RecordID: LocalRecordState] = [:]
-        for id in recordIDs where !found.isEmpty {
+        for id in recordIDs {
             guard let entry = found[id.recordName] else { continue }
             result[id] = LocalRecordState(record: current[id], metadata: entry.metadata, pendingVersion: entry.pending?.version)
         }
