@@ -450,7 +450,20 @@ struct CLITests {
         #expect(try await call("POST", "/sync", token: "wrong").0 == 401)
         #expect(try await call("POST", "/sync?adapter=nope", token: "test-token").0 == 404)
         // A change the scheduler has not synced yet shows in /status and /metrics, and is gone
-        // after POST /sync?wait=1.
+        // after POST /sync?wait=1. The edit above also fires the cloud's change signal, which
+        // asks for one more sync; on a loaded machine it can come late, so the test first waits
+        // until no sync runs and the sync count has held for two seconds.
+        func completedSyncs() async throws -> String {
+            let text = String(decoding: try await call("GET", "/metrics").1, as: UTF8.self)
+            return text.split(separator: "\n").filter { $0.hasPrefix("gateway_syncs_total") }.sorted().joined(separator: "\n")
+        }
+        var quietSince = (ContinuousClock.now, try await completedSyncs())
+        try await waitFor("a quiet moment") {
+            let count = try await completedSyncs()
+            let running = try decoder.decode(ServiceStatus.self, from: try await call("GET", "/status").1).syncInProgress != nil
+            if running || count != quietSince.1 { quietSince = (ContinuousClock.now, count) }
+            return ContinuousClock.now - quietSince.0 >= .seconds(2)
+        }
         try Data("{\"title\": \"Fresh\"}".utf8).write(to: clone.url.appendingPathComponent(".gateway/examples/docs/Article/fresh.json"))
         let pending = try decoder.decode(ServiceStatus.self, from: try await call("GET", "/status").1)
         #expect(pending.adapters.first { $0.name == "docs" }?.pendingChanges == 1)
