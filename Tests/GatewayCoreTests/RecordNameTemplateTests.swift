@@ -1,4 +1,5 @@
 import GatewayCore
+import GatewayTesting
 import Testing
 
 @Suite("Record name templates")
@@ -43,8 +44,29 @@ struct RecordNameTemplateTests {
         // A decomposed accent: the bytes start with the prefix "e" though the characters do not.
         let accent = try #require(RecordNameTemplate("e<pk>", recordType: "T", keyColumnCount: 1))
         #expect(accent.fits("e\u{301}x"))
-        for name in ["Note.1.v1", "Note.x|y.v1", "Note..v1", "Note.7.v1.v1"] {
+        #expect(accent.components(of: "e\u{301}x") == ["\u{301}x"], "components(of:) splits bytes like fits")
+        for name in ["Note.1.v1", "Note.x|y.v1", "Note..v1", "Note.7.v1.v1", "Note.\u{301}.v1", "Note.v1\u{301}"] {
             #expect(template.fits(name) == (template.components(of: name) != nil), "fits agrees with components(of:) on \(name)")
+        }
+    }
+
+    @Test("any components round-trip through a name, byte for byte, whatever characters they hold", arguments: 1...3)
+    func roundTripProperty(keys: Int) throws {
+        // Separators, escapes and combining marks next to them: where characters and bytes differ.
+        let alphabet: [String] = ["a", "7", "|", "\\", "\u{301}", "e\u{301}", "é", "🇫🇷", "\u{200D}", " ", "\u{0}"]
+        var generator = SeededGenerator(seed: UInt64(keys))
+        let templates = try ["<pk>", "n:<pk>", "<Type>.<pk>.v1", "e<pk>\u{301}", "|<pk>\\"].map { try Self.template($0, keys: keys) }
+        for _ in 0..<2_000 {
+            let parts = (0..<keys).map { _ in
+                (0..<Int.random(in: 0...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+            }
+            for template in templates {
+                let name = template.name(for: parts)
+                let split = template.components(of: name)
+                #expect(split.map { $0.map { Array($0.utf8) } } == parts.map { Array($0.utf8) }, "\(parts.map { Array($0.unicodeScalars) }) in \(template)")
+                #expect(template.fits(name))
+                if split.map({ $0.map { Array($0.utf8) } }) != parts.map({ Array($0.utf8) }) { return }
+            }
         }
     }
 
@@ -54,5 +76,7 @@ struct RecordNameTemplateTests {
         #expect(RecordNameTemplate.mayCollide(try Self.template("<pk>"), try Self.template("b:<pk>")))
         #expect(!RecordNameTemplate.mayCollide(try Self.template("a-<pk>"), try Self.template("b-<pk>")))
         #expect(!RecordNameTemplate.mayCollide(try Self.template("<pk>.a"), try Self.template("<pk>.b")))
+        let decomposed = try #require(RecordNameTemplate("e\u{301}<pk>", recordType: "T", keyColumnCount: 1))
+        #expect(RecordNameTemplate.mayCollide(try Self.template("e<pk>"), decomposed), "names are matched by bytes")
     }
 }

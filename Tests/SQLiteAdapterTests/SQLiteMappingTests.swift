@@ -25,27 +25,34 @@ struct SQLiteMappingTests {
         let schema = """
             CREATE TABLE line (invoice INTEGER, code TEXT, qty INTEGER, PRIMARY KEY (invoice, code));
             CREATE TABLE blobbed (id BLOB PRIMARY KEY, label TEXT);
+            CREATE TABLE marked (id TEXT PRIMARY KEY, label TEXT);
             """
         let source = try SQLiteFile(directory, schema: schema)
         try source.execute("INSERT INTO line VALUES (7, 'a|b\\c', 3), (7, 'plain', 1), (8, '', 2)")
         try source.execute("INSERT INTO blobbed VALUES (x'00ff10', 'bytes')")
+        // Combining marks right after the prefix and after a separator: one character with it,
+        // but names are matched and split by bytes, as the triggers build them.
+        try source.execute("INSERT INTO line VALUES (9, 'a|\u{301}', 4)")
+        try source.execute("INSERT INTO marked VALUES ('\u{301}x', 'mark')")
         let tables = [
             TableMapping(table: "line", recordType: "InvoiceLine", recordName: "<Type>.<pk>"),
             TableMapping(table: "blobbed", recordName: "b:<pk>"),
+            TableMapping(table: "marked", recordName: "m:<pk>"),
         ]
         let adapter = try Self.adapter(source, tables)
         let pending = try await adapter.pendingChanges(limit: 10)
         let names = Set(pending.saves.map(\.record.id.recordName))
-        #expect(names == ["InvoiceLine.7|a\\|b\\\\c", "InvoiceLine.7|plain", "InvoiceLine.8|", "b:00FF10"])
+        #expect(names == ["InvoiceLine.7|a\\|b\\\\c", "InvoiceLine.7|plain", "InvoiceLine.8|", "InvoiceLine.9|a\\|\u{301}", "b:00FF10", "m:\u{301}x"])
         #expect(pending.saves.first { $0.record.id.recordName == "InvoiceLine.7|plain" }?.record.fields == ["qty": .int64(1)])
-        #expect(pending.saves.allSatisfy { $0.record.recordType == "InvoiceLine" || $0.record.recordType == "blobbed" })
+        #expect(pending.saves.allSatisfy { ["InvoiceLine", "blobbed", "marked"].contains($0.record.recordType) })
 
         let target = try SQLiteFile(directory, schema: schema)
         let copy = try Self.adapter(target, tables)
         try await Self.copy(pending, to: copy)
         #expect(try target.rows("SELECT invoice, code, qty FROM line ORDER BY invoice, code").map { "\($0[0] as Int64)/\($0[1] as String)/\($0[2] as Int64)" }
-            == ["7/a|b\\c/3", "7/plain/1", "8//2"])
+            == ["7/a|b\\c/3", "7/plain/1", "8//2", "9/a|\u{301}/4"])
         #expect(try target.rows("SELECT hex(id), label FROM blobbed").map { "\($0[0] as String)=\($0[1] as String)" } == ["00FF10=bytes"])
+        #expect(try target.rows("SELECT hex(id), label FROM marked").map { "\($0[0] as String)=\($0[1] as String)" } == ["CC8178=mark"])
         #expect(try await copy.hasChanges() == false, "applied rows are not local changes")
     }
 
