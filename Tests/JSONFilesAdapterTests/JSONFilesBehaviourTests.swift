@@ -144,6 +144,51 @@ struct JSONFilesBehaviourTests {
         }
     }
 
+    @Test("record names that differ only in Unicode normalization are separate files, and a collection refuses to merge them")
+    func canonicallyEquivalentNames() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-nfd")
+        defer { directory.remove() }
+        let names = ["\u{E9}", "e\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}"]
+        let records = names.enumerated().map { index, name in
+            Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: "Note", fields: ["title": .string("t\(index)")])
+        }
+        func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+        let folder = directory.url.appendingPathComponent("docs")
+        let adapter = try Self.adapter(folder)
+        try await adapter.apply(Self.download(records))
+        #expect(try await adapter.hasChanges() == false)
+        let files = ["%C3%A9.json", "e%CC%81.json", "%C3%85.json", "A%CC%8A.json", "%E2%84%AB.json"]
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("Note").path).sorted() == files.sorted(), "one file per record")
+        // Edited locally, each comes back under its own name with its own values.
+        for (index, file) in files.enumerated() {
+            try Self.write("{\"title\": \"edited t\(index)\"}", to: folder.appendingPathComponent("Note").appendingPathComponent(file))
+        }
+        let pending = try await adapter.pendingChanges(limit: 10)
+        var titles: [[UInt8]: FieldValue] = [:]
+        for save in pending.saves { titles[bytes(save.record.id.recordName)] = save.record["title"] }
+        #expect(titles == Dictionary(uniqueKeysWithValues: names.enumerated().map { (bytes($0.element), FieldValue.string("edited t\($0.offset)")) }))
+        // A delete from the cloud removes its own file only.
+        try await adapter.resetSyncState(keepData: true)
+        try await adapter.apply(Self.download([], deletes: [records[1].id]))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("Note").path).sorted()
+            == files.filter { $0 != "e%CC%81.json" }.sorted())
+
+        // One collection document cannot hold both forms: refused whole, nothing written.
+        let collection = directory.url.appendingPathComponent("collection")
+        let collected = try Self.adapter(collection, layout: .collection)
+        let error = await #expect(throws: JSONFilesAdapterError.self) { try await collected.apply(Self.download(records)) }
+        #expect(error?.code == .unwritableName)
+        #expect(error?.message.contains("Note.json") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: collection.path).filter { !$0.hasPrefix(".") } == [])
+        // A collection file written by hand with both forms is a problem of that file, not a
+        // record silently lost.
+        try Self.write("{\"\u{E9}\": {\"title\": \"one\"}, \"e\u{301}\": {\"title\": \"two\"}}", to: collection.appendingPathComponent("Note.json"))
+        let listed = try await collected.pendingChanges(limit: 10)
+        #expect(listed.saves.isEmpty)
+        #expect(try await collected.failedRecords().contains { $0.failure.message.contains("Unicode normalization") })
+    }
+
     @Test("a record name with NUL is refused whole, writing nothing")
     func nulName() async throws {
         let directory = try TemporaryDirectory(prefix: "json-nul")

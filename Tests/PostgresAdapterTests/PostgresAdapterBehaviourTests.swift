@@ -1,3 +1,4 @@
+import EmbeddedCloud
 import Foundation
 import GatewayCore
 import GatewayTesting
@@ -105,6 +106,61 @@ struct PostgresAdapterBehaviourTests {
         #expect(!texts[0].isEmpty)
         await source.close()
         await replica.close()
+        await pool.close()
+    }
+
+    @Test("rows whose keys differ only in Unicode normalization sync as separate records, by COPY and by statement")
+    func canonicallyEquivalentKeys() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("nfc_nfd")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        // Composed and decomposed accents and the Ångström sign: equal as Swift strings, not to
+        // PostgreSQL's text comparison.
+        let keys = ["\u{E9}", "e\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}"]
+        var statements = ["CREATE SCHEMA a", "CREATE SCHEMA b"]
+        statements += ["a", "b"].map { "CREATE TABLE \($0).note (id text PRIMARY KEY, title text)" }
+        for (index, key) in keys.enumerated() { statements.append("INSERT INTO a.note VALUES ('\(key)', 'title \(index)')") }
+        try await PostgresConnectionPool.execute(statements, on: endpoint, doing: "setting up")
+        func rows(_ schema: String) async throws -> [String: String] {
+            try await pool.withConnection(doing: "reading") { connection in
+                var result: [String: String] = [:]
+                let rows = try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT encode(convert_to(id, 'UTF8'), 'hex'), title FROM \(schema).note"), logger: connection.logger)
+                for try await (hex, title) in rows.decode((String, String).self) { result[hex] = title }
+                return result
+            }
+        }
+        let directory = try TemporaryDirectory(prefix: "pg-nfd")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        var gateways: [Synchronizer] = []
+        var adapters: [PostgresAdapter] = []
+        for schema in ["a", "b"] {
+            let adapter = try await PostgresAdapter.open(
+                PostgresAdapterConfiguration(name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+            adapters.append(adapter)
+            gateways.append(Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: schema)))
+        }
+        func syncBoth() async throws {
+            for gateway in gateways + gateways {
+                let report = try await gateway.sync()
+                #expect(report.succeeded, "\(report)")
+                #expect(try await gateway.adapters[0].adapter.pendingChangeCount() == 0)
+            }
+        }
+        try await syncBoth()
+        let first = try await rows("a")
+        #expect(first.count == keys.count)
+        #expect(try await rows("b") == first, "new rows went in by COPY, each under its own key")
+
+        try await PostgresConnectionPool.execute(
+            ["UPDATE a.note SET title = 'edited in a' WHERE id IN ('\(keys[0])', '\(keys[3])')",
+             "UPDATE b.note SET title = 'edited in b' WHERE id = '\(keys[1])'", "DELETE FROM b.note WHERE id = '\(keys[4])'"],
+            on: endpoint, doing: "editing")
+        try await syncBoth()
+        let after = try await rows("a")
+        #expect(try await rows("b") == after)
+        #expect(after == ["c3a9": "edited in a", "65cc81": "edited in b", "c385": "title 2", "41cc8a": "edited in a"])
+        for adapter in adapters { await adapter.close() }
         await pool.close()
     }
 

@@ -95,7 +95,7 @@ public final class KitAdapter: ModelAdapter {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
                 if row.type != nil {
                     // Gone since the listing: the next listing logs the delete.
-                    guard let record = current[row.name] else { continue }
+                    guard let record = current[ExactText.Key(row.name)] else { continue }
                     pending.saves.append(PendingSave(record: record, metadata: row.metadata, version: row.version))
                 } else {
                     pending.deletes.append(PendingDelete(recordID: id, metadata: row.metadata, version: row.version))
@@ -133,7 +133,7 @@ public final class KitAdapter: ModelAdapter {
             for row in rows where row.metadata != nil || row.version != nil {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
                 states[id] = LocalRecordState(
-                    record: row.version == nil ? nil : records[row.name], metadata: row.metadata, pendingVersion: row.version)
+                    record: row.version == nil ? nil : records[ExactText.Key(row.name)], metadata: row.metadata, pendingVersion: row.version)
             }
             return states
         }
@@ -249,17 +249,18 @@ public final class KitAdapter: ModelAdapter {
     }
 
     /// The store's current records for `keys`, by name, with this adapter's zone.
-    private func readRecords(_ keys: [KitRecordKey]) async throws -> [String: GatewayCore.Record] {
+    private func readRecords(_ keys: [KitRecordKey]) async throws -> [ExactText.Key: GatewayCore.Record] {
         keys.isEmpty ? [:] : records(of: try await store.read(keys))
     }
 
-    /// The records among `entries` (those that carry values), by name, with this adapter's zone.
-    private func records(of entries: [KitEntry]) -> [String: GatewayCore.Record] {
-        var records: [String: GatewayCore.Record] = [:]
+    /// The records among `entries` (those that carry values), by name compared by bytes, with
+    /// this adapter's zone.
+    private func records(of entries: [KitEntry]) -> [ExactText.Key: GatewayCore.Record] {
+        var records: [ExactText.Key: GatewayCore.Record] = [:]
         for entry in entries {
             guard var record = entry.record else { continue }
             record.id = RecordID(recordName: entry.key.recordName, zoneID: zoneID)
-            records[entry.key.recordName] = record
+            records[ExactText.Key(entry.key.recordName)] = record
         }
         return records
     }
@@ -267,42 +268,42 @@ public final class KitAdapter: ModelAdapter {
     private func applyExclusively(_ changes: DownloadedChanges) async throws {
         let deleteNames = changes.deletes.map(\.recordName)
         let deleteTypes = try await state.read { db in
-            var types: [String: String] = [:]
+            var types: [ExactText.Key: String] = [:]
             for row in try Row.fetchAll(
                 db, sql: "SELECT r.record_name, r.record_type FROM json_each(?) n JOIN records r ON r.record_name = n.value",
                 arguments: [KitStateDatabase.jsonArray(deleteNames)])
             {
-                types[row[0]] = row[1]
+                types[ExactText.Key(row[0])] = row[1]
             }
             return types
         }
         // Records of types the store has no place for are left out, as a SQL store without their
         // table leaves them out: no write, no metadata.
         let served = try await store.servedRecordTypes()
-        let unserved = Set(changes.writes.filter { served?.contains($0.recordType) == false }.map(\.id.recordName))
-        let saveKeys = changes.writes.filter { !unserved.contains($0.id.recordName) }.map {
+        let unserved = Set(changes.writes.filter { served?.contains($0.recordType) == false }.map { ExactText.Key($0.id.recordName) })
+        let saveKeys = changes.writes.filter { !unserved.contains(ExactText.Key($0.id.recordName)) }.map {
             KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType)
         }
-        let deleteKeys = changes.deletes.compactMap { id in deleteTypes[id.recordName].map { KitRecordKey(recordName: id.recordName, recordType: $0) } }
+        let deleteKeys = changes.deletes.compactMap { id in deleteTypes[ExactText.Key(id.recordName)].map { KitRecordKey(recordName: id.recordName, recordType: $0) } }
         // What the store holds now: an edit the last listing missed becomes a change here, so the
         // version comparison below leaves that record alone.
         let current = try await store.read(saveKeys + deleteKeys)
         let expected = changes.expectedPendingVersions
         let plan = try await state.write { db -> KitJournal in
             let before = try KitListingRecorder.notice(current, keys: saveKeys + deleteKeys, db: db)
-            var versions: [String: Int64] = [:]
+            var versions: [ExactText.Key: Int64] = [:]
             for row in try Row.fetchAll(
                 db, sql: "SELECT c.record_name, c.version FROM json_each(?) n JOIN changes c ON c.record_name = n.value",
                 arguments: [KitStateDatabase.jsonArray(expected.keys.map(\.recordName))])
             {
-                versions[row[0]] = row[1]
+                versions[ExactText.Key(row[0])] = row[1]
             }
             var skipped = unserved
-            for (id, version) in expected where (versions[id.recordName] ?? 0) != version { skipped.insert(id.recordName) }
+            for (id, version) in expected where (versions[ExactText.Key(id.recordName)] ?? 0) != version { skipped.insert(ExactText.Key(id.recordName)) }
             let journal = KitJournal(
-                saves: changes.writes.filter { !skipped.contains($0.id.recordName) },
-                deletes: deleteKeys.filter { !skipped.contains($0.recordName) },
-                before: before, update: changes.state, skipped: skipped.sorted())
+                saves: changes.writes.filter { !skipped.contains(ExactText.Key($0.id.recordName)) },
+                deletes: deleteKeys.filter { !skipped.contains(ExactText.Key($0.recordName)) },
+                before: before, update: changes.state, skipped: skipped.map(\.text).sorted())
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)").execute(arguments: [journal.encoded()])
             return journal
         }
@@ -323,19 +324,19 @@ public final class KitAdapter: ModelAdapter {
             throw error
         }
         try await state.write { db in
-            var observedAfter: [String: String] = [:]
+            var observedAfter: [ExactText.Key: String] = [:]
             for entry in stored {
-                if let observed = KitRecordObservation.observed(entry) { observedAfter[entry.key.recordName] = observed }
+                if let observed = KitRecordObservation.observed(entry) { observedAfter[ExactText.Key(entry.key.recordName)] = observed }
             }
             for record in journal.saves {
                 let name = record.id.recordName
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
-                    .execute(arguments: [name, record.recordType, observedAfter[name] ?? KitRecordObservation.observed(record)])
+                    .execute(arguments: [name, record.recordType, observedAfter[ExactText.Key(name)] ?? KitRecordObservation.observed(record)])
             }
             for key in journal.deletes {
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
-            try KitStateDatabase.commit(journal.update, skipping: Set(journal.skipped), db: db)
+            try KitStateDatabase.commit(journal.update, skipping: Set(journal.skipped.map(ExactText.Key.init)), db: db)
             try db.execute(sql: "DELETE FROM journal")
         }
     }
@@ -348,20 +349,21 @@ public final class KitAdapter: ModelAdapter {
         guard let data else { return }
         var journal = try KitJournal.decode(data, zone: zoneID, statePath: state.path)
         let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
-        let current = Dictionary(try await store.read(keys).map { ($0.key.recordName, $0) }, uniquingKeysWith: { first, _ in first })
-        var edited = Set<String>()
+        let current = Dictionary(try await store.read(keys).map { (ExactText.Key($0.key.recordName), $0) }, uniquingKeysWith: { first, _ in first })
+        var edited = Set<ExactText.Key>()
         for record in journal.saves {
-            let name = record.id.recordName
+            let name = ExactText.Key(record.id.recordName)
             let values = current[name]?.record.map(KitRecordObservation.observed)
             let now = current[name].flatMap { KitRecordObservation.observed($0) }
             if values != KitRecordObservation.observed(record), now != journal.before[name] { edited.insert(name) }
         }
-        for key in journal.deletes where current[key.recordName] != nil {
-            let now = current[key.recordName].flatMap { KitRecordObservation.observed($0) }
-            if now != journal.before[key.recordName] { edited.insert(key.recordName) }
+        for key in journal.deletes where current[ExactText.Key(key.recordName)] != nil {
+            let name = ExactText.Key(key.recordName)
+            let now = current[name].flatMap { KitRecordObservation.observed($0) }
+            if now != journal.before[name] { edited.insert(name) }
         }
         if !edited.isEmpty {
-            let editedEntries = current.values.filter { edited.contains($0.key.recordName) }
+            let editedEntries = current.values.filter { edited.contains(ExactText.Key($0.key.recordName)) }
             try await state.write { db in
                 for entry in editedEntries {
                     try db.execute(
@@ -370,9 +372,9 @@ public final class KitAdapter: ModelAdapter {
                     try KitStateDatabase.logChange(entry.key.recordName, recordType: entry.key.recordType, db: db)
                 }
             }
-            journal.saves.removeAll { edited.contains($0.id.recordName) }
-            journal.deletes.removeAll { edited.contains($0.recordName) }
-            journal.skipped += edited.sorted()
+            journal.saves.removeAll { edited.contains(ExactText.Key($0.id.recordName)) }
+            journal.deletes.removeAll { edited.contains(ExactText.Key($0.recordName)) }
+            journal.skipped += edited.map(\.text).sorted()
         }
         try await finish(journal)
     }

@@ -10,7 +10,7 @@ struct KitJournal: Sendable {
     var saves: [Record]
     var deletes: [KitRecordKey]
     /// What the store held of each record before the write (by name; absent: nothing).
-    var before: [String: String]
+    var before: [ExactText.Key: String]
     var update: SyncStateUpdate
     /// Records left alone: edited in the store since the synchronizer read them.
     var skipped: [String]
@@ -31,7 +31,7 @@ struct KitJournal: Sendable {
         }
         writer.writeVarint(UInt64(before.count))
         for (name, observed) in before {
-            writer.writeString(name)
+            writer.writeString(name.text)
             writer.writeString(observed)
         }
         writer.writeVarint(UInt64(skipped.count))
@@ -83,8 +83,8 @@ struct KitJournal: Sendable {
                 for _ in 0..<(try reader.readLength()) {
                     deletes.append(KitRecordKey(recordName: try reader.readString(), recordType: try reader.readString()))
                 }
-                var before: [String: String] = [:]
-                for _ in 0..<(try reader.readLength()) { before[try reader.readString()] = try reader.readString() }
+                var before: [ExactText.Key: String] = [:]
+                for _ in 0..<(try reader.readLength()) { before[ExactText.Key(try reader.readString())] = try reader.readString() }
                 var skipped: [String] = []
                 for _ in 0..<(try reader.readLength()) { skipped.append(try reader.readString()) }
                 var update = SyncStateUpdate(zoneState: Data())

@@ -5,31 +5,31 @@ import GatewayCore
 /// from what the kit last saw is a local save; one that is gone is a local delete.
 enum KitListingRecorder {
     static func record(_ listing: KitListing, db: Database) throws {
-        var known: [String: (type: String, observed: String)] = [:]
+        // Names by bytes, as the store and the state database tell them apart (see ExactText).
+        var known: [ExactText.Key: (type: String, observed: String)] = [:]
         if listing.isComplete {
             for row in try Row.fetchAll(db, sql: "SELECT record_name, record_type, observed FROM records") {
-                known[row[0]] = (row[1], row[2])
+                known[ExactText.Key(row[0])] = (row[1], row[2])
             }
         }
-        let problemNames = Set(listing.problems.map(\.recordName))
-        var seen = Set<String>()
-        for entry in listing.entries where !problemNames.contains(entry.key.recordName) {
+        let problemNames = Set(listing.problems.map { ExactText.Key($0.recordName) })
+        var seen = Set<ExactText.Key>()
+        for entry in listing.entries where !problemNames.contains(ExactText.Key(entry.key.recordName)) {
             guard let observed = KitRecordObservation.observed(entry) else { continue }
             let name = entry.key.recordName
-            seen.insert(name)
-            let previous = listing.isComplete ? known[name] : try row(name, db: db)
+            seen.insert(ExactText.Key(name))
+            let previous = listing.isComplete ? known[ExactText.Key(name)] : try row(name, db: db)
             if previous?.observed != observed || previous?.type != entry.key.recordType {
                 try save(name, type: entry.key.recordType, observed: observed, db: db)
             }
         }
         if listing.isComplete {
             try db.execute(sql: "DELETE FROM problems")
-            for (name, previous) in known where !seen.contains(name) && !problemNames.contains(name) {
-                _ = previous
-                try remove(name, db: db)
+            for name in known.keys where !seen.contains(name) && !problemNames.contains(name) {
+                try remove(name.text, db: db)
             }
         } else {
-            for name in seen.union(listing.deleted) {
+            for name in seen.map(\.text) + listing.deleted {
                 try db.cachedStatement(sql: "DELETE FROM problems WHERE record_name = ?").execute(arguments: [name])
             }
             for name in listing.deleted where try row(name, db: db) != nil {
@@ -50,20 +50,21 @@ enum KitListingRecorder {
     /// Compares the store's current form of `keys` (the records it holds among them are
     /// `current`) with what the kit saw, logging a change for each difference.
     /// - Returns: what the store held of each key before the coming write (absent: nothing).
-    static func notice(_ current: [KitEntry], keys: [KitRecordKey], db: Database) throws -> [String: String] {
-        var held: [String: KitEntry] = [:]
-        for entry in current { held[entry.key.recordName] = entry }
+    static func notice(_ current: [KitEntry], keys: [KitRecordKey], db: Database) throws -> [ExactText.Key: String] {
+        var held: [ExactText.Key: KitEntry] = [:]
+        for entry in current { held[ExactText.Key(entry.key.recordName)] = entry }
         // What the kit saw of the page's records, in one query rather than one per record.
-        var seen: [String: String] = [:]
+        var seen: [ExactText.Key: String] = [:]
         let rows = try Row.fetchCursor(
             db.cachedStatement(sql: "SELECT r.record_name, r.observed FROM json_each(?) n JOIN records r ON r.record_name = n.value"),
             arguments: [KitStateDatabase.jsonArray(keys.map(\.recordName))])
-        while let row = try rows.next() { seen[row[0]] = row[1] }
-        var before: [String: String] = [:]
+        while let row = try rows.next() { seen[ExactText.Key(row[0])] = row[1] }
+        var before: [ExactText.Key: String] = [:]
         for key in keys {
-            let previous = seen[key.recordName]
-            if let entry = held[key.recordName], let observed = KitRecordObservation.observed(entry) {
-                before[key.recordName] = observed
+            let name = ExactText.Key(key.recordName)
+            let previous = seen[name]
+            if let entry = held[name], let observed = KitRecordObservation.observed(entry) {
+                before[name] = observed
                 if previous != observed { try save(key.recordName, type: entry.key.recordType, observed: observed, db: db) }
             } else if previous != nil {
                 try remove(key.recordName, db: db)

@@ -89,14 +89,14 @@ struct KitStateDatabase: Sendable {
     }
 
     /// Commits a sync-state update, leaving out the records in `skipped` (edited meanwhile).
-    static func commit(_ update: SyncStateUpdate, skipping skipped: Set<String>, db: Database) throws {
-        for (id, data) in update.metadata where !skipped.contains(id.recordName) {
+    static func commit(_ update: SyncStateUpdate, skipping skipped: Set<ExactText.Key>, db: Database) throws {
+        for (id, data) in update.metadata where !skipped.contains(ExactText.Key(id.recordName)) {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)").execute(arguments: [id.recordName, data])
         }
-        for id in update.removedMetadata where !skipped.contains(id.recordName) {
+        for id in update.removedMetadata where !skipped.contains(ExactText.Key(id.recordName)) {
             try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?").execute(arguments: [id.recordName])
         }
-        for (id, version) in update.settled where !skipped.contains(id.recordName) {
+        for (id, version) in update.settled where !skipped.contains(ExactText.Key(id.recordName)) {
             try db.cachedStatement(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
             try db.cachedStatement(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
         }

@@ -152,7 +152,16 @@ public struct JSONReader {
             try beginObject()
             // Room for a record's usual fields, so small objects are not grown key by key.
             var members: [String: JSONValue] = Dictionary(minimumCapacity: 8)
-            while let key = try nextMember() { members[key] = try value() }
+            while let key = try nextMember() {
+                // A name given twice keeps its last value. Names that differ only in Unicode
+                // normalization are one key to a Swift dictionary but two names to JSON: keeping
+                // one would lose the other's value without a word, so they are refused.
+                if members.updateValue(try value(), forKey: key) != nil, let stored = members.index(forKey: key),
+                    !ExactText.equal(members.keys[stored], key)
+                {
+                    throw failure("two member names of one object differ only in Unicode normalization (composed and decomposed forms of the same characters); rename one")
+                }
+            }
             return .object(members)
         case .array:
             try beginArray()

@@ -20,7 +20,9 @@ public enum JSONValue: Hashable, Sendable, Codable {
     case string(String)
     /// An array.
     case array([JSONValue])
-    /// An object; a member named twice keeps its last value.
+    /// An object; a member named twice keeps its last value. Parsing refuses an object whose
+    /// member names differ only in Unicode normalization, which a `String`-keyed dictionary
+    /// cannot hold apart.
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {

@@ -16,7 +16,9 @@ extension RecordQuery {
             let order = key.compare(a, b)
             if order != .orderedSame { return order == .orderedAscending }
         }
-        return a.id.recordName < b.id.recordName
+        // By bytes, as the stores page names: two names that differ only in Unicode
+        // normalization are equal to `<` and would fall in either order.
+        return a.id.recordName.utf8.lexicographicallyPrecedes(b.id.recordName.utf8)
     }
 }
 

@@ -88,13 +88,15 @@ public struct JSONFolderStore: KitStore {
 
     public func read(_ keys: [KitRecordKey]) async throws -> [KitEntry] {
         try await indexWrite { db, store in
-            var byPath: [String: (type: String, names: [String])] = [:]
+            // Paths and names by bytes, as the file system tells them apart (see ExactText).
+            var byPath: [ExactText.Key: (type: String, names: [String])] = [:]
             for key in keys {
                 let path = try JSONFolderIndex.place(of: key.recordName, db: db)?.path ?? store.newPath(for: key)
-                byPath[path, default: (key.recordType, [])].names.append(key.recordName)
+                byPath[ExactText.Key(path), default: (key.recordType, [])].names.append(key.recordName)
             }
             var entries: [KitEntry] = []
-            for (path, wanted) in byPath.sorted(by: { $0.key < $1.key }) {
+            for (pathKey, wanted) in byPath.sorted(by: { $0.key.text < $1.key.text }) {
+                let path = pathKey.text
                 // A file-per-record document holds the record it was looked up by.
                 let knownName = store.layout == .filePerRecord ? wanted.names.first : nil
                 guard let document = try store.current(path: path, recordType: wanted.type, knownName: knownName, db: db) else {
@@ -167,22 +169,23 @@ public struct JSONFolderStore: KitStore {
 
     func stamp(_ path: String) -> JSONFolderIndex.Stamp? { Self.stamp(path: rootPath + "/" + path) }
 
-    /// The documents on disk: relative path → record type.
-    func documentFiles() -> [String: String] {
+    /// The documents on disk: relative path (by bytes: "é.json" and "e\u{301}.json" are two files)
+    /// → record type.
+    func documentFiles() -> [ExactText.Key: String] {
         let manager = FileManager.default
-        var files: [String: String] = [:]
+        var files: [ExactText.Key: String] = [:]
         func isDocument(_ name: String) -> Bool { name.hasSuffix(".json") && !name.hasPrefix(".") }
         switch layout {
         case .collection:
             for name in (try? manager.contentsOfDirectory(atPath: root.path)) ?? [] where isDocument(name) {
                 let base = String(name.dropLast(5))
-                files[name] = SafeFileName.decode(base) ?? base
+                files[ExactText.Key(name)] = SafeFileName.decode(base) ?? base
             }
         case .filePerRecord:
             for folder in documentFolders() {
                 let type = SafeFileName.decode(folder) ?? folder
                 for name in (try? manager.contentsOfDirectory(atPath: rootPath + "/" + folder)) ?? [] where isDocument(name) {
-                    files[folder + "/" + name] = type
+                    files[ExactText.Key(folder + "/" + name)] = type
                 }
             }
         }
@@ -253,17 +256,17 @@ public struct JSONFolderStore: KitStore {
 
     /// Brings the index up to date with the folder. Unchanged files cost one `stat`.
     func scan(_ db: Database) throws {
-        var known: [String: JSONFolderIndex.Stamp] = [:]
+        var known: [ExactText.Key: JSONFolderIndex.Stamp] = [:]
         let rows = try Row.fetchCursor(db, sql: "SELECT path, size, mtime FROM files")
-        while let row = try rows.next() { known[row[0]] = (row[1], row[2]) }
+        while let row = try rows.next() { known[ExactText.Key(row[0])] = (row[1], row[2]) }
         let onDisk = documentFiles()
-        for (path, type) in onDisk.sorted(by: { $0.key < $1.key }) {
-            guard let stamp = stamp(path) else { continue }
+        for (path, type) in onDisk.sorted(by: { $0.key.text < $1.key.text }) {
+            guard let stamp = stamp(path.text) else { continue }
             if let previous = known[path], previous == stamp { continue }
-            _ = try refresh(path: path, recordType: type, db: db)
+            _ = try refresh(path: path.text, recordType: type, db: db)
         }
         for path in known.keys where onDisk[path] == nil {
-            try JSONFolderIndex.removeFile(path, db: db)
+            try JSONFolderIndex.removeFile(path.text, db: db)
         }
     }
 
@@ -313,22 +316,27 @@ public struct JSONFolderStore: KitStore {
     /// - Returns: the version of every record written, and the last-read version of records in
     ///   invalid documents.
     func writeDocuments(_ saves: [Record], deletes: [KitRecordKey], db: Database) throws -> [KitEntry] {
-        var documents: [String: (type: String, set: [String: [String: FieldValue]], remove: Set<String>)] = [:]
+        // Documents by path bytes ("é.json" and "e\u{301}.json" are two files). Within one
+        // document, records are keyed by `String`, which cannot hold apart names that differ only
+        // in Unicode normalization: a collection asked to hold both is refused, writing nothing.
+        var documents: [ExactText.Key: (type: String, set: [String: [String: FieldValue]], remove: Set<String>)] = [:]
         for record in saves {
             let key = KitRecordKey(recordName: record.id.recordName, recordType: record.recordType)
             let path = try JSONFolderIndex.place(of: key.recordName, db: db)?.path ?? newPath(for: key)
-            documents[path, default: (record.recordType, [:], [])].set[record.id.recordName] = record.fields
+            try Self.refuseNormalizationTwin(of: key.recordName, among: documents[ExactText.Key(path)]?.set.keys, path: path)
+            documents[ExactText.Key(path), default: (record.recordType, [:], [])].set[record.id.recordName] = record.fields
         }
         for key in deletes {
             guard let place = try JSONFolderIndex.place(of: key.recordName, db: db) else { continue }
-            documents[place.path, default: (place.type, [:], [])].remove.insert(key.recordName)
+            documents[ExactText.Key(place.path), default: (place.type, [:], [])].remove.insert(key.recordName)
         }
         var entries: [KitEntry] = []
         // Every document is prepared in a temporary file first, so a failure leaves the folder as
         // it was; then the files are moved into place and the index records them.
         var prepared: [(path: String, url: URL, temporary: URL?, type: String, current: [String: [String: JSONValue]])] = []
         do {
-            for (path, change) in documents.sorted(by: { $0.key < $1.key }) {
+            for (pathKey, change) in documents.sorted(by: { $0.key.text < $1.key.text }) {
+                let path = pathKey.text
                 let url = root.appendingPathComponent(path)
                 let file = try JSONFolderIndex.file(path, db: db)
                 let known = file?.stamp
@@ -350,8 +358,12 @@ public struct JSONFolderStore: KitStore {
                     guard let document = try self.current(path: path, recordType: change.type, knownName: knownName, db: db) else { continue }  // invalid now
                     current = document.objects
                 }
-                for name in change.remove { current[name] = nil }
+                for name in change.remove {
+                    try Self.refuseNormalizationTwin(of: name, among: current.keys, path: path)
+                    current[name] = nil
+                }
                 for (name, fields) in change.set {
+                    try Self.refuseNormalizationTwin(of: name, among: current.keys, path: path)
                     current[name] = try mapping.object(for: fields, previous: current[name])
                 }
                 var temporary: URL?
@@ -381,6 +393,18 @@ public struct JSONFolderStore: KitStore {
             }
         }
         return entries
+    }
+}
+
+extension JSONFolderStore {
+    /// Throws when `names` holds a name equal to `name` as a `String` but not byte for byte: the
+    /// composed and decomposed forms of the same text, two records that one document's
+    /// `String`-keyed members cannot hold apart.
+    static func refuseNormalizationTwin(of name: String, among names: Dictionary<String, some Any>.Keys?, path: String) throws {
+        guard let names, let index = names.firstIndex(of: name), !ExactText.equal(names[index], name) else { return }
+        throw JSONFilesAdapterError(
+            .unwritableName,
+            "\(path) would hold two records whose names differ only in Unicode normalization (composed and decomposed forms of the same characters); a JSON document cannot keep them apart, so nothing was written. Use the file-per-record layout, or rename one record")
     }
 }
 

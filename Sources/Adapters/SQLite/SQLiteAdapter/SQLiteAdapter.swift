@@ -151,11 +151,11 @@ public final class SQLiteAdapter: ModelAdapter {
                 joinedRows.append(row.isNull(at: 4) ? nil : joined.record(from: row, id: RecordID(recordName: name, zoneID: zone), offset: 5))
             }
         }
-        let names = Set(entries.lazy.map(\.name))
-        let intents = try IntentJournal.entries(db) { names.contains($0) }
+        let names = Set(entries.lazy.map { ExactText.Key($0.name) })
+        let intents = try IntentJournal.entries(db) { names.contains(ExactText.Key($0)) }
         if !intents.isEmpty {
             for index in entries.indices {
-                if let intent = intents[entries[index].name] { entries[index].metadata = intent }
+                if let intent = intents[ExactText.Key(entries[index].name)] { entries[index].metadata = intent }
             }
         }
         var rows: [Record?]
@@ -198,7 +198,7 @@ public final class SQLiteAdapter: ModelAdapter {
     private static func rows(of entries: [PendingEntry], catalog: TableCatalog, zone: ZoneID, db: Database) throws -> [Record?] {
         var found = [Record?](repeating: nil, count: entries.count)
         // Positions of the entries by table, then by key.
-        var batched: [String: (integers: [Int64: Int], texts: [String: Int])] = [:]
+        var batched: [String: (integers: [Int64: Int], texts: [ExactText.Key: Int])] = [:]
         for (position, entry) in entries.enumerated() {
             guard let table = catalog.byTable[entry.table] else { continue }
             guard table.selectRowsSQL != nil, let key = try? table.keyValues(of: entry.name).first else {
@@ -207,7 +207,7 @@ public final class SQLiteAdapter: ModelAdapter {
             }
             switch key.storage {
             case .int64(let integer): batched[entry.table, default: ([:], [:])].integers[integer] = position
-            case .string(let text): batched[entry.table, default: ([:], [:])].texts[text] = position
+            case .string(let text): batched[entry.table, default: ([:], [:])].texts[ExactText.Key(text)] = position
             default: continue
             }
         }
@@ -215,12 +215,12 @@ public final class SQLiteAdapter: ModelAdapter {
             guard let table = catalog.byTable[tableName], let sql = table.selectRowsSQL else { continue }
             let integerKey = table.keyColumns[0].kind == .integer
             let statement = BoundStatement(try db.cachedStatement(sql: sql))
-            let list = integerKey ? JSONArrayText.of(keys.integers.keys) : JSONArrayText.of(keys.texts.keys)
+            let list = integerKey ? JSONArrayText.of(keys.integers.keys) : JSONArrayText.of(keys.texts.keys.lazy.map(\.text))
             try statement.forEachRow([.text(list)]) { row in
                 let position: Int?
                 switch row[0].storage {
                 case .int64(let integer): position = integerKey ? keys.integers[integer] : nil
-                case .string(let text): position = integerKey ? nil : keys.texts[text]
+                case .string(let text): position = integerKey ? nil : keys.texts[ExactText.Key(text)]
                 default: position = nil
                 }
                 guard let position else { return }
@@ -235,23 +235,24 @@ public final class SQLiteAdapter: ModelAdapter {
         // point queries per record.
         let names = JSONArrayText.of(recordIDs.lazy.map(\.recordName))
         return try await write { db, catalog in
-            var metadataRows: [String: (table: String, metadata: Data?)] = [:]
+            // Keyed by bytes, as SQLite compares names (see ExactText).
+            var metadataRows: [ExactText.Key: (table: String, metadata: Data?)] = [:]
             let metadataCursor = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: #"SELECT record_name, table_name, metadata FROM "_gateway_records" WHERE record_name IN (SELECT value FROM json_each(?))"#),
                 arguments: [names])
-            while let row = try metadataCursor.next() { metadataRows[row[0]] = (row[1], row[2]) }
-            var changeRows: [String: (table: String, version: Int64)] = [:]
+            while let row = try metadataCursor.next() { metadataRows[ExactText.Key(row[0])] = (row[1], row[2]) }
+            var changeRows: [ExactText.Key: (table: String, version: Int64)] = [:]
             let changeCursor = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: #"SELECT record_name, table_name, version FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#),
                 arguments: [names])
-            while let row = try changeCursor.next() { changeRows[row[0]] = (row[1], row[2]) }
+            while let row = try changeCursor.next() { changeRows[ExactText.Key(row[0])] = (row[1], row[2]) }
 
             var states: [RecordID: LocalRecordState] = [:]
             for id in recordIDs {
-                let metadataRow = metadataRows[id.recordName]
-                let changeRow = changeRows[id.recordName]
+                let metadataRow = metadataRows[ExactText.Key(id.recordName)]
+                let changeRow = changeRows[ExactText.Key(id.recordName)]
                 guard metadataRow != nil || changeRow != nil else { continue }
                 var record: Record?
                 // Values matter only for merging local edits, so rows without one are not read.
@@ -271,8 +272,8 @@ public final class SQLiteAdapter: ModelAdapter {
             let intents = try IntentJournal.entries(db)
             if !intents.isEmpty {
                 // Records first sent in a batch whose answer is still outstanding.
-                let known = Set(names)
-                names += intents.keys.filter { !known.contains($0) }.sorted()
+                let known = Set(names.map(ExactText.Key.init))
+                names += intents.keys.filter { !known.contains($0) }.map(\.text).sorted()
             }
             return names.map { RecordID(recordName: $0, zoneID: zone) }
         }
@@ -285,16 +286,16 @@ public final class SQLiteAdapter: ModelAdapter {
         try await write { db, catalog in
             try db.cachedStatement(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#).execute()
             try db.cachedStatement(sql: "PRAGMA defer_foreign_keys = ON").execute()
-            var current: [String: Int64] = [:]
+            var current: [ExactText.Key: Int64] = [:]
             if !changes.expectedPendingVersions.isEmpty {
                 let cursor = try Row.fetchCursor(
                     db.cachedStatement(
                         sql: #"SELECT record_name, version FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#),
                     arguments: [expectedNames])
-                while let row = try cursor.next() { current[row[0]] = row[1] }
+                while let row = try cursor.next() { current[ExactText.Key(row[0])] = row[1] }
             }
             var skipped = Set<RecordID>()
-            for (id, expected) in changes.expectedPendingVersions where (current[id.recordName] ?? 0) != expected {
+            for (id, expected) in changes.expectedPendingVersions where (current[ExactText.Key(id.recordName)] ?? 0) != expected {
                 skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]

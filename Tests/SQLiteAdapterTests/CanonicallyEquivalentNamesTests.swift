@@ -1,0 +1,60 @@
+import EmbeddedCloud
+import Foundation
+import GatewayCore
+import GatewayTesting
+import SQLiteAdapter
+import Testing
+
+@Suite("Canonically equivalent record names")
+struct CanonicallyEquivalentNamesTests {
+    /// Keys that Swift's `String` compares equal but SQLite, PostgreSQL and file systems keep
+    /// apart: composed and decomposed accents, and the Ångström sign.
+    static let keys = ["\u{E9}", "e\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}", "plain"]
+
+    static func rowsByHex(_ file: SQLiteFile) throws -> [String: String] {
+        var rows: [String: String] = [:]
+        for row in try file.rows(#"SELECT hex(name), title FROM "Note""#) { rows[row[0]] = row[1] }
+        return rows
+    }
+
+    @Test("rows whose keys differ only in Unicode normalization sync as separate records, each with its own values")
+    func separateRecords() async throws {
+        let directory = try TemporaryDirectory(prefix: "nfc-nfd")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let source = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
+        let target = try SQLiteFile(directory, name: "b.sqlite", schema: Notes.schema)
+        for (index, key) in Self.keys.enumerated() {
+            try source.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [key, "title \(index)", index])
+        }
+        let gateways = try [(source, "a"), (target, "b")].map { file, device in
+            Synchronizer(
+                cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: device))],
+                configuration: SyncConfiguration(deviceID: device))
+        }
+        func syncBoth() async throws {
+            for gateway in gateways + gateways {
+                let report = try await gateway.sync()
+                #expect(report.succeeded, "\(report)")
+                #expect(try await gateway.adapters[0].adapter.pendingChangeCount() == 0)
+            }
+        }
+        try await syncBoth()
+        let expected = try Self.rowsByHex(source)
+        #expect(expected.count == Self.keys.count)
+        #expect(try Self.rowsByHex(target) == expected)
+        let page = try await cloud.fetchChanges(in: Notes.zone, since: nil, limit: 100)
+        #expect(Set(page.modified.map { Array($0.id.recordName.utf8) }).count == Self.keys.count, "one cloud record per row")
+
+        // Edits on one side, an edit and a delete on the other: each reaches its own row only.
+        try source.execute(#"UPDATE "Note" SET title = 'edited in a ' || hex(name) WHERE name IN (?, ?)"#, [Self.keys[0], Self.keys[3]])
+        try target.execute(#"UPDATE "Note" SET title = 'edited in b ' || hex(name) WHERE name = ?"#, [Self.keys[1]])
+        try target.execute(#"DELETE FROM "Note" WHERE name = ?"#, [Self.keys[4]])
+        try await syncBoth()
+        let after = try Self.rowsByHex(source)
+        #expect(try Self.rowsByHex(target) == after)
+        #expect(after.count == Self.keys.count - 1)
+        #expect(after["C3A9"] == "edited in a C3A9" && after["41CC8A"] == "edited in a 41CC8A" && after["65CC81"] == "edited in b 65CC81")
+        #expect(after["C385"] == "title 2" && after["E284AB"] == nil && after["706C61696E"] == "title 5")
+    }
+}
