@@ -140,14 +140,7 @@ struct PostgresAdapterBehaviourTests {
             adapters.append(adapter)
             gateways.append(Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: schema)))
         }
-        func syncBoth() async throws {
-            for gateway in gateways + gateways {
-                let report = try await gateway.sync()
-                #expect(report.succeeded, "\(report)")
-                #expect(try await gateway.adapters[0].adapter.pendingChangeCount() == 0)
-            }
-        }
-        try await syncBoth()
+        try await Synchronizer.syncInTurns(gateways)
         let first = try await rows("a")
         #expect(first.count == keys.count)
         #expect(try await rows("b") == first, "new rows went in by COPY, each under its own key")
@@ -156,7 +149,7 @@ struct PostgresAdapterBehaviourTests {
             ["UPDATE a.note SET title = 'edited in a' WHERE id IN ('\(keys[0])', '\(keys[3])')",
              "UPDATE b.note SET title = 'edited in b' WHERE id = '\(keys[1])'", "DELETE FROM b.note WHERE id = '\(keys[4])'"],
             on: endpoint, doing: "editing")
-        try await syncBoth()
+        try await Synchronizer.syncInTurns(gateways)
         let after = try await rows("a")
         #expect(try await rows("b") == after)
         #expect(after == ["c3a9": "edited in a", "65cc81": "edited in b", "c385": "title 2", "41cc8a": "edited in a"])

@@ -32,14 +32,7 @@ struct CanonicallyEquivalentNamesTests {
                 cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: device))],
                 configuration: SyncConfiguration(deviceID: device))
         }
-        func syncBoth() async throws {
-            for gateway in gateways + gateways {
-                let report = try await gateway.sync()
-                #expect(report.succeeded, "\(report)")
-                #expect(try await gateway.adapters[0].adapter.pendingChangeCount() == 0)
-            }
-        }
-        try await syncBoth()
+        try await Synchronizer.syncInTurns(gateways)
         let expected = try Self.rowsByHex(source)
         #expect(expected.count == Self.keys.count)
         #expect(try Self.rowsByHex(target) == expected)
@@ -50,7 +43,7 @@ struct CanonicallyEquivalentNamesTests {
         try source.execute(#"UPDATE "Note" SET title = 'edited in a ' || hex(name) WHERE name IN (?, ?)"#, [Self.keys[0], Self.keys[3]])
         try target.execute(#"UPDATE "Note" SET title = 'edited in b ' || hex(name) WHERE name = ?"#, [Self.keys[1]])
         try target.execute(#"DELETE FROM "Note" WHERE name = ?"#, [Self.keys[4]])
-        try await syncBoth()
+        try await Synchronizer.syncInTurns(gateways)
         let after = try Self.rowsByHex(source)
         #expect(try Self.rowsByHex(target) == after)
         #expect(after.count == Self.keys.count - 1)
