@@ -1,5 +1,6 @@
 import GatewayCore
 
+/// Turn-taking for tests of gateways that share a cloud.
 extension Synchronizer {
     /// Syncs each of `gateways` in turn, `rounds` times over, as gateways sharing a cloud take
     /// turns; two rounds carry a change made behind any of them to all the others.
