@@ -5,8 +5,8 @@ import GatewayTesting
 import SQLiteAdapter
 import Testing
 
-@Suite("Canonically equivalent record names")
-struct CanonicallyEquivalentNamesTests {
+@Suite("Hostile record names end to end")
+struct HostileRecordNamesTests {
     /// Keys that Swift's `String` compares equal but SQLite, PostgreSQL and file systems keep
     /// apart: composed and decomposed accents, and the Ångström sign.
     static let keys = ["\u{E9}", "e\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}", "plain"]
@@ -49,5 +49,33 @@ struct CanonicallyEquivalentNamesTests {
         #expect(after.count == Self.keys.count - 1)
         #expect(after["C3A9"] == "edited in a C3A9" && after["41CC8A"] == "edited in a 41CC8A" && after["65CC81"] == "edited in b 65CC81")
         #expect(after["C385"] == "title 2" && after["E284AB"] == nil && after["706C61696E"] == "title 5")
+    }
+
+    @Test("keys with quotes, escapes, control characters, separators and direction marks reach the other store intact")
+    func hostileKeys() async throws {
+        let directory = try TemporaryDirectory(prefix: "hostile-keys")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let source = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
+        let target = try SQLiteFile(directory, name: "b.sqlite", schema: Notes.schema)
+        let keys = [
+            "quote\"d", "back\\slash", "new\nline", "tab\t", "\u{1}\u{1F}", "'single'", "]\"},{\"x\":[", "%_*?", "emoji 🧪",
+            "\u{202E}rtl", "\u{FEFF}bom", " leading space", "trailing space ", "../../etc/passwd", "a|b\\|c", "\u{10FFFF}",
+        ]
+        for (index, key) in keys.enumerated() { try source.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [key, "title \(index)", index]) }
+        let gateways = try [(source, "a"), (target, "b")].map { file, device in
+            Synchronizer(cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: device))], configuration: SyncConfiguration(deviceID: device))
+        }
+        try await Synchronizer.syncInTurns(gateways)
+        let expected = try Self.rowsByHex(source)
+        #expect(expected.count == keys.count)
+        #expect(try Self.rowsByHex(target) == expected)
+        try target.execute(#"DELETE FROM "Note" WHERE name IN (?, ?)"#, [keys[0], keys[6]])
+        try target.execute(#"UPDATE "Note" SET title = 'edited' WHERE name = ?"#, [keys[2]])
+        try await Synchronizer.syncInTurns(gateways)
+        let after = try Self.rowsByHex(source)
+        #expect(after.count == keys.count - 2)
+        #expect(try Self.rowsByHex(target) == after)
+        #expect(after[Array(keys[2].utf8).map { String(format: "%02X", $0) }.joined()] == "edited")
     }
 }
