@@ -157,6 +157,33 @@ struct PostgresAdapterBehaviourTests {
         await pool.close()
     }
 
+    @Test("a downloaded record whose name cannot be a key of its table is left out and the rest of the page applies, by COPY and by statement")
+    func namesThatFitNoKey() async throws {
+        for (label, absent) in [("no_key_copy", true), ("no_key_statement", false)] {
+            let (endpoint, adapter) = try await Self.noteAdapter(label, table: "CREATE TABLE public.note (id integer PRIMARY KEY, n smallint, title text)")
+            // Not a number, a number out of integer's range, empty, and two that fit.
+            let names = ["1", "hello", "99999999999", "", "2"]
+            let records = names.map { Record(id: RecordID(recordName: $0, zoneID: Self.zone), recordType: "note", fields: ["title": .string("t")]) }
+            var state = SyncStateUpdate(zoneState: Data("token".utf8))
+            for record in records { state.metadata[record.id] = RecordMetadata(syncedRecord: record).encoded() }
+            try await adapter.apply(
+                DownloadedChanges(
+                    writes: records, state: state, expectedPendingVersions: Dictionary(uniqueKeysWithValues: records.map { ($0.id, 0) }),
+                    absentLocally: absent ? Set(records.map(\.id)) : []))
+            let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+            let ids = try await pool.withConnection(doing: "reading") { connection in
+                var ids: [Int] = []
+                for try await id in try await connection.query("SELECT id FROM public.note ORDER BY id", logger: connection.logger).decode(Int.self) { ids.append(id) }
+                return ids
+            }
+            await pool.close()
+            #expect(ids == [1, 2], "\(label)")
+            #expect(try await adapter.loadZoneState() == Data("token".utf8))
+            #expect(Set(try await adapter.localState(for: records.map(\.id)).keys.map(\.recordName)) == ["1", "2"])
+            await adapter.close()
+        }
+    }
+
     @Test("new records go in by COPY with every type exactly as statements write them; array columns fall back to statements")
     func copyWritesTypesExactly() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("copy_types")

@@ -78,4 +78,28 @@ struct HostileRecordNamesTests {
         #expect(try Self.rowsByHex(target) == after)
         #expect(after[Array(keys[2].utf8).map { String(format: "%02X", $0) }.joined()] == "edited")
     }
+
+    @Test("a downloaded record whose name cannot be a key of its table is left out, as a record of a type with no table, and the rest of the page applies")
+    func namesThatFitNoKey() async throws {
+        let directory = try TemporaryDirectory(prefix: "no-key")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, name: "items.sqlite", schema: "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT);")
+        let zone = ZoneID(zoneName: "Items")
+        let adapter = try SQLiteAdapter(
+            configuration: SQLiteAdapterConfiguration(
+                name: "items", path: file.path, zoneID: zone, tables: [TableMapping(table: "item", recordType: "Item", recordName: "item-<pk>")]))
+        let names = ["item-1", "hello", "item-abc", "item-", "item-2"]
+        let records = names.map { Record(id: RecordID(recordName: $0, zoneID: zone), recordType: "Item", fields: ["label": .string($0)]) }
+        var state = SyncStateUpdate(zoneState: Data("token".utf8))
+        for record in records { state.metadata[record.id] = RecordMetadata(syncedRecord: record).encoded() }
+        try await adapter.apply(
+            DownloadedChanges(
+                writes: records, deletes: [RecordID(recordName: "item-xyz", zoneID: zone)], state: state,
+                expectedPendingVersions: Dictionary(uniqueKeysWithValues: records.map { ($0.id, 0) }), absentLocally: Set(records.map(\.id))))
+        #expect(try file.rows("SELECT id, label FROM item ORDER BY id").map { "\($0[0] as Int64)=\($0[1] as String)" } == ["1=item-1", "2=item-2"])
+        #expect(try await adapter.loadZoneState() == Data("token".utf8), "the page committed")
+        #expect(try await adapter.hasChanges() == false)
+        let local = try await adapter.localState(for: records.map(\.id))
+        #expect(Set(local.keys.map(\.recordName)) == ["item-1", "item-2"], "no metadata for what was left out")
+    }
 }

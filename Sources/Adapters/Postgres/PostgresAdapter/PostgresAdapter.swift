@@ -259,8 +259,8 @@ public final class PostgresAdapter: ModelAdapter {
                 if !skipped.isEmpty && skipped.contains(id) { continue }
                 let recordType = changes.writes[index].recordType
                 if lastType?.name != recordType { lastType = (recordType, catalog.byType[recordType]) }
-                guard let table = lastType?.table, (try? table.keyTexts(of: id.recordName)) != nil else {
-                    skipped.insert(id)  // a record type this store does not hold, or a name that fits no key
+                guard let table = lastType?.table, table.acceptsKey(of: id.recordName) else {
+                    skipped.insert(id)  // a record type this store does not hold, or a name that cannot be a key of its table
                     continue
                 }
                 let inserted = !absent.isEmpty && absent.contains(id)

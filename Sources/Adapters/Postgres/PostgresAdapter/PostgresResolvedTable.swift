@@ -200,6 +200,30 @@ struct PostgresResolvedTable: Sendable {
         return components
     }
 
+    /// Whether a record name can be a key of this table: it fits the template, and each key text
+    /// reads as its column's type where that is checked here (whole numbers in range for
+    /// `smallint`, `integer` and `bigint`, numbers for floating point, hex for `bytea`); other
+    /// types are left to the server's cast.
+    func acceptsKey(of recordName: String) -> Bool {
+        guard let texts = template.components(of: recordName), texts.count == keyColumns.count else { return false }
+        for index in texts.indices {
+            let text = texts[index]
+            switch keyColumns[index].kind {
+            case .integer:
+                guard let value = Int64(text) else { return false }
+                switch keyColumns[index].sqlType {
+                case "smallint", "int2": if Int16(exactly: value) == nil { return false }
+                case "integer", "int4": if Int32(exactly: value) == nil { return false }
+                default: break
+                }
+            case .real: if Double(text) == nil { return false }
+            case .bytes: if Data(hex: text) == nil { return false }
+            default: continue
+            }
+        }
+        return true
+    }
+
     /// The record for the texts of a row selected with ``selectRowsSQL`` (after the name).
     func record(id: RecordID, values texts: [String?]) -> Record {
         // Room for the two stamps an upload adds, so the values never grow on the way.

@@ -308,12 +308,24 @@ public final class SQLiteAdapter: ModelAdapter {
                 if mapped?.layout !== record.layout || mapped?.table !== table {
                     mapped = (record.layout, table, table.mapping(from: record.layout), BoundStatement(try db.cachedStatement(sql: table.upsertSQL)))
                 }
-                try mapped!.statement.execute(try table.upsertValues(for: record, mapping: mapped!.mapping))
+                let values: [BindableValue]
+                do {
+                    values = try table.upsertValues(for: record, mapping: mapped!.mapping)
+                } catch let error as SQLiteAdapterError where error.code == .invalidRecordName {
+                    // A name that cannot be a key of this table (another store's naming, a name
+                    // written by hand): left out, as a record of a type with no table is, rather
+                    // than failing every page that holds it.
+                    skipped.insert(record.id)
+                    continue
+                }
+                try mapped!.statement.execute(values)
                 tables[record.id] = table.table
             }
             for id in changes.deletes where !skipped.contains(id) {
-                guard let tableName = try Self.tableName(of: id, db: db), let table = catalog.byTable[tableName] else { continue }
-                try db.cachedStatement(sql: table.deleteRowSQL).execute(arguments: StatementArguments(try table.keyValues(of: id.recordName)))
+                guard let tableName = try Self.tableName(of: id, db: db), let table = catalog.byTable[tableName],
+                    let keys = try? table.keyValues(of: id.recordName)
+                else { continue }
+                try db.cachedStatement(sql: table.deleteRowSQL).execute(arguments: StatementArguments(keys))
             }
             try Self.commit(
                 changes.state, zone: zone, skipping: skipped, tableOf: { id in tables[id] ?? catalog.table(ofRecordNamed: id.recordName) }, db: db)
