@@ -155,4 +155,17 @@ struct PluginSupervisionTests {
         #expect(try await adapter.pendingChangeCount() == 0)
         #expect(try await adapter.syncedRecordIDs().map(\.recordName) == ["a"])
     }
+
+    @Test("a downloaded record whose name the protocol cannot carry is left out, and the rest of the page reaches the plugin")
+    func unsendableNamesLeftOut() async throws {
+        let directory = try TemporaryDirectory(prefix: "plugin-names")
+        defer { directory.remove() }
+        let adapter = try PluginFixtures.misbehavingAdapter(in: directory, misbehave: nil)
+        let names = ["fine", "line\nbreak", "", String(repeating: "n", count: 256), "also fine"]
+        try await adapter.apply(PluginFixtures.download(names.map { PluginFixtures.note($0, "title") }, marker: "t1"))
+        #expect(try await adapter.syncedRecordIDs().map(\.recordName).sorted() == ["also fine", "fine"])
+        #expect(try await adapter.pendingChangeCount() == 0)
+        #expect(try await adapter.loadZoneState() != nil, "the page committed")
+        await adapter.close()
+    }
 }

@@ -277,10 +277,12 @@ public final class KitAdapter: ModelAdapter {
             }
             return types
         }
-        // Records of types the store has no place for are left out, as a SQL store without their
-        // table leaves them out: no write, no metadata.
+        // Records of types the store has no place for, or with names it cannot hold, are left
+        // out, as a SQL store leaves out records without a table or a key: no write, no metadata.
         let served = try await store.servedRecordTypes()
-        let unserved = Set(changes.writes.filter { served?.contains($0.recordType) == false }.map { ExactText.Key($0.id.recordName) })
+        let unserved = Set(
+            changes.writes.filter { served?.contains($0.recordType) == false || !store.canHold(recordNamed: $0.id.recordName) }
+                .map { ExactText.Key($0.id.recordName) })
         let saveKeys = changes.writes.filter { !unserved.contains(ExactText.Key($0.id.recordName)) }.map {
             KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType)
         }

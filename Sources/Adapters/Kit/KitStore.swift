@@ -24,6 +24,11 @@ public protocol KitStore: Sendable {
     /// hold types this store has no place for). `nil`: any type.
     func servedRecordTypes() async throws -> Set<String>?
 
+    /// Whether the store can hold a record of this name. Downloaded records it cannot hold are
+    /// left out (no write, no metadata) and the rest of their page applies, as records of types it
+    /// does not serve are. Default: every name.
+    func canHold(recordNamed name: String) -> Bool
+
     /// A number that grows whenever the store itself reported a change (a notification); `nil`
     /// when it never reports any and must be polled.
     func notificationCount() async -> Int?
@@ -34,6 +39,7 @@ public protocol KitStore: Sendable {
 
 extension KitStore {
     public func servedRecordTypes() async throws -> Set<String>? { nil }
+    public func canHold(recordNamed name: String) -> Bool { true }
     public func notificationCount() async -> Int? { nil }
     public func close() async {}
 }
