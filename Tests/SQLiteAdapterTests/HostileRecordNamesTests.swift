@@ -17,21 +17,26 @@ struct HostileRecordNamesTests {
         return rows
     }
 
+    /// Two databases syncing through one embedded cloud, the first holding a row per key (titled
+    /// "title <index>").
+    static func twoStores(in directory: TemporaryDirectory, keys: [String]) throws -> (
+        cloud: EmbeddedCloud, source: SQLiteFile, target: SQLiteFile, gateways: [Synchronizer]
+    ) {
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let source = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
+        let target = try SQLiteFile(directory, name: "b.sqlite", schema: Notes.schema)
+        for (index, key) in keys.enumerated() { try source.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [key, "title \(index)", index]) }
+        let gateways = try [(source, "a"), (target, "b")].map { file, device in
+            Synchronizer(cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: device))], configuration: SyncConfiguration(deviceID: device))
+        }
+        return (cloud, source, target, gateways)
+    }
+
     @Test("rows whose keys differ only in Unicode normalization sync as separate records, each with its own values")
     func separateRecords() async throws {
         let directory = try TemporaryDirectory(prefix: "nfc-nfd")
         defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let source = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
-        let target = try SQLiteFile(directory, name: "b.sqlite", schema: Notes.schema)
-        for (index, key) in Self.keys.enumerated() {
-            try source.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [key, "title \(index)", index])
-        }
-        let gateways = try [(source, "a"), (target, "b")].map { file, device in
-            Synchronizer(
-                cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: device))],
-                configuration: SyncConfiguration(deviceID: device))
-        }
+        let (cloud, source, target, gateways) = try Self.twoStores(in: directory, keys: Self.keys)
         try await Synchronizer.syncInTurns(gateways)
         let expected = try Self.rowsByHex(source)
         #expect(expected.count == Self.keys.count)
@@ -55,17 +60,11 @@ struct HostileRecordNamesTests {
     func hostileKeys() async throws {
         let directory = try TemporaryDirectory(prefix: "hostile-keys")
         defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let source = try SQLiteFile(directory, name: "a.sqlite", schema: Notes.schema)
-        let target = try SQLiteFile(directory, name: "b.sqlite", schema: Notes.schema)
         let keys = [
             "quote\"d", "back\\slash", "new\nline", "tab\t", "\u{1}\u{1F}", "'single'", "]\"},{\"x\":[", "%_*?", "emoji 🧪",
             "\u{202E}rtl", "\u{FEFF}bom", " leading space", "trailing space ", "../../etc/passwd", "a|b\\|c", "\u{10FFFF}",
         ]
-        for (index, key) in keys.enumerated() { try source.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [key, "title \(index)", index]) }
-        let gateways = try [(source, "a"), (target, "b")].map { file, device in
-            Synchronizer(cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: device))], configuration: SyncConfiguration(deviceID: device))
-        }
+        let (_, source, target, gateways) = try Self.twoStores(in: directory, keys: keys)
         try await Synchronizer.syncInTurns(gateways)
         let expected = try Self.rowsByHex(source)
         #expect(expected.count == keys.count)
