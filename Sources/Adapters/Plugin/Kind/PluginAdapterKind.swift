@@ -98,10 +98,12 @@ public struct PluginAdapterKind: AdapterKind {
             scratch.scratchDirectory = URL(fileURLWithPath: directory).appendingPathComponent("store").path
             try FileManager.default.createDirectory(atPath: scratch.scratchDirectory!, withIntermediateDirectories: true)
             let adapter = try makeAdapter(configuration: scratch, statePath: URL(fileURLWithPath: directory).appendingPathComponent("state.sqlite").path)
-            // The protocol carries no record name with control characters: such a write fails
-            // before anything reaches the plugin.
+            // The protocol's JSON carries no infinite number: such a write fails before anything
+            // reaches the plugin. (A name it cannot carry is left out instead, not refused.)
             return KitScratchStore(kit: adapter) { zone in
-                Record(id: RecordID(recordName: "refused\u{7}", zoneID: zone), recordType: "Note", fields: ["title": .string("refused")])
+                Record(
+                    id: RecordID(recordName: "refused", zoneID: zone), recordType: "Note",
+                    fields: ["title": .string("refused"), "rank": .double(.infinity)])
             }
         }
 
