@@ -359,10 +359,10 @@ public final class KitAdapter: ModelAdapter {
             let now = current[name].flatMap { KitRecordObservation.observed($0) }
             if values != KitRecordObservation.observed(record), now != journal.before[name] { edited.insert(name) }
         }
-        for key in journal.deletes where current[ExactText.Key(key.recordName)] != nil {
+        for key in journal.deletes {
             let name = ExactText.Key(key.recordName)
-            let now = current[name].flatMap { KitRecordObservation.observed($0) }
-            if now != journal.before[name] { edited.insert(name) }
+            guard let entry = current[name] else { continue }
+            if KitRecordObservation.observed(entry) != journal.before[name] { edited.insert(name) }
         }
         if !edited.isEmpty {
             let editedEntries = current.values.filter { edited.contains(ExactText.Key($0.key.recordName)) }

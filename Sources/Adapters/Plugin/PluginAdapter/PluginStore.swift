@@ -155,11 +155,12 @@ public final class PluginStore: KitStore {
         Set(try await connected().handshake.recordTypes.map(\.name))
     }
 
-    /// Whether the protocol carries this record name (plugins are promised no control characters).
-    /// Names the protocol carries (1–255 bytes, no control characters); a downloaded record with
-    /// another name is left out of this store.
+    /// Names the protocol carries (see ``isSendable(_:)``); a downloaded record with another name
+    /// is left out of this store.
     public func canHold(recordNamed name: String) -> Bool { Self.isSendable(name) }
 
+    /// Whether the protocol carries this record name: 1–255 bytes, no control characters
+    /// (plugins are promised none).
     static func isSendable(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 255 && !name.unicodeScalars.contains { $0.value < 32 || $0.value == 127 }
     }
