@@ -63,9 +63,12 @@ public struct ConflictContext: Sendable {
         self.server = server
     }
 
-    /// Whether the local record's `field` differs from the last synced value.
+    /// Whether the local record's `field` differs from the last synced value. A field the local
+    /// record's layout does not name is unknown to the store (an older schema, a JSON document
+    /// without the key), not null, so it never counts as changed.
     public func changedLocally(_ field: String) -> Bool {
-        Self.fingerprint(local?[field]) != ancestor[field]
+        if let local, local.layout.position(of: field) == nil { return false }
+        return Self.fingerprint(local?[field]) != ancestor[field]
     }
 
     /// Whether the server record's `field` differs from the last synced value.
@@ -89,6 +92,17 @@ public struct ConflictContext: Sendable {
     static func fingerprint(_ value: FieldValue?) -> FieldFingerprint? {
         value.map(FieldFingerprint.init)
     }
+}
+
+/// Who wins a record that the store and the cloud both hold without a common ancestor: the
+/// store never synced that record (a new store joining a zone, a store replaced or restored from
+/// a backup, a reset, or two stores that created the same record).
+public enum JoinPreference: String, Sendable, Codable, CaseIterable {
+    /// The cloud's version, values or deletion (the default): a restored or new store never
+    /// rolls back what the zone holds.
+    case cloud
+    /// The store's version: the store is the truth, on purpose (`gateway sync --store-wins`).
+    case store
 }
 
 /// What a conflict resolves to.

@@ -121,7 +121,16 @@ package enum ModifyRules {
                     record.changeTag == nil ? "replace without a change tag" : "change tag is stale")
             }
             return .save
-        case .forceReplace:
+        case .update(let record):
+            guard live, let stored else {
+                return .fail(.unknownItem, "record \(record.id) does not exist; create it instead")
+            }
+            guard let tag = record.changeTag, tag == stored.changeTag else {
+                return .conflict(
+                    record.changeTag == nil ? "update without a change tag" : "change tag is stale")
+            }
+            return .save
+        case .forceReplace, .forceUpdate:
             return .save
         case .delete(let id, let tag):
             guard live, let stored else { return .fail(.unknownItem, "record \(id) does not exist") }
@@ -132,6 +141,39 @@ package enum ModifyRules {
         case .forceDelete:
             return live ? .delete : .alreadyDeleted
         }
+    }
+
+    /// Whether the operation changes only the fields its layout names.
+    package static func isPartial(_ operation: RecordOperation) -> Bool {
+        switch operation {
+        case .update, .forceUpdate: true
+        default: false
+        }
+    }
+
+    /// Completes a partial save of a live record: the stored record's fields that the sent layout
+    /// does not name are added with their stored values, and the fields are encoded again. An
+    /// update that names every stored field is written as sent. Returns a problem when the
+    /// completed record passes the record size limit.
+    static func completeUpdate(_ item: inout Prepared, stored: Record?, limits: CloudLimits) -> String? {
+        guard let stored, var record = item.operation.record else { return nil }
+        var kept: [(name: String, value: FieldValue)] = []
+        stored.forEachField { name, value in
+            if record.layout.position(of: name) == nil { kept.append((name, value)) }
+        }
+        if record.recordType.isEmpty { record.recordType = stored.recordType }
+        guard !kept.isEmpty else { return nil }
+        let layout = record.layout.adding(kept.map(\.name))
+        record.grow(to: layout)
+        for (name, value) in kept { record[position: layout.position(of: name)!] = value }
+        let encoded = FieldCoding.encode(record)
+        let size = encoded.count + record.id.recordName.utf8.count + record.recordType.utf8.count
+        if size > limits.maxRecordSize {
+            return "record \(record.id) would be \(size) bytes with the fields it keeps, over the record limit of \(limits.maxRecordSize) bytes; move large binary fields to assets"
+        }
+        item.encodedFields = encoded
+        item.operation = item.operation.replacingRecord(with: record)
+        return nil
     }
 
     /// Turns per-operation failures into the request's failures by index: in an atomic request
@@ -153,8 +195,12 @@ package enum ModifyRules {
     /// - Parameters:
     ///   - stored: what the cloud holds for a record (`nil` when it never held it).
     ///   - missingAsset: an asset of a record to save that the cloud does not hold.
+    ///
+    /// An `update` or `forceUpdate` of a live record becomes the whole record to write: the stored
+    /// record's fields that the update's layout does not name are kept (``completeUpdate(_:stored:limits:)``).
     package static func decideAll(
-        _ prepared: [Prepared], stored: (RecordID) throws -> Stored?, missingAsset: (Record) throws -> AssetReference?
+        _ prepared: inout [Prepared], limits: CloudLimits, stored: (RecordID) throws -> Stored?,
+        missingAsset: (Record) throws -> AssetReference?
     ) throws -> (decisions: [Decision], failures: [Int: CloudError]) {
         var decisions: [Decision] = []
         decisions.reserveCapacity(prepared.count)
@@ -168,6 +214,11 @@ package enum ModifyRules {
             let id = prepared[index].recordID
             let current = try stored(id)
             var decision = decide(prepared[index].operation, stored: current?.state)
+            if decision == .save, let current, current.state.isLive, isPartial(prepared[index].operation) {
+                if let problem = try completeUpdate(&prepared[index], stored: current.record(), limits: limits) {
+                    decision = .fail(.limitExceeded, problem)
+                }
+            }
             if decision == .save, let missing = try missingAsset(prepared[index].operation.record!) {
                 decision = .fail(
                     .invalidArguments, "record \(id) references \(missing), which was never uploaded; upload assets before saving")

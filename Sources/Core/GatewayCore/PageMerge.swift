@@ -38,7 +38,7 @@ extension SyncContext {
                 }
                 continue
             }
-            if let server, ownWrite {
+            if let server, ownWrite, let metadata, metadata.recognizes(server) {
                 // This replica wrote that version, but never learned it was saved (the answer was
                 // lost): it is an earlier state of the local record, not a concurrent change.
                 // Rebase onto it and upload the newer local state.
@@ -58,10 +58,20 @@ extension SyncContext {
                 changes.state.settled[id] = pendingVersion
                 continue
             }
-            let conflict = ConflictContext(
-                recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
             let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
-            let resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
+            let resolution: ConflictResolution
+            let policy: MergePolicy
+            if metadata == nil {
+                // No common ancestor: the store never synced this record, so neither side edited
+                // the other's version (a new, replaced or restored store joining the zone).
+                resolution = options.joinPrefers == .store ? .local : .server
+                policy = options.joinPrefers == .store ? .client : .server
+            } else {
+                let conflict = ConflictContext(
+                    recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
+                resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
+                policy = settings.policy
+            }
             let recordType = server?.recordType ?? current.record?.recordType ?? metadata?.recordType ?? ""
             let rebased =
                 server.map { RecordMetadata(syncedRecord: $0) }
@@ -86,7 +96,7 @@ extension SyncContext {
                 changes.state.metadata[id] = rebased.encoded()
                 outcome = .merged
             }
-            conflicts.append((id, settings.policy, outcome))
+            conflicts.append((id, policy, outcome))
         }
         return MergedPage(changes: changes, conflicts: conflicts)
     }

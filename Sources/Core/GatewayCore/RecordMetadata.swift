@@ -62,6 +62,20 @@ public struct RecordMetadata: Sendable, Equatable {
         return ancestor
     }
 
+    /// Whether every value of `server` is one this replica synced or sent: the version is then
+    /// this replica's own write whose answer it never had (or an earlier state of it), not a
+    /// change made elsewhere. A store restored from a backup, or new, lacks the intents of the
+    /// writes its adapter made since, so a version it did not send is never taken for its own.
+    public func recognizes(_ server: Record) -> Bool {
+        var recognized = true
+        server.forEachField { name, value in
+            guard recognized else { return }
+            let fingerprint = FieldFingerprint(value)
+            if fingerprints[name] != fingerprint && !sent.contains(Self.pair(name, fingerprint)) { recognized = false }
+        }
+        return recognized
+    }
+
     /// One number for a field name and a value's fingerprint.
     static func pair(_ name: String, _ fingerprint: FieldFingerprint) -> UInt64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325

@@ -115,11 +115,15 @@ public struct AdapterSyncOptions: Sendable {
     public var encryption: FieldEncryption?
     /// Which binary fields travel as assets.
     public var assets: AssetSettings
+    /// Who wins a record the store and the cloud both hold without a common ancestor; the
+    /// merge policy is not asked, since neither side's values are an edit of the other's.
+    public var joinPrefers: JoinPreference
 
     /// Options; the defaults are the gateway's documented config defaults.
     public init(
         batchSize: Int = 200, merge: MergeSettings = MergeSettings(), mergeByRecordType: [String: MergeSettings] = [:],
-        onZoneDeleted: ZoneDeletedPolicy = .recreate, encryption: FieldEncryption? = nil, assets: AssetSettings = AssetSettings()
+        onZoneDeleted: ZoneDeletedPolicy = .recreate, encryption: FieldEncryption? = nil, assets: AssetSettings = AssetSettings(),
+        joinPrefers: JoinPreference = .cloud
     ) {
         self.batchSize = max(1, batchSize)
         self.merge = merge
@@ -127,6 +131,7 @@ public struct AdapterSyncOptions: Sendable {
         self.onZoneDeleted = onZoneDeleted
         self.encryption = encryption
         self.assets = assets
+        self.joinPrefers = joinPrefers
     }
 
     /// The merge settings for a record type.

@@ -428,7 +428,7 @@ struct UploadPass {
             do {
                 switch operation {
                 case .create(let record) where Self.holdsBytes(operation): send.append(.create(try await withAssets(record)))
-                case .replace(let record) where Self.holdsBytes(operation): send.append(.replace(try await withAssets(record)))
+                case .update(let record) where Self.holdsBytes(operation): send.append(.update(try await withAssets(record)))
                 default: send.append(operation)
                 }
             } catch let error as CloudError where error.code == .limitExceeded {
@@ -443,7 +443,7 @@ struct UploadPass {
     /// Whether a save holds a binary value, which may travel as an asset.
     private static func holdsBytes(_ operation: RecordOperation) -> Bool {
         switch operation {
-        case .create(let record), .replace(let record):
+        case .create(let record), .update(let record):
             return record.values.contains { value in
                 if case .bytes? = value { return true }
                 return false
@@ -548,7 +548,8 @@ struct UploadBatch {
                 }
             }
             stamps.stamp(&record)
-            operations.append(record.changeTag == nil ? .create(record) : .replace(record))
+            // An update: fields the store does not have are unknown to it, not null (DESIGN D4).
+            operations.append(record.changeTag == nil ? .create(record) : .update(record))
             versions.append(save.version)
             latestVersion = max(latestVersion ?? save.version, save.version)
             var intent = metadata ?? RecordMetadata(changeTag: nil, recordType: record.recordType, fingerprints: [:])

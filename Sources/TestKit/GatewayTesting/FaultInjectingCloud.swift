@@ -322,8 +322,8 @@ extension RecordOperation {
     /// Whether the operation depends on the server's change tag.
     var isConditional: Bool {
         switch self {
-        case .replace, .delete: true
-        case .create, .forceReplace, .forceDelete: false
+        case .replace, .update, .delete: true
+        case .create, .forceReplace, .forceUpdate, .forceDelete: false
         }
     }
 }

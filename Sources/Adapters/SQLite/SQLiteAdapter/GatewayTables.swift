@@ -1,3 +1,4 @@
+import Foundation
 import GatewayCore
 import GRDB
 
@@ -52,23 +53,63 @@ enum GatewayTables {
                 CREATE TABLE IF NOT EXISTS "_gateway_applying" (flag INTEGER);
                 """)
         try db.execute(sql: IntentJournal.createTableSQL)
+        // The synced columns of each table, as last installed: a column added since gets the
+        // cloud's values through a fresh download. Files of earlier releases lack the column.
+        let columns = try Row.fetchAll(db, sql: #"PRAGMA table_info("_gateway_tables")"#).map { $0["name"] as String }
+        if !columns.contains("value_columns") {
+            try db.execute(sql: #"ALTER TABLE "_gateway_tables" ADD COLUMN value_columns TEXT"#)
+        }
+    }
+
+    /// Makes the next download write the table's records again even where nothing changed in
+    /// the cloud: their metadata keeps its fields (the common ancestor of a merge) and loses its
+    /// change tag, so the cloud's version is no longer taken for the one already stored.
+    static func forgetChangeTags(of table: String, db: Database) throws {
+        let rows = try Row.fetchAll(
+            db, sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table])
+        let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
+        for row in rows {
+            var metadata = try RecordMetadata(decoding: row["metadata"] as Data)
+            metadata.changeTag = nil
+            try update.execute(arguments: [metadata.encoded(), row["record_name"] as String])
+        }
+    }
+
+    /// Makes the next sync download the whole zone again (the zone state is the synchronizer's
+    /// blob; without it the change token starts over). Records whose metadata still matches the
+    /// cloud are skipped as already synced; the others are merged.
+    static func forgetDownloadPosition(_ db: Database) throws {
+        try db.execute(sql: #"DELETE FROM "_gateway_zone""#)
     }
 
     /// Installs (or replaces, when outdated or missing) the change-capture triggers of `table`.
     /// Queues the rows of a table synced for the first time as pending changes; a table whose
-    /// triggers went missing was dropped and created again behind the gateway's back, so its
-    /// rows and its synced records are all queued, to be compared with what was synced.
+    /// triggers went missing was dropped and created again behind the gateway's back, so it
+    /// joins the zone again; a table with a column it did not have downloads the zone again.
     static func install(_ table: ResolvedTable, db: Database) throws {
         let newName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "NEW")
         let oldName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "OLD")
         let installed = try Row.fetchOne(
-            db, sql: #"SELECT trigger_version, record_name_sql FROM "_gateway_tables" WHERE table_name = ?"#,
+            db, sql: #"SELECT trigger_version, record_name_sql, value_columns FROM "_gateway_tables" WHERE table_name = ?"#,
             arguments: [table.table])
         let kinds = ["insert", "update", "delete"]
         let present = try Int.fetchOne(
             db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?)",
             arguments: StatementArguments(kinds.map { plainTriggerName($0, table.table) })) == kinds.count
+        let columns = table.valueColumns.map(\.name).joined(separator: "\n")
+        if let installed, present, let known = installed["value_columns"] as String?, known != columns {
+            // A column the store did not have may hold values in the cloud: download them.
+            let knownColumns = Set(known.split(separator: "\n").map(String.init))
+            if table.valueColumns.contains(where: { !knownColumns.contains($0.name) }) {
+                try forgetChangeTags(of: table.table, db: db)
+                try forgetDownloadPosition(db)
+            }
+        }
         if let installed, present, installed["trigger_version"] == version, installed["record_name_sql"] == newName {
+            if installed["value_columns"] as String? != columns {
+                try db.execute(
+                    sql: #"UPDATE "_gateway_tables" SET value_columns = ? WHERE table_name = ?"#, arguments: [columns, table.table])
+            }
             return
         }
         let quoted = table.quotedTable
@@ -103,17 +144,22 @@ enum GatewayTables {
         if installed == nil {
             try backfill(table, db: db)
         } else if !present {
-            try db.execute(
-                sql: #"INSERT INTO "_gateway_log" (record_name, table_name) SELECT record_name, table_name FROM "_gateway_records" WHERE table_name = ?"#,
-                arguments: [table.table])
+            // The table was dropped and created again behind the gateway's back (restored from a
+            // dump, rebuilt): its rows share no history with what was synced, so the table joins
+            // the zone again (DESIGN D4). Its records lose their metadata, its rows are queued,
+            // and the zone is downloaded again: a row the cloud also holds is a conflict without
+            // a common ancestor (`join_prefers`), never an edit of the synced version.
+            try db.execute(sql: #"DELETE FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table])
             try backfill(table, db: db)
+            try forgetDownloadPosition(db)
         }
         try db.execute(
             sql: """
-                INSERT INTO "_gateway_tables" (table_name, trigger_version, record_name_sql) VALUES (?, ?, ?)
-                ON CONFLICT (table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql
+                INSERT INTO "_gateway_tables" (table_name, trigger_version, record_name_sql, value_columns) VALUES (?, ?, ?, ?)
+                ON CONFLICT (table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql,
+                    value_columns = excluded.value_columns
                 """,
-            arguments: [table.table, version, newName])
+            arguments: [table.table, version, newName, columns])
     }
 
     /// Queues every row of `table` as a pending change (rows that were there before the gateway).

@@ -95,6 +95,12 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func loadZoneState() async throws -> Data? {
         let zone = zoneID
+        // A schema changed since the last write (a column added, a table restored) is checked
+        // before the pass starts: the check may forget the download position (GatewayTables.install).
+        let cached = catalog.withLock { $0.schemaVersion }
+        if try await pool.read({ db in try Self.schemaVersion(db) }) != cached {
+            _ = try await write { _, _ in () }
+        }
         return try await read { db, _ in
             try Data.fetchOne(
                 db, sql: #"SELECT state FROM "_gateway_zone" WHERE zone_name = ? AND owner_name = ?"#,

@@ -14,11 +14,22 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Sync only this adapter (repeatable).")
     var adapter: [String] = []
 
+    @Option(
+        name: .long,
+        help: "Keep this adapter's store as the truth for this sync (repeatable): a record it and the cloud both hold without a common ancestor (a restored or replaced store) takes the store's version instead of the cloud's.")
+    var storeWins: [String] = []
+
     @Option(name: .long, help: "Progress on standard error: auto (a bar on a terminal, lines otherwise), bar, lines, json (one JSON object per event) or none.")
     var progress: ProgressStyle = .auto
 
     func run() async throws {
-        let configuration = try options.load()
+        var configuration = try options.load()
+        for name in storeWins {
+            guard let index = configuration.adapters.firstIndex(where: { $0.name == name }) else {
+                throw ValidationError("--store-wins names adapter '\(name)', which is not in \(configuration.file)")
+            }
+            configuration.adapters[index].settings.joinPrefers = .store
+        }
         let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver(progress))
         Console.out(SyncSummary.render(report, zones: Self.zones(configuration)))
         if !report.succeeded { throw ExitCode(ExitStatus.syncFailed) }

@@ -197,8 +197,8 @@ struct CloudKitEndpointOperations: Sendable {
         return .jsonText(writer.data)
     }
 
-    /// One `operations` entry; `update` and `forceUpdate` (partial saves) merge the given fields
-    /// into the stored record, keeping the change-tag check of `update`.
+    /// One `operations` entry; `update` and `forceUpdate` are partial saves, which the cloud
+    /// completes with the stored record's other fields (``RecordOperation/update(_:)``).
     private func operation(_ item: ModifyRequest.Operation, zone: ZoneID, layouts: inout RecordLayout?) async throws -> RecordOperation {
         guard let type = item.type, var wire = item.record else {
             throw CloudError(.invalidArguments, "records/modify: each operation needs operationType and record")
@@ -206,7 +206,10 @@ struct CloudKitEndpointOperations: Sendable {
         // A record without a name gets one, as CloudKit does.
         if wire.recordName == nil { wire.recordName = UUID().uuidString }
         var record = try wire.record(in: zone, layouts: &layouts)
-        if !record.assetReferences.isEmpty { record.fields = record.fields.mapValues(Self.storable) }
+        if !record.assetReferences.isEmpty {
+            // In place, so a field named without a value (a partial save clearing it) stays named.
+            for position in record.values.indices { record[position: position] = record.values[position].map(Self.storable) }
+        }
         record.modifiedAt = nil
         record.createdAt = nil
         switch type {
@@ -216,14 +219,10 @@ struct CloudKitEndpointOperations: Sendable {
         case "delete": return .delete(record.id, changeTag: record.changeTag)
         case "forceDelete": return .forceDelete(record.id)
         case "update", "forceUpdate":
-            guard let stored = try await cloud.lookup([record.id])[0] else {
-                return type == "update" ? .replace(record) : .forceReplace(record)
-            }
-            var merged = stored
-            merged.fields.merge(record.fields) { _, new in new }
-            if !record.recordType.isEmpty { merged.recordType = record.recordType }
-            merged.changeTag = type == "update" ? record.changeTag : nil
-            return type == "update" ? .replace(merged) : .forceReplace(merged)
+            // The cloud keeps the stored fields the update does not name; a record type left out
+            // is the stored record's.
+            if record.recordType.isEmpty, let stored = try await cloud.lookup([record.id])[0] { record.recordType = stored.recordType }
+            return type == "update" ? .update(record) : .forceUpdate(record)
         default:
             throw CloudError(.invalidArguments, "records/modify: unknown operationType \(type)")
         }

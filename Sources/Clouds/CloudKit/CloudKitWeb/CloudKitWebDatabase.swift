@@ -239,6 +239,8 @@ public final class CloudKitWebDatabase: CloudDatabase {
             case .create(let record): ("create", record, false)
             case .replace(let record): ("replace", record, true)
             case .forceReplace(let record): ("forceReplace", record, false)
+            case .update(let record): ("update", record, true)
+            case .forceUpdate(let record): ("forceUpdate", record, false)
             case .delete, .forceDelete: ("", nil, false)
             }
         guard let record else { return try writer.value(encode(operation)) }
@@ -246,7 +248,8 @@ public final class CloudKitWebDatabase: CloudDatabase {
         writer.key("operationType")
         writer.string(type)
         writer.key("record")
-        try CloudKitWireCoding.write(record, includeTag: includeTag, into: &writer)
+        // A partial save names the fields it clears with a null value; the others it leaves alone.
+        try CloudKitWireCoding.write(record, includeTag: includeTag, writingNulls: ModifyRules.isPartial(operation), into: &writer)
         writer.endObject()
     }
 
@@ -258,6 +261,10 @@ public final class CloudKitWebDatabase: CloudDatabase {
             return ["operationType": "replace", "record": try CloudKitWireCoding.encode(record)]
         case .forceReplace(let record):
             return ["operationType": "forceReplace", "record": try CloudKitWireCoding.encode(record, includeTag: false)]
+        case .update(let record):
+            return ["operationType": "update", "record": try CloudKitWireCoding.encode(record, writingNulls: true)]
+        case .forceUpdate(let record):
+            return ["operationType": "forceUpdate", "record": try CloudKitWireCoding.encode(record, includeTag: false, writingNulls: true)]
         case .delete(let id, let tag):
             var record: [String: JSONValue] = ["recordName": .string(id.recordName)]
             if let tag { record["recordChangeTag"] = .string(tag) }

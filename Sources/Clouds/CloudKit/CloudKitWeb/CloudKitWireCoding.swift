@@ -25,13 +25,20 @@ public enum CloudKitWireCoding {
 
     /// A record dictionary: `recordName`, `recordType`, `recordChangeTag` (when the record has
     /// one and `includeTag`), `fields`, and `created` and `modified` (`timestamp`, and
-    /// `userRecordName` when given) for records coming from a cloud.
-    public static func encode(_ record: Record, includeTag: Bool = true, userRecordName: String? = nil) throws(CloudError) -> JSONValue {
+    /// `userRecordName` when given) for records coming from a cloud. With `writingNulls`, a field
+    /// of the layout without a value is written as `{"value": null}` (what a partial save,
+    /// `update`, sends to clear a field); otherwise it is left out.
+    public static func encode(
+        _ record: Record, includeTag: Bool = true, userRecordName: String? = nil, writingNulls: Bool = false
+    ) throws(CloudError) -> JSONValue {
         var fields: [String: JSONValue] = [:]
         fields.reserveCapacity(record.fieldCount)
         let names = record.layout.fieldNames
         for position in names.indices {
-            guard let value = record[position: position] else { continue }
+            guard let value = record[position: position] else {
+                if writingNulls { fields[names[position]] = ["value": .null] }
+                continue
+            }
             fields[names[position]] = try CloudKitFieldCoding.encode(value, in: record.id.zoneID)
         }
         var object: [String: JSONValue] = [
@@ -48,10 +55,11 @@ public enum CloudKitWireCoding {
         return .object(object)
     }
 
-    /// Writes the record dictionary of ``encode(_:includeTag:userRecordName:)``, with `zoneID`
+    /// Writes the record dictionary of ``encode(_:includeTag:userRecordName:writingNulls:)``, with `zoneID`
     /// when `includeZone`, without building it as a tree first.
     public static func write(
-        _ record: Record, includeTag: Bool = true, userRecordName: String? = nil, includeZone: Bool = false, into writer: inout JSONWriter
+        _ record: Record, includeTag: Bool = true, userRecordName: String? = nil, includeZone: Bool = false, writingNulls: Bool = false,
+        into writer: inout JSONWriter
     ) throws(CloudError) {
         writer.beginObject()
         writer.key("recordName")
@@ -66,7 +74,13 @@ public enum CloudKitWireCoding {
         writer.beginObject()
         let names = record.layout.fieldNames
         for position in names.indices {
-            guard let value = record[position: position] else { continue }
+            guard let value = record[position: position] else {
+                if writingNulls {
+                    writer.key(names[position])
+                    try writer.value(["value": .null])
+                }
+                continue
+            }
             writer.key(names[position])
             try CloudKitFieldCoding.write(value, in: record.id.zoneID, into: &writer)
         }

@@ -40,7 +40,13 @@ package struct WireRecordDictionary: Sendable {
             guard case .object(let fields) = value else { return }
             names.reserveCapacity(fields.count)
             values.reserveCapacity(fields.count)
-            for (name, field) in fields { add(name) { () throws(CloudError) in try CloudKitFieldCoding.decode(field, in: zone, name: name) } }
+            for (name, field) in fields {
+                add(name) { () throws(CloudError) in
+                    // `{"value": null}`: the field is named without a value (a partial save clearing it).
+                    if case .object(let members) = field, members["value"] == .null { return nil }
+                    return try CloudKitFieldCoding.decode(field, in: zone, name: name)
+                }
+            }
         default: others[key] = value
         }
     }
@@ -61,6 +67,7 @@ package struct WireRecordDictionary: Sendable {
                 let members = try readField(&reader)
                 dictionary.add(name) { () throws(CloudError) in
                     guard let members else { throw CloudKitFieldCoding.malformed(name, "is not a {value, type} dictionary") }
+                    if members.value == .null { return nil }
                     return try CloudKitFieldCoding.decode(value: members.value, type: members.type, in: zone, name: name)
                 }
             }
@@ -88,7 +95,7 @@ package struct WireRecordDictionary: Sendable {
         return (value, type)
     }
 
-    private mutating func add(_ name: String, _ decode: () throws(CloudError) -> FieldValue) {
+    private mutating func add(_ name: String, _ decode: () throws(CloudError) -> FieldValue?) {
         guard fieldError == nil else { return }
         do {
             let value = try decode()

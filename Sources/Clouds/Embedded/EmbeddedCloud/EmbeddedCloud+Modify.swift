@@ -9,12 +9,13 @@ extension EmbeddedCloud {
     {
         let prepared = try ModifyRules.prepare(operations, in: zone, limits: limits)
         let now = nowMilliseconds()
+        let limits = limits
         let results: [RecordOperationResult]
-        if Self.createsOnly(prepared), let created = try await writeUnlessNil({ db in try Self.create(prepared, zone: zone, now: now, db: db) }) {
+        if Self.createsOnly(prepared), let created = try await writeUnlessNil({ db in try Self.create(prepared, zone: zone, now: now, limits: limits, db: db) }) {
             results = created
         } else {
             results = try await write { db in
-                try Self.apply(prepared, zone: zone, atomic: atomic, now: now, db: db)
+                try Self.apply(prepared, zone: zone, atomic: atomic, now: now, limits: limits, db: db)
             }
         }
         await purgeIfDue()
@@ -37,10 +38,11 @@ extension EmbeddedCloud {
     /// (``apply(_:zone:atomic:now:db:)``), which reads every record first. Skipping that read,
     /// one lookup per record, is most of what this saves.
     private static func create(
-        _ prepared: [ModifyRules.Prepared], zone: ZoneID, now: Int64, db: Database
+        _ prepared: [ModifyRules.Prepared], zone: ZoneID, now: Int64, limits: CloudLimits, db: Database
     ) throws -> [RecordOperationResult]? {
         let zoneRow = try zoneRow(db, zone)
-        let (decisions, failures) = try ModifyRules.decideAll(prepared) { _ in nil } missingAsset: { record in
+        var prepared = prepared
+        let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { _ in nil } missingAsset: { record in
             try missingAsset(in: record, db: db)
         }
         guard failures.isEmpty else { return nil }
@@ -102,7 +104,7 @@ extension EmbeddedCloud {
     /// Decides every operation first (reads only), then writes the ones that succeed, so an
     /// atomic request that fails writes nothing.
     private static func apply(
-        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, db: Database
+        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, limits: CloudLimits, db: Database
     ) throws -> [RecordOperationResult] {
         let zoneRow = try zoneRow(db, zone)
         // What the cloud holds of the request's records, in one query rather than one per record.
@@ -125,7 +127,8 @@ extension EmbeddedCloud {
                 arguments: [zoneRow.key, JSONArrayText.of(names)])
             while let row = try rows.next() { current[ExactText.Key(row[5])] = row.copy() }
         }
-        let (decisions, failures) = try ModifyRules.decideAll(prepared) { id in
+        var prepared = prepared
+        let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { id in
             guard let row = current[ExactText.Key(id.recordName)] else { return nil }
             return ModifyRules.Stored(state: .init(changeTag: row[0], isDeleted: row[1])) { try record(fromCurrentRow: row, id: id) }
         } missingAsset: { record in

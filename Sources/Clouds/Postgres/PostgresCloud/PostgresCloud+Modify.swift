@@ -9,8 +9,8 @@ extension PostgresCloud {
     {
         let prepared = try ModifyRules.prepare(operations, in: zone, limits: limits)
         let now = nowMilliseconds()
-        let results = try await transaction("saving \(operations.count) records in zone \(zone)") { [tables] connection in
-            try await Self.apply(prepared, zone: zone, atomic: atomic, now: now, tables: tables, connection: connection)
+        let results = try await transaction("saving \(operations.count) records in zone \(zone)") { [tables, limits] connection in
+            try await Self.apply(prepared, zone: zone, atomic: atomic, now: now, limits: limits, tables: tables, connection: connection)
         }
         await purgeIfDue()
         return results
@@ -30,7 +30,7 @@ extension PostgresCloud {
     /// statements, so an atomic request that fails writes nothing. The zone's row stays locked
     /// until commit, so concurrent writers of the zone take sequence numbers in commit order.
     private static func apply(
-        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, tables: Tables, connection: PooledConnection
+        _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, limits: CloudLimits, tables: Tables, connection: PooledConnection
     ) async throws -> [RecordOperationResult] {
         let zoneRow = try await lockZone(zone, tables: tables, connection: connection)!
         // Names refused by the rules (NUL bytes, too long) never reach the database.
@@ -51,7 +51,8 @@ extension PostgresCloud {
         let storedAssets = try await assetSizes(
             Set(prepared.flatMap { $0.operation.record?.assetReferences.map(\.checksum) ?? [] }), tables: tables, connection: connection)
 
-        let (decisions, failures) = try ModifyRules.decideAll(prepared) { id in
+        var prepared = prepared
+        let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { id in
             guard let row = current[ExactText.Key(id.recordName)] else { return nil }
             return ModifyRules.Stored(state: .init(changeTag: row.changeTag, isDeleted: row.isDeleted)) { try record(from: row, id: id) }
         } missingAsset: { record in

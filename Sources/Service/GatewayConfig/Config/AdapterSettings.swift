@@ -17,9 +17,13 @@ public struct AdapterSettings: Sendable, Decodable {
     public var onZoneDeleted: ZoneDeletedPolicy?
     /// `force_data`: overrides the gateway's.
     public var forceData: Bool?
+    /// `join_prefers`: overrides the gateway's; `gateway sync --store-wins` sets it to `store`
+    /// for one sync.
+    public var joinPrefers: JoinPreference?
 
     enum CodingKeys: String, CodingKey {
         case name, kind, zone, batchSize = "batch_size", onZoneDeleted = "on_zone_deleted", forceData = "force_data"
+        case joinPrefers = "join_prefers"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -36,6 +40,7 @@ public struct AdapterSettings: Sendable, Decodable {
         if let batchSize, batchSize.value < 1 { throw batchSize.problem(.invalidValue, "must be at least 1") }
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted)
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData)
+        joinPrefers = try container.decodeIfPresent(JoinPreference.self, forKey: .joinPrefers)
     }
 
     public var zoneID: ZoneID { ZoneID(zoneName: zone.value) }

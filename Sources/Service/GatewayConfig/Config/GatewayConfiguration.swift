@@ -163,7 +163,8 @@ public struct GatewayConfiguration: Sendable {
         }
         return AdapterSyncOptions(
             batchSize: adapter.settings.batchSize?.value ?? settings.batchSize?.value ?? defaultBatchSize, merge: merge, mergeByRecordType: byType,
-            onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted, encryption: encryption, assets: assets)
+            onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted, encryption: encryption, assets: assets,
+            joinPrefers: adapter.settings.joinPrefers ?? settings.joinPrefers)
     }
 
     /// The adapter named `name`.

@@ -27,6 +27,9 @@ public struct GatewaySettings: Sendable, Decodable {
     public var retry: RetrySettings
     /// `on_zone_deleted` (default `recreate`): what to do when a zone was deleted in the cloud.
     public var onZoneDeleted: ZoneDeletedPolicy
+    /// `join_prefers` (default `cloud`): who wins a record that a store and the cloud both hold
+    /// without ever having synced it together (a new, replaced or restored store joining a zone).
+    public var joinPrefers: JoinPreference
     /// `control`: the service's HTTP control server.
     public var control: ControlSettings
     /// `force_data` (default false): send binary fields inline instead of as assets.
@@ -60,6 +63,7 @@ public struct GatewaySettings: Sendable, Decodable {
         case fetchLimit = "fetch_limit"
         case syncInterval = "sync_interval", debounce, retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
         case forceData = "force_data", parallelism, stallTimeout = "stall_timeout", shutdownTimeout = "shutdown_timeout"
+        case joinPrefers = "join_prefers"
     }
 
     public init() {
@@ -72,6 +76,7 @@ public struct GatewaySettings: Sendable, Decodable {
         debounce = ConfigDuration(.milliseconds(25), text: "25ms")
         retry = RetrySettings()
         onZoneDeleted = .recreate
+        joinPrefers = .cloud
         control = ControlSettings()
         deviceID = nil
         forceData = false
@@ -102,6 +107,7 @@ public struct GatewaySettings: Sendable, Decodable {
         debounce = try container.decodeIfPresent(ConfigDuration.self, forKey: .debounce) ?? debounce
         retry = try container.decodeIfPresent(RetrySettings.self, forKey: .retry) ?? retry
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted) ?? onZoneDeleted
+        joinPrefers = try container.decodeIfPresent(JoinPreference.self, forKey: .joinPrefers) ?? joinPrefers
         control = try container.decodeIfPresent(ControlSettings.self, forKey: .control) ?? control
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData) ?? false
         stallTimeout = try container.decodeIfPresent(ConfigDuration.self, forKey: .stallTimeout) ?? stallTimeout

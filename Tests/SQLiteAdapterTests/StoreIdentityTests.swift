@@ -1,0 +1,191 @@
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import GatewayTesting
+import SQLiteAdapter
+import TestScheduling
+import Testing
+
+/// What operators do to stores behind the gateway's back: restore a backup, replace a file, run
+/// an older schema. None of it may undo a write that reached the zone (DESIGN D4).
+@Suite("SQLite stores replaced, restored and on older schemas", .heavy)
+struct StoreIdentityTests {
+    struct Pair {
+        let directory: TemporaryDirectory
+        let cloud: EmbeddedCloud
+        let fileA: SQLiteFile
+        let fileB: SQLiteFile
+
+        init(schema: String = Notes.schema) throws {
+            directory = try TemporaryDirectory(prefix: "store-identity")
+            cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+            fileA = try SQLiteFile(directory, name: "a.sqlite", schema: schema)
+            fileB = try SQLiteFile(directory, name: "b.sqlite", schema: schema)
+        }
+
+        func synchronizer(_ file: SQLiteFile, name: String, joinPrefers: JoinPreference = .cloud, policy: MergePolicy = .merge, prefers: MergePreference = .server) throws
+            -> Synchronizer
+        {
+            Synchronizer(
+                cloud: cloud,
+                adapters: [
+                    SyncedAdapter(
+                        try Notes.adapter(file, name: name),
+                        options: AdapterSyncOptions(merge: MergeSettings(policy: policy, prefers: prefers), joinPrefers: joinPrefers))
+                ],
+                configuration: SyncConfiguration(deviceID: "gateway"))
+        }
+    }
+
+    /// Copies a SQLite file as `sqlite3 .backup` would (a consistent snapshot).
+    static func backup(_ file: SQLiteFile, to path: String) throws {
+        let target = try DatabaseQueue(path: path)
+        try file.database.backup(to: target)
+        try target.close()
+    }
+
+    static func restore(_ path: String, over file: SQLiteFile, directory: TemporaryDirectory) throws -> SQLiteFile {
+        try file.database.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file.path + suffix) }
+        try FileManager.default.copyItem(atPath: path, toPath: file.path)
+        return try SQLiteFile(directory, name: (file.path as NSString).lastPathComponent, schema: "SELECT 1")
+    }
+
+    @Test(
+        "a store restored from a backup taken before its first sync joins the zone: the cloud's newer values win and are reported",
+        arguments: [MergePreference.server, .client])
+    func restoredBeforeFirstSync(prefers: MergePreference) async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        for index in 1...3 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?)"#, ["\(index)", index]) }
+        let backupPath = pair.directory.path("a-before-sync.sqlite")
+        try Self.backup(pair.fileA, to: backupPath)
+
+        // Both adapters are one gateway's (one device id), as in the default config.
+        let a = try pair.synchronizer(pair.fileA, name: "a", prefers: prefers)
+        let b = try pair.synchronizer(pair.fileB, name: "b", prefers: prefers)
+        #expect(try await a.sync().succeeded)
+        #expect(try await b.sync().succeeded)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'edited in a' WHERE name = '1'"#)
+        try pair.fileA.execute(#"DELETE FROM "Note" WHERE name = '3'"#)
+        #expect(try await a.sync().succeeded)
+        #expect(try await b.sync().succeeded)
+        #expect(try Notes.contents(pair.fileB)["1"]?["title"] == .string("edited in a"))
+
+        let restored = try Self.restore(backupPath, over: pair.fileA, directory: pair.directory)
+        let rejoined = try pair.synchronizer(restored, name: "a", prefers: prefers)
+        let report = try await rejoined.sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflictCount == 2, "row 1 (edited) and row 3 (deleted) met the cloud without a common ancestor")
+        #expect(report.adapters[0].conflicts[.serverWon] == 2)
+        #expect(try await b.sync().succeeded)
+        let expected: [String: [String: FieldValue]] = [
+            "1": ["title": .string("edited in a"), "rank": .int64(1)], "2": ["title": .string("one"), "rank": .int64(2)],
+        ]
+        #expect(try Notes.contents(restored) == expected, "the restored store took the zone's values and its deletion")
+        #expect(try Notes.contents(pair.fileB) == expected, "the other store kept the newer edit")
+        #expect(try await zoneContents(of: pair.cloud, zone: Notes.zone) == expected)
+    }
+
+    @Test("--store-wins: a restored store declared the truth uploads its values over the zone's")
+    func restoredStoreWins() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
+        let backupPath = pair.directory.path("a-before-sync.sqlite")
+        try Self.backup(pair.fileA, to: backupPath)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'edited in a' WHERE name = '1'"#)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+
+        let restored = try Self.restore(backupPath, over: pair.fileA, directory: pair.directory)
+        let report = try await pair.synchronizer(restored, name: "a", joinPrefers: .store).sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts[.localWon] == 1)
+        #expect(try await zoneContents(of: pair.cloud, zone: Notes.zone) == ["1": ["title": .string("one"), "rank": .int64(1)]])
+    }
+
+    @Test("a store restored from a backup taken after a sync keeps its stale pending edit below the newer cloud value")
+    func restoredAfterSync() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
+        let a = try pair.synchronizer(pair.fileA, name: "a")
+        #expect(try await a.sync().succeeded)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'x1' WHERE name = '1'"#)
+        let backupPath = pair.directory.path("a-pending.sqlite")
+        try Self.backup(pair.fileA, to: backupPath)
+        #expect(try await a.sync().succeeded)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'x2' WHERE name = '1'"#)
+        #expect(try await a.sync().succeeded)
+
+        let restored = try Self.restore(backupPath, over: pair.fileA, directory: pair.directory)
+        #expect(try await pair.synchronizer(restored, name: "a").sync().succeeded)
+        #expect(try Notes.contents(restored)["1"]?["title"] == .string("x2"), "the newer value this store wrote later is not rolled back")
+        #expect(try await zoneContents(of: pair.cloud, zone: Notes.zone)["1"]?["title"] == .string("x2"))
+    }
+
+    @Test("a table dropped and restored from an older dump joins the zone again instead of uploading its old rows")
+    func tableRestoredFromDump() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        for index in 1...3 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?)"#, ["\(index)", index]) }
+        let a = try pair.synchronizer(pair.fileA, name: "a")
+        let b = try pair.synchronizer(pair.fileB, name: "b")
+        #expect(try await a.sync().succeeded)
+        #expect(try await b.sync().succeeded)
+        try pair.fileB.execute(#"UPDATE "Note" SET title = 'edited in b' WHERE name = '2'"#)
+        #expect(try await b.sync().succeeded)
+        #expect(try await a.sync().succeeded)
+
+        try pair.fileA.execute(#"DROP TABLE "Note""#)
+        try pair.fileA.execute(Notes.schema)
+        for index in 1...3 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?)"#, ["\(index)", index]) }
+        let report = try await pair.synchronizer(pair.fileA, name: "a").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts[.serverWon] == 1)
+        #expect(try await b.sync().succeeded)
+        #expect(try Notes.contents(pair.fileA)["2"]?["title"] == .string("edited in b"))
+        #expect(try Notes.contents(pair.fileB)["2"]?["title"] == .string("edited in b"))
+    }
+
+    @Test("a store on an older schema never erases a column it does not have; the column, added later, gets the cloud's values")
+    func olderSchema() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        for index in 1...100 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?)"#, ["\(index)", index]) }
+        let a = try pair.synchronizer(pair.fileA, name: "a")
+        #expect(try await a.sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+
+        try pair.fileB.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT"#)
+        try pair.fileB.execute(#"UPDATE "Note" SET color = 'red'"#)
+        // A new adapter over the altered table, as a restarted gateway opens it.
+        let b = try pair.synchronizer(pair.fileB, name: "b")
+        #expect(try await b.sync().succeeded)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'edited in a' WHERE CAST(name AS INTEGER) <= 50"#)
+        for _ in 0..<2 {
+            #expect(try await a.sync().succeeded)
+            #expect(try await b.sync().succeeded)
+        }
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 100)
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE title = 'edited in a'"#) == 50)
+
+        // A concurrent edit on both sides merges field by field without touching the color.
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'again in a' WHERE name = '1'"#)
+        try pair.fileB.execute(#"UPDATE "Note" SET rank = 1000 WHERE name = '1'"#)
+        #expect(try await b.sync().succeeded)
+        #expect(try await a.sync().succeeded)
+        #expect(try await b.sync().succeeded)
+        let row = try pair.fileB.rows(#"SELECT title, rank, color FROM "Note" WHERE name = '1'"#)[0]
+        #expect(row[0] as String? == "again in a")
+        #expect(row[1] as Int64? == 1000)
+        #expect(row[2] as String? == "red")
+
+        try pair.fileA.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT"#)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 100, "the added column received the cloud's values")
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 100)
+    }
+}
