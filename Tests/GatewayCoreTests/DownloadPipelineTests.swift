@@ -46,7 +46,8 @@ struct DownloadPipelineTests {
 
         fixture.cloud.script(.passThrough, on: .fetchChanges)
         fixture.cloud.script(.redeliverPrevious, on: .fetchChanges)
-        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client))
+        // The local version was never synced: join_prefers, not the merge policy, decides.
+        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client), joinPrefers: .store)
         let report = try await fixture.sync(a, options: localWins, configuration: Self.pagesOfThree)
         #expect(report.outcome == .synced)
         #expect(report.conflictCount == 1, "the second delivery of n1 finds it already merged")
@@ -63,7 +64,8 @@ struct DownloadPipelineTests {
         await a.delayApplies(by: .milliseconds(100))
 
         let events = LockedValue<[SyncEvent]>([])
-        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client))
+        // The local version was never synced: join_prefers, not the merge policy, decides.
+        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client), joinPrefers: .store)
         let synchronizer = fixture.synchronizer(
             [a], options: localWins, configuration: Self.pagesOfThree, observer: { event in events.withLock { $0.append(event) } })
         let report = try await synchronizer.sync().adapters[0]

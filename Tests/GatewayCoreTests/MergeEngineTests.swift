@@ -26,13 +26,56 @@ struct MergeEngineTests {
         server["server"] = .int64(4)
         server["both"] = .int64(5)
         server["serverAdded"] = .string("S")
-        let context = ConflictContext(recordID: Self.id, ancestor: Self.fingerprints(base), local: Self.record(local), server: Self.record(server))
+        // The local store names "removed" without a value: it cleared the field.
+        var named = local.mapValues { Optional($0) }
+        named["removed"] = .some(nil)
+        let localRecord = Record(id: Self.id, recordType: "T", namedFields: named)
+        let context = ConflictContext(recordID: Self.id, ancestor: Self.fingerprints(base), local: localRecord, server: Self.record(server))
         let resolution = ThreeWayMergeProbe.resolve(context, prefers: prefers)
         let expected: [String: FieldValue] = [
             "same": .int64(1), "local": .int64(2), "server": .int64(4), "both": prefers == .server ? .int64(5) : .int64(3),
             "added": .string("L"), "serverAdded": .string("S"),
         ]
         #expect(resolution == .fields(expected))
+    }
+
+    @Test("a field the local record does not name is unknown to its store, never a removal", arguments: MergePreference.allCases)
+    func unknownFields(prefers: MergePreference) throws {
+        let base: [String: FieldValue] = ["title": .string("one"), "color": .string("red")]
+        // An older schema: the store has no column "color", and edited the title.
+        let local = Self.record(["title": .string("edited")])
+        let server = Self.record(["title": .string("one"), "color": .string("blue")])
+        let context = ConflictContext(recordID: Self.id, ancestor: Self.fingerprints(base), local: local, server: server)
+        #expect(!context.changedLocally("color"))
+        #expect(ThreeWayMergeProbe.resolve(context, prefers: prefers) == .fields(["title": .string("edited"), "color": .string("blue")]))
+    }
+
+    @Test("a record both sides hold without a common ancestor merges its fields; contested fields and deletions follow join_prefers")
+    func joins() throws {
+        let local = Self.record(["title": .string("backup"), "only": .int64(1)])
+        let server = Self.record(["title": .string("newer"), "extra": .int64(2)])
+        let context = ConflictContext(recordID: Self.id, ancestor: nil, local: local, server: server)
+        #expect(
+            ThreeWayMergeProbe.join(context, prefers: .cloud)
+                == .fields(["title": .string("newer"), "only": .int64(1), "extra": .int64(2)]))
+        #expect(
+            ThreeWayMergeProbe.join(context, prefers: .store)
+                == .fields(["title": .string("backup"), "only": .int64(1), "extra": .int64(2)]))
+        let deleted = ConflictContext(recordID: Self.id, ancestor: nil, local: local, server: nil)
+        #expect(ThreeWayMergeProbe.join(deleted, prefers: .cloud) == .server, "a deletion in the cloud is not undone by a restored row")
+        #expect(ThreeWayMergeProbe.join(deleted, prefers: .store) == .local)
+        let same = ConflictContext(recordID: Self.id, ancestor: nil, local: server, server: server)
+        #expect(ThreeWayMergeProbe.join(same, prefers: .cloud) == .server)
+    }
+
+    @Test("a version counts as this replica's own only when its metadata's intents recognise every value")
+    func recognition() {
+        var metadata = RecordMetadata(changeTag: "t1", recordType: "T", fingerprints: Self.fingerprints(["title": .string("one")]))
+        #expect(metadata.recognizes(Self.record(["title": .string("one")])))
+        #expect(!metadata.recognizes(Self.record(["title": .string("edited")])), "a value it never sent")
+        metadata.recordSending(["title": .string("edited")])
+        #expect(metadata.recognizes(Self.record(["title": .string("edited")])))
+        #expect(!metadata.recognizes(Self.record(["title": .string("edited"), "rank": .int64(1)])))
     }
 
     @Test("edits beat deletes; untouched deletions win")
@@ -81,5 +124,9 @@ struct MergeEngineTests {
 enum ThreeWayMergeProbe {
     static func resolve(_ context: ConflictContext, prefers: MergePreference) -> ConflictResolution {
         (try? ThreeWayMerge.resolve(context, settings: MergeSettings(policy: .merge, prefers: prefers), resolvers: [:])) ?? .server
+    }
+
+    static func join(_ context: ConflictContext, prefers: JoinPreference) -> ConflictResolution {
+        ThreeWayMerge.join(context, prefers: prefers)
     }
 }

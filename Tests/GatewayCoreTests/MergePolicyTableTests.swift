@@ -141,10 +141,19 @@ struct MergePolicyTableTests {
         #expect((report.conflictCount > 0) == conflicted, "conflicts reported: \(report.conflicts)")
     }
 
+    /// Two stores that created the same record share no ancestor: the merge policy is not asked.
+    /// The fields only one side holds are kept and a field both hold differently follows
+    /// `join_prefers` (the cloud's by default, the store's with `store`), whatever the policy.
     @Test("create vs create of the same record name", arguments: Policy.all, Path.allCases)
     func createVersusCreate(policy: Policy, path: Path) async throws {
+        for joinPrefers in JoinPreference.allCases {
+            try await createVersusCreate(policy: policy, path: path, joinPrefers: joinPrefers)
+        }
+    }
+
+    func createVersusCreate(policy: Policy, path: Path, joinPrefers: JoinPreference) async throws {
         let fixture = try SyncFixture()
-        let options = AdapterSyncOptions(merge: policy.settings)
+        let options = AdapterSyncOptions(merge: policy.settings, joinPrefers: joinPrefers)
         let a = fixture.adapter("a")
         let b = fixture.adapter("b")
         let mine: [String: FieldValue] = ["title": .string("A"), "rank": .int64(5)]
@@ -162,11 +171,9 @@ struct MergePolicyTableTests {
         #expect(report.conflictCount == 1)
         try await fixture.sync(b, options: options)
         let expected: [String: FieldValue] =
-            switch (policy.settings.policy, policy.settings.prefers) {
-            case (.server, _): theirs
-            case (.client, _): mine
-            case (_, .server): theirs
-            case (_, .client): ["title": .string("A"), "rank": .int64(5), "body": .string("only B")]
+            switch joinPrefers {
+            case .cloud: theirs
+            case .store: ["title": .string("A"), "rank": .int64(5), "body": .string("only B")]
             }
         #expect(await a.values["x"] == expected)
         #expect(await b.values["x"] == expected)

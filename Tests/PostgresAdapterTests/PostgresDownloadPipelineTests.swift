@@ -42,7 +42,8 @@ struct PostgresDownloadPipelineTests {
         let pages = SyncConfiguration(deviceID: "test", fetchLimit: 40)
         let up = try await Synchronizer(cloud: cloud, adapters: [SyncedAdapter(source)], configuration: pages).sync().adapters[0]
         #expect(up.outcome == .synced && up.uploaded == 300)
-        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client))
+        // The local version was never synced: join_prefers, not the merge policy, decides.
+        let localWins = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .client), joinPrefers: .store)
         let down = try await Synchronizer(
             cloud: cloud, adapters: [SyncedAdapter(replica, options: localWins)], configuration: pages
         ).sync().adapters[0]

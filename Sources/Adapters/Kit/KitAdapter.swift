@@ -319,10 +319,17 @@ public final class KitAdapter: ModelAdapter {
             stored = journal.saves.isEmpty && journal.deletes.isEmpty
                 ? [] : try await store.write(saves: journal.saves, deletes: journal.deletes)
         } catch {
-            // The store refused or failed part way: nothing is committed. Records it wrote before
-            // failing differ from what the kit saw, so the next listing offers them as local edits
-            // (holding the cloud's values, which the merge settles); the page downloads again.
-            try await state.write { db in try db.execute(sql: "DELETE FROM journal") }
+            // The store refused, failed part way, or wrote everything and died before answering
+            // (a plugin's crash, OOM kill or timeout): nothing of the page is committed. What it
+            // did write is the gateway's own write, never the store's edit (DESIGN D4), so it is
+            // looked up now and recorded as seen; the page downloads again. When the store cannot
+            // be asked (a plugin that keeps dying), the journal stays and the next operation
+            // replays it first (``replayJournal()``), as after a crash of the gateway.
+            do {
+                try await reconcile(afterFailedWrite: journal)
+            } catch {
+                journalChecked.withLock { $0 = false }
+            }
             throw error
         }
         try await state.write { db in
@@ -339,6 +346,30 @@ public final class KitAdapter: ModelAdapter {
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
             try KitStateDatabase.commit(journal.update, skipping: Set(journal.skipped.map(ExactText.Key.init)), db: db)
+            try db.execute(sql: "DELETE FROM journal")
+        }
+    }
+
+    /// After a write the store did not acknowledge: records it holds as the journal's write left
+    /// them are recorded as seen (so the next listing finds no change in them), then the journal
+    /// is dropped. Records it holds as before, or changed to something else, are left to the next
+    /// listing: unchanged, or a local edit.
+    private func reconcile(afterFailedWrite journal: KitJournal) async throws {
+        let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
+        let current = Dictionary(
+            (keys.isEmpty ? [] : try await store.read(keys)).map { (ExactText.Key($0.key.recordName), $0) }, uniquingKeysWith: { first, _ in first })
+        try await state.write { db in
+            for record in journal.saves {
+                guard let entry = current[ExactText.Key(record.id.recordName)],
+                    entry.record.map(KitRecordObservation.observed) == KitRecordObservation.observed(record),
+                    let observed = KitRecordObservation.observed(entry)
+                else { continue }
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
+                    .execute(arguments: [record.id.recordName, record.recordType, observed])
+            }
+            for key in journal.deletes where current[ExactText.Key(key.recordName)] == nil {
+                try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
+            }
             try db.execute(sql: "DELETE FROM journal")
         }
     }

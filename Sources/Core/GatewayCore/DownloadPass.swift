@@ -206,7 +206,7 @@ struct DownloadPass {
         let missing = synced.filter { !seen.contains($0) }
         for start in stride(from: 0, to: missing.count, by: Self.reconciliationChunk) {
             let chunk = missing[start..<min(start + Self.reconciliationChunk, missing.count)]
-            try await context.integrate(chunk.map { IncomingRecord(id: $0, record: nil) }, zoneState: state, report: &report)
+            try await context.integrate(chunk.map { IncomingRecord(id: $0, record: nil, absentFromCloud: true) }, zoneState: state, report: &report)
         }
     }
 }

@@ -7,6 +7,9 @@ struct IncomingRecord: Sendable {
     var record: Record?
     /// Whether this replica wrote that version (its stamp was in the device field).
     var writtenHere = false
+    /// A record a full refetch did not return (no record, not even a tombstone), rather than a
+    /// tombstone from the feed.
+    var absentFromCloud = false
 }
 
 /// Where a layout keeps the two fields the gateway reserves, remembered for the last layout seen:

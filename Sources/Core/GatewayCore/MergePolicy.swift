@@ -96,12 +96,16 @@ public struct ConflictContext: Sendable {
 
 /// Who wins a record that the store and the cloud both hold without a common ancestor: the
 /// store never synced that record (a new store joining a zone, a store replaced or restored from
-/// a backup, a reset, or two stores that created the same record).
+/// a backup, a reset, or two stores that created the same record). Neither side's values are an
+/// edit of the other's, so the merge policy is not asked: the fields are merged, a field only one
+/// side holds is kept, and a field both hold with different values, or a deletion met by values,
+/// follows this preference. (A `custom` resolver still decides, told there is no ancestor.)
 public enum JoinPreference: String, Sendable, Codable, CaseIterable {
-    /// The cloud's version, values or deletion (the default): a restored or new store never
-    /// rolls back what the zone holds.
+    /// The cloud's values and deletions (the default): a restored or new store never rolls back
+    /// what the zone holds.
     case cloud
-    /// The store's version: the store is the truth, on purpose (`gateway sync --store-wins`).
+    /// The store's values and deletions: the store is the truth, on purpose
+    /// (`gateway sync --store-wins`).
     case store
 }
 

@@ -156,16 +156,15 @@ package enum ModifyRules {
     /// update that names every stored field is written as sent. Returns a problem when the
     /// completed record passes the record size limit.
     static func completeUpdate(_ item: inout Prepared, stored: Record?, limits: CloudLimits) -> String? {
-        guard let stored, var record = item.operation.record else { return nil }
-        var kept: [(name: String, value: FieldValue)] = []
-        stored.forEachField { name, value in
-            if record.layout.position(of: name) == nil { kept.append((name, value)) }
+        guard let stored, let sent = item.operation.record else { return nil }
+        guard var record = sent.completed(withFieldsOf: stored) else {
+            if sent.recordType.isEmpty, var typed = item.operation.record {
+                typed.recordType = stored.recordType
+                item.operation = item.operation.replacingRecord(with: typed)
+            }
+            return nil
         }
         if record.recordType.isEmpty { record.recordType = stored.recordType }
-        guard !kept.isEmpty else { return nil }
-        let layout = record.layout.adding(kept.map(\.name))
-        record.grow(to: layout)
-        for (name, value) in kept { record[position: layout.position(of: name)!] = value }
         let encoded = FieldCoding.encode(record)
         let size = encoded.count + record.id.recordName.utf8.count + record.recordType.utf8.count
         if size > limits.maxRecordSize {

@@ -45,6 +45,11 @@ extension SyncContext {
                 changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
                 continue
             }
+            if server == nil, incoming[index].absentFromCloud, metadata?.hasSyncedVersion != true {
+                // Only the intents of a first upload: the cloud never held this record as far as
+                // the store knows, so its absence deletes nothing; the change uploads as usual.
+                continue
+            }
             if server == nil && current.record == nil {
                 // Deleted on both sides: they agree, so there is nothing to resolve.
                 changes.state.removedMetadata.insert(id)
@@ -61,14 +66,15 @@ extension SyncContext {
             let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
             let resolution: ConflictResolution
             let policy: MergePolicy
-            if metadata == nil {
-                // No common ancestor: the store never synced this record, so neither side edited
-                // the other's version (a new, replaced or restored store joining the zone).
-                resolution = options.joinPrefers == .store ? .local : .server
-                policy = options.joinPrefers == .store ? .client : .server
+            let conflict = ConflictContext(
+                recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
+            if metadata?.hasSyncedVersion != true, settings.policy != .custom {
+                // No common ancestor: the store never synced this record (a new, replaced or
+                // restored store joining the zone, or two stores that created it), so neither
+                // side's values are an edit of the other's (`join_prefers`, DESIGN D4).
+                resolution = ThreeWayMerge.join(conflict, prefers: options.joinPrefers)
+                policy = .merge
             } else {
-                let conflict = ConflictContext(
-                    recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
                 resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
                 policy = settings.policy
             }
@@ -89,10 +95,20 @@ extension SyncContext {
                 changes.state.settled[id] = pendingVersion
                 outcome = .serverWon
             case .local:
+                if let server, let local = current.record, let completed = local.completed(withFieldsOf: server) {
+                    // The server's fields the store never named are kept by the upload (a
+                    // partial save); the store gets them too, so both hold the same record.
+                    changes.writes.append(completed)
+                }
                 changes.state.metadata[id] = rebased.encoded()
                 outcome = .localWon
             case .fields(let fields):
-                changes.writes.append(Record(id: id, recordType: recordType, fields: fields))
+                // Every field either side named stays named: one the merge left without a value
+                // is null (a partial save clears it), not unknown.
+                let names = conflict.fieldNames
+                var named = [String: FieldValue?](minimumCapacity: names.count)
+                for name in names { named[name] = .some(fields[name]) }
+                changes.writes.append(Record(id: id, recordType: recordType, namedFields: named))
                 changes.state.metadata[id] = rebased.encoded()
                 outcome = .merged
             }

@@ -49,6 +49,34 @@ public struct Record: Hashable, Sendable, Codable {
         (layout, values) = Self.positional(fields)
     }
 
+    /// A record with the given fields, where a field given as `nil` is named without a value:
+    /// null, which a save clears in the cloud. A field not given at all is unknown to the writer
+    /// and left as the cloud holds it (``RecordOperation/update(_:)``). Stores whose schema is
+    /// known (a JSON document with `"key": null`, a plugin that declares its fields) build their
+    /// records this way.
+    public init(id: RecordID, recordType: String, changeTag: String? = nil, namedFields: [String: FieldValue?]) {
+        let names = namedFields.keys.sorted()
+        self.init(
+            id: id, recordType: recordType, changeTag: changeTag,
+            layout: names.isEmpty ? .empty : RecordLayout.shared(sortedNames: names), values: names.map { namedFields[$0] ?? nil })
+    }
+
+    /// This record with the fields of `other` that its layout does not name, or `nil` when it
+    /// names all of them: what a partial save of this record leaves the cloud holding.
+    public func completed(withFieldsOf other: Record) -> Record? {
+        let own = layout
+        var kept: [(name: String, value: FieldValue)] = []
+        other.forEachField { name, value in
+            if own.position(of: name) == nil { kept.append((name, value)) }
+        }
+        guard !kept.isEmpty else { return nil }
+        var completed = self
+        let grown = own.adding(kept.map(\.name))
+        completed.grow(to: grown)
+        for (name, value) in kept { completed[position: grown.position(of: name)!] = value }
+        return completed
+    }
+
     private static func positional(_ fields: [String: FieldValue]) -> (RecordLayout, [FieldValue?]) {
         guard !fields.isEmpty else { return (.empty, []) }
         let names = fields.keys.sorted()

@@ -62,6 +62,10 @@ public struct RecordMetadata: Sendable, Equatable {
         return ancestor
     }
 
+    /// Whether a version was ever synced: a change tag, or the fields of one. Metadata holding
+    /// only the intents of a first upload (no tag, no fields) is no common ancestor.
+    public var hasSyncedVersion: Bool { changeTag != nil || !fingerprints.isEmpty }
+
     /// Whether every value of `server` is one this replica synced or sent: the version is then
     /// this replica's own write whose answer it never had (or an earlier state of it), not a
     /// change made elsewhere. A store restored from a backup, or new, lacks the intents of the

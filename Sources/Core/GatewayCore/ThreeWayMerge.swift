@@ -27,6 +27,24 @@ package enum ThreeWayMerge {
         return raw
     }
 
+    /// A record both sides hold without a common ancestor: neither side's values are an edit of
+    /// the other's, so the fields are merged (a field only one side holds is kept) and a field
+    /// both hold with different values, or a deletion met by values, follows `prefers`.
+    package static func join(_ conflict: ConflictContext, prefers: JoinPreference) -> ConflictResolution {
+        switch (conflict.local, conflict.server) {
+        case (.some, nil):
+            return prefers == .store ? .local : .server
+        case (nil, _):
+            return .server
+        case (.some(let local), .some(let server)):
+            let merged = merge(conflict, prefers: prefers == .store ? .client : .server)
+            guard case .fields(let fields) = merged else { return merged }
+            if server.fields == fields { return .server }
+            if local.fields == fields { return .local }
+            return merged
+        }
+    }
+
     /// Field-level three-way merge. An edit beats a delete; a field changed on one side takes
     /// that side's value; a field changed on both sides to different values takes `prefers`.
     package static func merge(_ conflict: ConflictContext, prefers: MergePreference) -> ConflictResolution {

@@ -24,6 +24,23 @@ public actor InMemoryAdapter: ModelAdapter {
         var metadata: [RecordID: Data] = [:]
         var zoneState: Data?
         var failures: [RecordID: RecordFailure] = [:]
+        /// Every field ever stored per record type: the store's schema, like a table's columns.
+        var columns: [String: Set<String>] = [:]
+
+        mutating func store(_ record: Record) {
+            rows[record.id] = record
+            record.forEachField { name, _ in columns[record.recordType, default: []].insert(name) }
+        }
+
+        /// A stored record as the store presents it: every column of its type named, a field it
+        /// does not hold null (the store knows its schema, as a table does).
+        func presented(_ id: RecordID) -> Record? {
+            guard let record = rows[id] else { return nil }
+            let fields = record.fields
+            var named: [String: FieldValue?] = [:]
+            for column in columns[record.recordType] ?? [] { named[column] = .some(fields[column]) }
+            return Record(id: record.id, recordType: record.recordType, changeTag: record.changeTag, namedFields: named)
+        }
     }
 
     private var storage = Storage()
@@ -54,7 +71,7 @@ public actor InMemoryAdapter: ModelAdapter {
         record.changeTag = nil
         record.modifiedAt = nil
         record.createdAt = nil
-        storage.rows[record.id] = record
+        storage.store(record)
         logLocalChange(record.id)
     }
 
@@ -101,7 +118,7 @@ public actor InMemoryAdapter: ModelAdapter {
             .prefix(max(0, limit))
         var pending = PendingChanges()
         for (id, version) in entries {
-            if let record = storage.rows[id] {
+            if let record = storage.presented(id) {
                 pending.saves.append(PendingSave(record: record, metadata: storage.metadata[id], version: version))
             } else {
                 pending.deletes.append(PendingDelete(recordID: id, metadata: storage.metadata[id], version: version))
@@ -113,7 +130,7 @@ public actor InMemoryAdapter: ModelAdapter {
     public func localState(for recordIDs: [RecordID]) -> [RecordID: LocalRecordState] {
         var states: [RecordID: LocalRecordState] = [:]
         for id in recordIDs {
-            let record = storage.rows[id]
+            let record = storage.presented(id)
             let metadata = storage.metadata[id]
             let pending = storage.changeLog[id]
             if record != nil || metadata != nil || pending != nil {
@@ -159,7 +176,7 @@ public actor InMemoryAdapter: ModelAdapter {
                 row.changeTag = nil
                 row.modifiedAt = nil
                 row.createdAt = nil
-                storage.rows[record.id] = row
+                storage.store(row)
             }
             for id in changes.deletes where !skipped.contains(id) {
                 storage.rows[id] = nil

@@ -97,6 +97,15 @@ def main():
         if how == "stderr-noise":
             sys.stderr.write("plugin says: working on %s\n" % method)
             sys.stderr.flush()
+        if how == "write-then-crash" and method == "write":
+            # Writes everything durably, then dies before answering.
+            records = load()
+            for record in params.get("saves") or []:
+                records[record["recordName"]] = record
+            for key in params.get("deletes") or []:
+                records.pop(key["recordName"], None)
+            save(records)
+            os._exit(5)
         if how == "partial-write-crash" and method == "write":
             records = load()
             first = (params.get("saves") or [None])[0]

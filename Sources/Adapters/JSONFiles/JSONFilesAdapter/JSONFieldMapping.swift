@@ -5,7 +5,7 @@ import GatewayCore
 ///
 /// Strings, integers and doubles map to themselves (a double is always written with a `.`);
 /// `true`/`false` become 1/0 and are written back as booleans where the document had a boolean;
-/// `null` is an absent field; arrays are lists; an object that is not tagged is kept as its JSON
+/// `null` is a null field (a key the document lacks is an unknown one); arrays are lists; an object that is not tagged is kept as its JSON
 /// text and written back as an object where the document had one. Tagged objects:
 /// `{"$date": "ISO-8601"}` (or milliseconds), `{"$bytes": base64}`, `{"$ref": "name"}`,
 /// `{"$location": {"latitude", "longitude"}}` and `{"$file": "relative/path"}`, whose file's bytes
@@ -24,6 +24,14 @@ struct JSONFieldMapping {
         for (name, value) in object {
             if let field = try field(value, name: name) { fields[name] = field }
         }
+        return fields
+    }
+
+    /// The fields of a document as a record: a key set to `null` is a null field (a save clears
+    /// it in the cloud); a key the document lacks is unknown and left as the cloud holds it.
+    func namedFields(of object: [String: JSONValue]) throws(Problem) -> [String: FieldValue?] {
+        var fields: [String: FieldValue?] = [:]
+        for (name, value) in object { fields[name] = .some(try field(value, name: name)) }
         return fields
     }
 
@@ -96,12 +104,19 @@ struct JSONFieldMapping {
         return url
     }
 
-    /// The JSON object for `fields`, shaped like `previous` where a field's form is ambiguous
+    /// The JSON object for the record's fields, shaped like `previous` where a field's form is ambiguous
     /// (booleans, nested objects, `$file`). Files of `$file` fields are written here.
-    func object(for fields: [String: FieldValue], previous: [String: JSONValue]?) throws -> [String: JSONValue] {
+    /// A field the record names without a value is written `null` (a merge that cleared it);
+    /// fields it does not name are left out.
+    func object(for record: Record, previous: [String: JSONValue]?) throws -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
-        for (name, value) in fields {
-            object[name] = try json(value, previous: previous?[name])
+        let names = record.layout.fieldNames
+        for position in names.indices {
+            guard let value = record.values[position] else {
+                object[names[position]] = .null
+                continue
+            }
+            object[names[position]] = try json(value, previous: previous?[names[position]])
         }
         return object
     }

@@ -111,11 +111,11 @@ public struct JSONFolderStore: KitStore {
                     continue
                 }
                 for name in wanted.names {
-                    guard let object = document.objects[name], let fields = try? store.mapping.fields(of: object) else { continue }
+                    guard let object = document.objects[name], let fields = try? store.mapping.namedFields(of: object) else { continue }
                     entries.append(
                         KitEntry(
                             key: KitRecordKey(recordName: name, recordType: document.type),
-                            record: Record(id: RecordID(recordName: name, zoneID: store.mapping.zoneID), recordType: document.type, fields: fields),
+                            record: Record(id: RecordID(recordName: name, zoneID: store.mapping.zoneID), recordType: document.type, namedFields: fields),
                             version: Self.hash(object)))
                 }
             }
@@ -319,12 +319,12 @@ public struct JSONFolderStore: KitStore {
         // Documents by path bytes ("é.json" and "e\u{301}.json" are two files). Within one
         // document, records are keyed by `String`, which cannot hold apart names that differ only
         // in Unicode normalization: a collection asked to hold both is refused, writing nothing.
-        var documents: [ExactText.Key: (type: String, set: [String: [String: FieldValue]], remove: Set<String>)] = [:]
+        var documents: [ExactText.Key: (type: String, set: [String: Record], remove: Set<String>)] = [:]
         for record in saves {
             let key = KitRecordKey(recordName: record.id.recordName, recordType: record.recordType)
             let path = try JSONFolderIndex.place(of: key.recordName, db: db)?.path ?? newPath(for: key)
             try Self.refuseNormalizationTwin(of: key.recordName, among: documents[ExactText.Key(path)]?.set.keys, path: path)
-            documents[ExactText.Key(path), default: (record.recordType, [:], [])].set[record.id.recordName] = record.fields
+            documents[ExactText.Key(path), default: (record.recordType, [:], [])].set[record.id.recordName] = record
         }
         for key in deletes {
             guard let place = try JSONFolderIndex.place(of: key.recordName, db: db) else { continue }
@@ -362,9 +362,9 @@ public struct JSONFolderStore: KitStore {
                     try Self.refuseNormalizationTwin(of: name, among: current.keys, path: path)
                     current[name] = nil
                 }
-                for (name, fields) in change.set {
+                for (name, record) in change.set {
                     try Self.refuseNormalizationTwin(of: name, among: current.keys, path: path)
-                    current[name] = try mapping.object(for: fields, previous: current[name])
+                    current[name] = try mapping.object(for: record, previous: current[name])
                 }
                 var temporary: URL?
                 if !current.isEmpty {

@@ -35,7 +35,10 @@ enum PluginMessages {
 
     /// Reads one record object of a `list`, `read` or `write` answer.
     /// - Throws: a description when the object has no usable record name (nothing to blame).
-    static func decodeRecord(_ json: JSONValue, recordTypes: Set<String>, zone: ZoneID) throws(MessageProblem) -> Decoded {
+    /// `recordTypes` maps each declared type to the fields its handshake declared: a declared
+    /// field a record leaves out is null; a field neither declared nor sent is unknown to the
+    /// plugin and left as the cloud holds it; `null` or `{"value": null}` is a null field.
+    static func decodeRecord(_ json: JSONValue, recordTypes: [String: [String]], zone: ZoneID) throws(MessageProblem) -> Decoded {
         guard case .object(let members) = json else { throw MessageProblem("a record that is not a JSON object") }
         guard let name = members["recordName"]?.stringValue else { throw MessageProblem("a record without a string recordName") }
         guard PluginStore.isSendable(name) else {
@@ -44,7 +47,7 @@ enum PluginMessages {
         guard let type = members["recordType"]?.stringValue else {
             return .problem(KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) without a recordType"))
         }
-        guard recordTypes.contains(type) else {
+        guard let declaredFields = recordTypes[type] else {
             return .problem(
                 KitProblem(
                     recordName: name, code: "unknownRecordType",
@@ -61,13 +64,17 @@ enum PluginMessages {
         guard case .object(let encoded) = fieldsValue else {
             return .problem(KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) whose fields are not an object"))
         }
-        var fields: [String: FieldValue] = [:]
+        var fields: [String: FieldValue?] = [:]
+        for field in declaredFields { fields[field] = .some(nil) }
         for (field, value) in encoded {
             guard !field.isEmpty, field.utf8.count <= 255 else {
                 return .problem(
                     KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) with an empty or over-long field name"))
             }
-            if value == .null { continue }
+            if value == .null || value["value"] == .null {
+                fields[field] = .some(nil)
+                continue
+            }
             do {
                 fields[field] = try CloudKitFieldCoding.decode(value, in: zone, name: field)
             } catch {
@@ -75,7 +82,8 @@ enum PluginMessages {
                     KitProblem(recordName: name, code: "invalidField", message: "the plugin sent record \(name): \(error.message)"))
             }
         }
-        return .entry(KitEntry(key: key, record: Record(id: RecordID(recordName: name, zoneID: zone), recordType: type, fields: fields), version: version))
+        return .entry(
+            KitEntry(key: key, record: Record(id: RecordID(recordName: name, zoneID: zone), recordType: type, namedFields: fields), version: version))
     }
 
     struct MessageProblem: Error {

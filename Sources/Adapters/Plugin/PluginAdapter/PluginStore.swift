@@ -24,6 +24,12 @@ public final class PluginStore: KitStore {
         public var listsChangesSinceCursor: Bool
         /// Whether the plugin sends `changed` notifications.
         public var notifiesChanges: Bool
+
+        /// The fields each declared record type names (empty: the plugin declared none, so a
+        /// field its records leave out is unknown rather than null).
+        var declaredFields: [String: [String]] {
+            Dictionary(recordTypes.map { ($0.name, $0.fields) }, uniquingKeysWith: { first, _ in first })
+        }
     }
 
     /// A record type a plugin serves, with the fields it knows of.
@@ -54,7 +60,7 @@ public final class PluginStore: KitStore {
 
     public func list(since cursor: String?) async throws -> KitListing {
         let handshake = try await connected().handshake
-        let types = Set(handshake.recordTypes.map(\.name))
+        let types = handshake.declaredFields
         let sentCursor = handshake.listsChangesSinceCursor ? cursor : nil
         var listing = KitListing(entries: [], isComplete: sentCursor == nil)
         // Names by bytes: "é" and "e\u{301}" are two records (see ExactText).
@@ -96,7 +102,7 @@ public final class PluginStore: KitStore {
     }
 
     public func read(_ keys: [KitRecordKey]) async throws -> [KitEntry] {
-        let types = Set(try await connected().handshake.recordTypes.map(\.name))
+        let types = try await connected().handshake.declaredFields
         var entries: [KitEntry] = []
         for chunk in chunks(keys) {
             let answer = try await call("read", ["records": .array(chunk.map(PluginMessages.encode))])
@@ -111,7 +117,7 @@ public final class PluginStore: KitStore {
     }
 
     public func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry] {
-        let types = Set(try await connected().handshake.recordTypes.map(\.name))
+        let types = try await connected().handshake.declaredFields
         var stored: [KitEntry] = []
         let zone = configuration.zoneID
         var encoded: [JSONValue] = []
@@ -279,7 +285,7 @@ public final class PluginStore: KitStore {
             notifiesChanges: capabilities?["notifications"]?.boolValue ?? false)
     }
 
-    private func decode(_ json: JSONValue, types: Set<String>) throws -> PluginMessages.Decoded {
+    private func decode(_ json: JSONValue, types: [String: [String]]) throws -> PluginMessages.Decoded {
         do {
             return try PluginMessages.decodeRecord(json, recordTypes: types, zone: configuration.zoneID)
         } catch {

@@ -74,7 +74,9 @@ public final class PostgresAdapter: ModelAdapter {
     // MARK: ModelAdapter
 
     public func loadZoneState() async throws -> Data? {
-        try await read("loading the zone state") { [state] connection in
+        // In a transaction, which checks the tables first: a table restored behind the gateway's
+        // back forgets the download position before the pass reads it.
+        try await transaction("loading the zone state") { [state] connection, _ in
             let rows = try await connection.query(
                 "SELECT state FROM \(unescaped: state.zones) WHERE scope = \(state.scope)", logger: connection.logger)
             for try await (value) in rows.decode(ByteBuffer?.self) { return value.map { Data(buffer: $0) } }

@@ -114,9 +114,9 @@ struct PostgresGatewaySchema: Sendable {
     }
 
     /// Installs (or replaces, when outdated or missing) the capture trigger of `table`. Queues the
-    /// rows of a table synced for the first time as pending changes; a table whose trigger went
-    /// missing was dropped and created again behind the gateway's back, so its rows and its synced
-    /// records are all queued, to be compared with what was synced.
+    /// rows of a table synced for the first time as pending changes; a table whose triggers all
+    /// went missing was dropped and created again behind the gateway's back, so it joins the zone
+    /// again; a table missing some of its triggers has its rows and synced records compared again.
     func install(_ table: PostgresResolvedTable, connection: PooledConnection) async throws {
         let newName = table.nameSQL("NEW")
         let rows = try await connection.query(
@@ -185,7 +185,17 @@ struct PostgresGatewaySchema: Sendable {
                         EXECUTE FUNCTION \(function)()
                         """), logger: connection.logger)
         }
-        if let installed, !installed.present || (installed.version == Self.version && !installed.complete) {
+        if let installed, !installed.present {
+            // No capture trigger at all: the table was dropped and created again behind the
+            // gateway's back (restored from a dump, rebuilt). Its rows share no history with what
+            // was synced, so the table joins the zone again (DESIGN D4): its records lose their
+            // metadata, its rows are queued, and the zone is downloaded again, so a row the cloud
+            // also holds is a conflict without a common ancestor (`join_prefers`), never an edit.
+            try await connection.query(
+                "DELETE FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
+            try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
+            try await backfill(table, connection: connection)
+        } else if let installed, installed.version == Self.version && !installed.complete {
             // Changes may have gone uncaptured: compare every row and every synced record again.
             try await connection.query(
                 """

@@ -1,0 +1,67 @@
+import EmbeddedCloud
+import Foundation
+import GatewayCore
+import GatewayTesting
+import PostgresAdapter
+import PostgresNIO
+import PostgresSupport
+import PostgresTesting
+import TestScheduling
+import Testing
+
+/// A PostgreSQL table restored behind the gateway's back never rolls the zone back (DESIGN D4).
+@Suite("PostgreSQL tables restored from a dump", .heavy)
+struct PostgresStoreIdentityTests {
+    static let zone = ZoneID(zoneName: "Restored")
+
+    @Test("a table dropped, created again and filled from an older dump joins the zone: the newer edit made elsewhere survives")
+    func tableRestoredFromDump() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("restored_table")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        let create = "CREATE TABLE %@.note (id bigint PRIMARY KEY, title text)"
+        let seed = "INSERT INTO %@.note VALUES (1, 'one'), (2, 'two'), (3, 'three')"
+        try await PostgresConnectionPool.execute(
+            ["CREATE SCHEMA a", "CREATE SCHEMA b"] + ["a", "b"].map { create.replacingOccurrences(of: "%@", with: $0) }
+                + [seed.replacingOccurrences(of: "%@", with: "a")],
+            on: endpoint, doing: "setting up")
+        func rows(_ schema: String) async throws -> [Int64: String] {
+            try await pool.withConnection(doing: "reading") { connection in
+                var result: [Int64: String] = [:]
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT id, title FROM \(schema).note"), logger: connection.logger)
+                for try await (id, title) in rows.decode((Int64, String).self) { result[id] = title }
+                return result
+            }
+        }
+        let directory = try TemporaryDirectory(prefix: "pg-restored")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        func gateway(_ schema: String) async throws -> (Synchronizer, PostgresAdapter) {
+            let adapter = try await PostgresAdapter.open(
+                PostgresAdapterConfiguration(
+                    name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+            return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
+        }
+        let (a, adapterA) = try await gateway("a")
+        let (b, adapterB) = try await gateway("b")
+        try await Synchronizer.syncInTurns([a, b])
+        try await PostgresConnectionPool.execute(["UPDATE b.note SET title = 'edited in b' WHERE id = 2"], on: endpoint, doing: "editing")
+        try await Synchronizer.syncInTurns([b, a])
+        #expect(try await rows("a")[2] == "edited in b")
+
+        // The operator restores a.note from a dump taken before the edit.
+        try await PostgresConnectionPool.execute(
+            ["DROP TABLE a.note", create.replacingOccurrences(of: "%@", with: "a"), seed.replacingOccurrences(of: "%@", with: "a")],
+            on: endpoint, doing: "restoring")
+        let report = try await a.sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts[.serverWon] == 1, "row 2 met the cloud without a common ancestor and the cloud's version won")
+        #expect(report.adapters[0].uploaded == 0)
+        #expect(try await b.sync().succeeded)
+        let expected: [Int64: String] = [1: "one", 2: "edited in b", 3: "three"]
+        #expect(try await rows("a") == expected)
+        #expect(try await rows("b") == expected)
+        await adapterA.close()
+        await adapterB.close()
+        await pool.close()
+    }
+}
