@@ -199,7 +199,8 @@ struct JSONFilesBehaviourTests {
         let hostile = Record(id: RecordID(recordName: "nul\u{0}byte", zoneID: Self.zone), recordType: "Note", fields: [:])
         let error = await #expect(throws: JSONFilesAdapterError.self) { try await adapter.apply(Self.download([fine, hostile])) }
         #expect(error?.code == .unwritableName)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [])
+        // Only the kit's identity marker, in the folder's `.gateway`: no document.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [".gateway"])
     }
 
     @Test("an invalid file is a failed record naming line and column; it is never uploaded or overwritten, others keep syncing")

@@ -237,6 +237,7 @@ public final class KitAdapter: ModelAdapter {
                 try await replayJournal()
                 journalChecked.withLock { $0 = true }
             }
+            try await checkIdentity()
             return try await body()
         }
     }
@@ -245,7 +246,51 @@ public final class KitAdapter: ModelAdapter {
     func refresh() async throws {
         let cursor = try await state.read { db in try String.fetchOne(db, sql: "SELECT value FROM cursor WHERE id = 1") }
         let listing = try await store.list(since: cursor)
-        try await state.write { db in try KitListingRecorder.record(listing, db: db) }
+        let changed = try await state.write { db in try KitListingRecorder.record(listing, db: db) }
+        // A copy of the store taken before these changes holds an older epoch than the state
+        // that recorded them.
+        if changed, store.keepsIdentity { try await advanceEpoch() }
+    }
+
+    // MARK: Store identity
+
+    /// The identity the kit last recorded, `nil` before its first look at the store.
+    private func knownIdentity() async throws -> KitStoreIdentity? {
+        try await state.read { db in
+            try Row.fetchOne(db, sql: "SELECT store, epoch FROM identity WHERE id = 1").map { KitStoreIdentity(store: $0[0], epoch: $0[1]) }
+        }
+    }
+
+    /// Compares the store's identity marker with the one the kit recorded. A store without the
+    /// marker the kit wrote, with another identity, or with an older epoch was replaced or
+    /// restored behind the gateway's back: it joins the zone again (DESIGN D4 rule 1). Its
+    /// records lose their metadata, so a record it holds differently from the cloud is a
+    /// conflict without a common ancestor (`join_prefers`), never an edit of the synced version,
+    /// and the zone state goes, so the next sync downloads the zone from the start.
+    private func checkIdentity() async throws {
+        guard store.keepsIdentity else { return }
+        let marker = try await store.readIdentity()
+        let known = try await knownIdentity()
+        if let known, let marker, marker.store == known.store, marker.epoch >= known.epoch { return }
+        let fresh = KitStoreIdentity(store: UUID().uuidString.lowercased(), epoch: 1)
+        try await state.write { db in
+            if known != nil {
+                try db.execute(sql: "DELETE FROM metadata; DELETE FROM zone; DELETE FROM failures;")
+            }
+            try db.execute(sql: "INSERT OR REPLACE INTO identity (id, store, epoch) VALUES (1, ?, ?)", arguments: [fresh.store, fresh.epoch])
+        }
+        try await store.writeIdentity(fresh)
+    }
+
+    /// Moves the epoch on, in the store first: a crash in between leaves the store ahead of the
+    /// state, which is no sign of a restore.
+    private func advanceEpoch() async throws {
+        guard let known = try await knownIdentity() else { return }
+        let next = KitStoreIdentity(store: known.store, epoch: known.epoch + 1)
+        try await store.writeIdentity(next)
+        try await state.write { db in
+            try db.execute(sql: "UPDATE identity SET epoch = ? WHERE id = 1", arguments: [next.epoch])
+        }
     }
 
     /// The store's current records for `keys`, by name, with this adapter's zone.
@@ -315,6 +360,7 @@ public final class KitAdapter: ModelAdapter {
     /// Writes a journaled download into the store and commits its state.
     private func finish(_ journal: KitJournal) async throws {
         let stored: [KitEntry]
+        if store.keepsIdentity, !journal.saves.isEmpty || !journal.deletes.isEmpty { try await advanceEpoch() }
         do {
             stored = journal.saves.isEmpty && journal.deletes.isEmpty
                 ? [] : try await store.write(saves: journal.saves, deletes: journal.deletes)

@@ -4,7 +4,10 @@ import GatewayCore
 /// Turns what the store showed into change-log entries: a record whose version or values differ
 /// from what the kit last saw is a local save; one that is gone is a local delete.
 enum KitListingRecorder {
-    static func record(_ listing: KitListing, db: Database) throws {
+    /// - Returns: whether the listing showed a change (a save or a delete was logged).
+    @discardableResult
+    static func record(_ listing: KitListing, db: Database) throws -> Bool {
+        var changed = false
         // Names by bytes, as the store and the state database tell them apart (see ExactText).
         var known: [ExactText.Key: (type: String, observed: String)] = [:]
         if listing.isComplete {
@@ -21,12 +24,14 @@ enum KitListingRecorder {
             let previous = listing.isComplete ? known[ExactText.Key(name)] : try row(name, db: db)
             if previous?.observed != observed || previous?.type != entry.key.recordType {
                 try save(name, type: entry.key.recordType, observed: observed, db: db)
+                changed = true
             }
         }
         if listing.isComplete {
             try db.execute(sql: "DELETE FROM problems")
             for name in known.keys where !seen.contains(name) && !problemNames.contains(name) {
                 try remove(name.text, db: db)
+                changed = true
             }
         } else {
             for name in seen.map(\.text) + listing.deleted {
@@ -34,6 +39,7 @@ enum KitListingRecorder {
             }
             for name in listing.deleted where try row(name, db: db) != nil {
                 try remove(name, db: db)
+                changed = true
             }
         }
         for problem in listing.problems {
@@ -45,6 +51,7 @@ enum KitListingRecorder {
         } else {
             try db.execute(sql: "DELETE FROM cursor")
         }
+        return changed
     }
 
     /// Compares the store's current form of `keys` (the records it holds among them are

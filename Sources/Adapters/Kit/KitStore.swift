@@ -35,6 +35,18 @@ public protocol KitStore: Sendable {
 
     /// Releases the store (a process is stopped, files closed).
     func close() async
+
+    /// Whether the store keeps the kit's identity marker (``readIdentity()``,
+    /// ``writeIdentity(_:)``), so that the kit can tell a store replaced, or restored to an
+    /// earlier point, from one edited. Default: false.
+    var keepsIdentity: Bool { get }
+
+    /// The identity marker the kit last wrote into the store, `nil` when the store holds none
+    /// (new, or replaced by one that never synced).
+    func readIdentity() async throws -> KitStoreIdentity?
+
+    /// Writes the identity marker durably, replacing the previous one.
+    func writeIdentity(_ identity: KitStoreIdentity) async throws
 }
 
 extension KitStore {
@@ -42,6 +54,26 @@ extension KitStore {
     public func canHold(recordNamed name: String) -> Bool { true }
     public func notificationCount() async -> Int? { nil }
     public func close() async {}
+    public var keepsIdentity: Bool { false }
+    public func readIdentity() async throws -> KitStoreIdentity? { nil }
+    public func writeIdentity(_ identity: KitStoreIdentity) async throws {}
+}
+
+/// Which store the kit synced, and how far: written into the store (a small file, a row) and
+/// kept in the kit's state. The epoch grows each time the kit writes to the store or records
+/// changes it found there, so a store restored from a copy taken before holds a smaller one, and
+/// a store replaced by another holds another identity or none (DESIGN D4 rule 1).
+public struct KitStoreIdentity: Sendable, Equatable, Codable {
+    /// A random identity, made when the kit first syncs the store (or it joins again).
+    public var store: String
+    /// How many times the kit wrote to the store or recorded its changes since.
+    public var epoch: Int64
+
+    /// An identity marker.
+    public init(store: String, epoch: Int64) {
+        self.store = store
+        self.epoch = epoch
+    }
 }
 
 /// A record's name and type, which a store needs to find it.

@@ -132,6 +132,37 @@ public struct JSONFolderStore: KitStore {
         return try await indexWrite { db, store in try store.writeDocuments(saves, deletes: deletes, db: db) }
     }
 
+    // MARK: Identity
+
+    /// The folder keeps the kit's identity marker in `.gateway/store.json`: a folder restored
+    /// from a copy (`cp -a`) brings back the older marker, a new or replaced folder has none.
+    public var keepsIdentity: Bool { true }
+
+    /// Where the identity marker lives: inside the folder, so it travels with every copy of it.
+    var identityURL: URL { root.appendingPathComponent(".gateway/store.json") }
+
+    public func readIdentity() async throws -> KitStoreIdentity? {
+        guard let data = FileManager.default.contents(atPath: identityURL.path) else { return nil }
+        guard case .object(let members)? = try? JSONValue.parse(data, numbers: .exact),
+            case .string(let store)? = members["store"], case .integer(let epoch)? = members["epoch"]
+        else {
+            // A damaged marker says nothing about which store this is: the folder joins again,
+            // which loses nothing.
+            return nil
+        }
+        return KitStoreIdentity(store: store, epoch: epoch)
+    }
+
+    public func writeIdentity(_ identity: KitStoreIdentity) async throws {
+        let text = JSONValue.object(["store": .string(identity.store), "epoch": .integer(identity.epoch)]).prettyText()
+        do {
+            try AtomicFile.write(Data(text.utf8), to: identityURL)
+        } catch {
+            throw JSONFilesAdapterError(
+                .fileFailed, Self.failureReason(error, indexPath: index.path, folder: root.path), underlying: error)
+        }
+    }
+
     // MARK: Files
 
     /// Runs `body` in one transaction of the index, naming the file on failure.

@@ -1,0 +1,130 @@
+import AdapterKit
+import EmbeddedCloud
+import Foundation
+import GRDB
+import GatewayCore
+import GatewayTesting
+import JSONFilesAdapter
+import SQLiteAdapter
+import Testing
+
+/// A JSON folder replaced or restored from an older copy never rolls the zone back (DESIGN D4):
+/// the identity marker in `.gateway/store.json` travels with every copy of the folder.
+@Suite("JSON folders restored or replaced")
+struct JSONFolderRestoreTests {
+    struct Setup {
+        let directory: TemporaryDirectory
+        let folder: URL
+        let databasePath: String
+        let cloud: EmbeddedCloud
+        let sqliteSync: Synchronizer
+
+        init() async throws {
+            directory = try TemporaryDirectory(prefix: "json-restore")
+            folder = directory.url.appendingPathComponent("docs")
+            try JSONFilesBehaviourTests.write("{\"title\": \"one\"}", to: folder.appendingPathComponent("Article/1.json"))
+            try JSONFilesBehaviourTests.write("{\"title\": \"two\"}", to: folder.appendingPathComponent("Article/2.json"))
+            databasePath = directory.path("app.sqlite")
+            try await DatabaseQueue(path: databasePath).write { db in
+                try db.execute(sql: "CREATE TABLE Article (name TEXT PRIMARY KEY, title TEXT)")
+            }
+            cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+            let sqlite = try SQLiteAdapter(
+                configuration: SQLiteAdapterConfiguration(
+                    name: "app", path: databasePath, zoneID: JSONFilesBehaviourTests.zone, tables: [TableMapping(table: "Article")]))
+            sqliteSync = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(sqlite)], configuration: SyncConfiguration(deviceID: "gateway"))
+        }
+
+        func jsonSync() throws -> Synchronizer {
+            Synchronizer(
+                cloud: cloud, adapters: [SyncedAdapter(try JSONFilesBehaviourTests.adapter(folder))],
+                configuration: SyncConfiguration(deviceID: "gateway"))
+        }
+
+        func title(_ name: String) throws -> String? {
+            try DatabaseQueue(path: databasePath).read { db in try String.fetchOne(db, sql: "SELECT title FROM Article WHERE name = ?", arguments: [name]) }
+        }
+
+        func document(_ name: String) throws -> String {
+            try String(contentsOf: folder.appendingPathComponent("Article/\(name).json"), encoding: .utf8)
+        }
+
+        /// `cp -a`: the copy keeps the files' times.
+        func copy(_ from: URL, to: URL) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/cp")
+            process.arguments = ["-a", from.path, to.path]
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+    }
+
+    @Test("a folder restored with cp -a from a copy taken after a sync, before a newer edit arrived, takes the newer edit")
+    func restoredFromOlderCopy() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        let backup = setup.directory.url.appendingPathComponent("docs-backup")
+        try setup.copy(setup.folder, to: backup)
+
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "UPDATE Article SET title = 'edited in SQLite' WHERE name = '1'")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try setup.document("1").contains("edited in SQLite"))
+
+        try FileManager.default.removeItem(at: setup.folder)
+        try setup.copy(backup, to: setup.folder)
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts[.serverWon] == 1, "the restored document met the newer version without a common ancestor")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("1") == "edited in SQLite", "the newer edit was not rolled back")
+        #expect(try setup.document("1").contains("edited in SQLite"))
+        #expect(try setup.title("2") == "two")
+    }
+
+    @Test("a new folder at the adapter's path (a typo, a fresh copy without the marker) joins the zone instead of overwriting it")
+    func replacedFolder() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "UPDATE Article SET title = 'edited in SQLite' WHERE name = '2'")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try setup.document("2").contains("edited in SQLite"))
+
+        // The folder is replaced by the original documents, without the marker.
+        try FileManager.default.removeItem(at: setup.folder)
+        try JSONFilesBehaviourTests.write("{\"title\": \"one\"}", to: setup.folder.appendingPathComponent("Article/1.json"))
+        try JSONFilesBehaviourTests.write("{\"title\": \"two\"}", to: setup.folder.appendingPathComponent("Article/2.json"))
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].uploaded == 0)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("2") == "edited in SQLite")
+        #expect(try setup.document("2").contains("edited in SQLite"))
+    }
+
+    @Test("an ordinary edit after a sync is still an edit: the marker moves with the kit, not against it")
+    func ordinaryEdits() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        try JSONFilesBehaviourTests.write("{\"title\": \"edited in JSON\"}", to: setup.folder.appendingPathComponent("Article/1.json"))
+        let report = try await setup.jsonSync().sync()
+        #expect(report.adapters[0].uploaded == 1)
+        #expect(report.adapters[0].conflictCount == 0)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("1") == "edited in JSON")
+        let marker = try String(contentsOf: setup.folder.appendingPathComponent(".gateway/store.json"), encoding: .utf8)
+        #expect(marker.contains("\"epoch\""))
+    }
+}
