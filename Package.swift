@@ -238,7 +238,7 @@ let package = Package(
             name: "GatewayCLI",
             dependencies: [
                 "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb", "GatewayTesting",
-                "SQLiteSupport",
+                "SQLiteSupport", "AdapterKit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

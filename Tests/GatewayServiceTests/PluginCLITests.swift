@@ -19,7 +19,8 @@ struct PluginCLITests {
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("Checking adapter notes-csv (kind plugin)"), "\(result)")
         #expect(!result.stdout.contains("FAIL"), "\(result)")
-        #expect(result.stdout.hasSuffix("15 of 15 case(s) passed\n"), "\(result)")
+        #expect(result.stdout.hasSuffix("20 of 20 case(s) passed\n"), "\(result)")
+        #expect(result.stdout.contains("pass  store contract: deleting a record the store does not hold succeeds"), "\(result)")
         let unknown = try await clone.gateway("check-adapter", "nope", "--config", Self.config)
         #expect(unknown.status == 2, "\(unknown)")
         let compiled = try await clone.gateway("check-adapter", "notes", "--config", Self.config)
@@ -34,7 +35,7 @@ struct PluginCLITests {
         let result = try await clone.gateway("check-adapter", "docs")
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("Checking adapter docs (kind json)"), "\(result)")
-        #expect(result.stdout.hasSuffix("15 of 15 case(s) passed\n"), "\(result)")
+        #expect(result.stdout.hasSuffix("20 of 20 case(s) passed\n"), "\(result)")
         #expect(!FileManager.default.fileExists(atPath: clone.url.appendingPathComponent(".gateway/examples/docs").path), "the real folder is not touched")
 
         let config = try String(contentsOf: clone.url.appendingPathComponent("config.yaml"), encoding: .utf8)
@@ -42,7 +43,48 @@ struct PluginCLITests {
         try config.write(to: clone.url.appendingPathComponent("collection.yaml"), atomically: true, encoding: .utf8)
         let collection = try await clone.gateway("check-adapter", "docs", "--config", "collection.yaml")
         #expect(collection.status == 0, "\(collection)")
-        #expect(collection.stdout.hasSuffix("15 of 15 case(s) passed\n"), "\(collection)")
+        #expect(collection.stdout.hasSuffix("20 of 20 case(s) passed\n"), "\(collection)")
+    }
+
+    /// Copies of the CSV plugin, each breaking one documented rule, as a plugin author might.
+    static let brokenPlugins: [(name: String, original: String, broken: String, rule: String)] = [
+        (
+            "delete-missing",
+            "                    for name in type_deletes:\n                        rows.pop(name, None)",
+            "                    for name in type_deletes:\n                        if name not in rows:\n                            raise PluginFailure(\"notFound\", \"no record \" + name)\n                        rows.pop(name, None)",
+            "deleting a record the store does not hold succeeds"
+        ),
+        (
+            "plain-doubles",
+            "        return {\"value\": float(cell), \"type\": \"DOUBLE\"}",
+            "        return {\"value\": int(float(cell)) if float(cell).is_integer() else float(cell)}",
+            "every field type comes back as written, whole doubles included"
+        ),
+        (
+            "merging-saves",
+            "                written[name] = [encode_cell(kind, fields.get(column)) for column, kind in columns]",
+            "                old = rows.get(name, [\"\"] * len(old_columns)) + [\"\"] * (len(columns) - len(old_columns))\n                written[name] = [encode_cell(kind, fields.get(column)) if column in fields else old[i] for i, (column, kind) in enumerate(columns)]",
+            "a save replaces the whole record"
+        ),
+    ]
+
+    @Test("gateway check-adapter fails plugins that break the store contract, naming the broken rule", arguments: brokenPlugins.map(\.name))
+    func brokenContract(name: String) async throws {
+        let broken = try #require(Self.brokenPlugins.first { $0.name == name })
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        let folder = clone.url.appendingPathComponent("examples/plugins/csv-folder")
+        let source = try String(contentsOf: folder.appendingPathComponent("csv_folder.py"), encoding: .utf8)
+        #expect(source.contains(broken.original), "the plugin still has the code this case breaks")
+        try source.replacingOccurrences(of: broken.original, with: broken.broken)
+            .write(to: folder.appendingPathComponent("broken_\(name).py"), atomically: true, encoding: .utf8)
+        let config = try String(contentsOf: folder.appendingPathComponent("config.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "args: [csv_folder.py]", with: "args: [broken_\(name).py]")
+        try config.write(to: folder.appendingPathComponent("broken_\(name).yaml"), atomically: true, encoding: .utf8)
+        let result = try await clone.gateway("check-adapter", "notes-csv", "--config", "examples/plugins/csv-folder/broken_\(name).yaml")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.contains("FAIL  store contract: \(broken.rule)"), "\(result)")
+        #expect(result.stdout.hasSuffix("19 of 20 case(s) passed\n"), "only the broken rule fails: \(result)")
     }
 
     @Test("the CSV plugin and a SQLite table sync both ways through the embedded cloud")

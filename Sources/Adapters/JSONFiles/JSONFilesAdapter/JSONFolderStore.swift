@@ -110,8 +110,15 @@ public struct JSONFolderStore: KitStore {
                     }
                     continue
                 }
+                // By bytes: a collection's objects are keyed by `String`, which would hand the
+                // record "é" (composed) to a read of "e\u{301}", a record it does not hold.
+                var objects: [ExactText.Key: [String: JSONValue]] = [:]
+                if store.layout == .collection {
+                    for (key, object) in document.objects { objects[ExactText.Key(key)] = object }
+                }
                 for name in wanted.names {
-                    guard let object = document.objects[name], let fields = try? store.mapping.namedFields(of: object) else { continue }
+                    let found = store.layout == .collection ? objects[ExactText.Key(name)] : document.objects[name]
+                    guard let object = found, let fields = try? store.mapping.namedFields(of: object) else { continue }
                     entries.append(
                         KitEntry(
                             key: KitRecordKey(recordName: name, recordType: document.type),

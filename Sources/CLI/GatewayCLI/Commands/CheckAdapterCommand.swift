@@ -1,3 +1,4 @@
+import AdapterKit
 import ArgumentParser
 import Foundation
 import GatewayCore
@@ -48,7 +49,14 @@ struct CheckAdapterCommand: AsyncParsableCommand {
             return try await plan.openScratch(in: folder.path, zone: zone)
         }
         let cases = AdapterConformanceSuite.cases.filter { only == nil || $0.name.localizedCaseInsensitiveContains(only!) }
-        Console.out("Checking adapter \(adapter) (kind \(entry.settings.kind.value)) against \(cases.count) conformance case(s)\n")
+        // Stores on the adapter kit (plugins, JSON folders) are also held to the store contract's
+        // rules, each on a scratch store of its own.
+        let probe = try await plan.openScratch(in: Self.folder(root, counter).path, zone: Self.zone)
+        let isKitStore = probe is KitScratchStore
+        await probe.close()
+        let rules = (isKitStore ? KitStoreContract.rules : []).filter { only == nil || $0.name.localizedCaseInsensitiveContains(only!) }
+        let total = cases.count + rules.count
+        Console.out("Checking adapter \(adapter) (kind \(entry.settings.kind.value)) against \(total) conformance case(s)\n")
         var failed = 0
         for check in cases {
             do {
@@ -60,8 +68,30 @@ struct CheckAdapterCommand: AsyncParsableCommand {
             }
             await harness.closeAll()
         }
-        Console.out("\(cases.count - failed) of \(cases.count) case(s) passed\n")
+        for rule in rules {
+            let scratch = try await plan.openScratch(in: Self.folder(root, counter).path, zone: Self.zone)
+            do {
+                guard let kit = scratch as? KitScratchStore else { continue }
+                try await rule.check(kit.kit.store, zone: Self.zone)
+                Console.out("  pass  store contract: \(rule.name)\n")
+            } catch {
+                failed += 1
+                Console.out("  FAIL  store contract: \(rule.name)\n        \(error)\n")
+            }
+            await scratch.close()
+        }
+        Console.out("\(total - failed) of \(total) case(s) passed\n")
         if failed > 0 { throw ExitCode(1) }
+    }
+
+    /// The zone the store contract's scratch stores sync.
+    private static let zone = ZoneID(zoneName: "ContractZone")
+
+    /// A new, empty folder for one scratch store.
+    private static func folder(_ root: URL, _ counter: CaseCounter) throws -> URL {
+        let folder = root.appendingPathComponent("store-\(counter.next())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
     }
 }
 
