@@ -270,7 +270,7 @@ let package = Package(
             name: "GatewayHarness",
             dependencies: [
                 "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "PostgresCloud",
-                "PostgresSupport", "PostgresTesting", "FaultProxy", "SQLiteSupport",
+                "PostgresSupport", "PostgresTesting", "FaultProxy", "SQLiteSupport", "SQLiteAdapter", "JSONFilesAdapter", "AdapterKit",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -4,7 +4,7 @@ import Foundation
 struct HarnessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway-harness", abstract: "Proves that syncs lose nothing when killed and converge under faults.",
-        subcommands: [Crash.self, Converge.self, Faults.self, Soak.self])
+        subcommands: [Crash.self, Converge.self, Faults.self, Soak.self, History.self])
 
     /// Runs a subcommand and exits 0 when its checks pass, 1 when they fail.
     static func runHarness(_ arguments: [String]) async {
@@ -104,6 +104,36 @@ struct HarnessCommand: AsyncParsableCommand {
                 minutes: minutes, rate: rate, seed: seed, directory: URL(fileURLWithPath: directory),
                 gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway")
             ).run()
+            try HarnessCommand.report(result, to: json)
+            guard result.passed else { throw ExitCode.failure }
+        }
+    }
+
+    struct History: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Random histories of writes, deletes, backups, restores, replaced stores and a schema change over SQLite and JSON stores on one zone, under cloud faults; anomalies counted by class.")
+
+        @Option(help: "How many seeds (one history each), starting at --first-seed.") var seeds: UInt64 = 200
+        @Option(help: "The first seed.") var firstSeed: UInt64 = 0
+        @Option(help: "Probability of each injected fault per call.") var faultProbability = 0.08
+        @Option(help: "Working folder (replaced).") var directory = ".gateway/harness/history"
+        @Option(help: "Also write the result as JSON here.") var json: String?
+
+        func run() async throws {
+            let started = ContinuousClock.now
+            let result = try await HistoryRun(
+                seeds: firstSeed..<(firstSeed + seeds), faultProbability: faultProbability, directory: URL(fileURLWithPath: directory)
+            ).run { seed, anomalies in
+                if anomalies > 0 { FileHandle.standardError.write(Data("seed \(seed): \(anomalies) anomalies\n".utf8)) }
+            }
+            let elapsed = ContinuousClock.now - started
+            print("\(result.seeds) histories, \(result.steps) steps, \(result.syncs) syncs (\(result.failedSyncs) failed under faults), \(result.restores) restores, \(result.conflictsReported) conflicts reported, in \(elapsed)")
+            for (anomaly, count) in result.anomalies.sorted(by: { $0.key < $1.key }) { print("  \(anomaly): \(count)") }
+            if let failure = result.shortestFailure {
+                print("shortest failing history: seed \(failure.seed), \(failure.steps) steps")
+                for line in failure.history { print("  \(line)") }
+                for line in failure.anomalies { print("  => \(line)") }
+            }
             try HarnessCommand.report(result, to: json)
             guard result.passed else { throw ExitCode.failure }
         }

@@ -4,11 +4,13 @@
 // argument runs the gateway command line itself, with one more cloud kind (`faulty-embedded`,
 // the embedded cloud behind FaultInjectingCloud), which `converge` uses for its gateways.
 // `faults` makes the world fail around running gateways: servers die, networks drop, disks
-// fill, clocks jump; `soak` runs gateways for minutes under steady writes.
+// fill, clocks jump; `soak` runs gateways for minutes under steady writes; `history` checks random
+// histories of writes, restores, replaced stores and schema changes for anomalies by class.
 //
 //   swift run -c release gateway-harness crash --records 50000 --kills 30
 //   swift run -c release gateway-harness converge
 //   swift run -c release gateway-harness faults --faults 20
+//   swift run -c release gateway-harness history --seeds 10000
 import Foundation
 import GatewayCLI
 import GatewayKinds
@@ -19,7 +21,7 @@ import SQLiteSupport
 SQLiteProcessSettings.apply()
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
-case "crash", "converge", "faults", "soak", "--help", "-h", nil:
+case "crash", "converge", "faults", "soak", "history", "--help", "-h", nil:
     await HarnessCommand.runHarness(arguments)
 default:
     var registry = GatewayRegistry.builtIn

@@ -30,6 +30,31 @@ struct ReliabilityTests {
         return try await child.wait(timeout: .seconds(600))
     }
 
+    struct HistoryResult: Decodable {
+        var seeds: Int
+        var syncs: Int
+        var restores: Int
+        var anomalies: [String: Int]
+        var failingSeeds: [UInt64]
+        var passed: Bool
+    }
+
+    @Test("random histories of writes, restores, replaced stores and a schema change under cloud faults show no anomaly of any class")
+    func histories() async throws {
+        let directory = try TemporaryDirectory(prefix: "reliability-history")
+        defer { directory.remove() }
+        let status = try await Self.harness(
+            ["history", "--seeds", "200", "--directory", directory.path("run"), "--json", directory.path("result.json")], in: directory)
+        let log = (try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? ""
+        let result = try JSONDecoder().decode(HistoryResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
+        #expect(status == 0, "\(log)")
+        #expect(result.seeds == 200)
+        #expect(result.restores > 0 && result.syncs > result.seeds, "the histories restored stores and synced")
+        #expect(result.anomalies.count == 5, "every anomaly class is counted: \(result.anomalies)")
+        for (anomaly, count) in result.anomalies { #expect(count == 0, "\(anomaly): \(count); \(log)") }
+        #expect(result.passed && result.failingSeeds.isEmpty, "\(log)")
+    }
+
     @Test("gateway sync with both adapters at once (the default parallelism), killed with SIGKILL, loses and duplicates nothing")
     func crashWhileParallel() async throws {
         let directory = try TemporaryDirectory(prefix: "reliability-crash-parallel")

@@ -1,0 +1,155 @@
+import Foundation
+
+/// What the history checker knows of every acknowledged write, and the anomalies it finds in the
+/// state a history converged to.
+///
+/// Modelled on Elle's approach: every written value is unique, so a value read back names the
+/// write that produced it, and each write records the value it overwrote (what its store held of
+/// that field when the application wrote it). That gives the version order of each field without
+/// trusting the gateway's own account; a store restored from a backup holds an old value again,
+/// and a write made on top of it depends on that old value, not on the newer ones it lost.
+struct HistoryOracle {
+    /// One acknowledged application write or delete.
+    struct Event: Sendable {
+        enum Kind: Sendable { case write(field: String, value: String), delete }
+        let id: Int
+        let step: Int
+        let store: String
+        let record: String
+        let kind: Kind
+        /// Events this one causally follows: per field, the write it overwrote and, transitively,
+        /// what that one followed; for a delete, the writes of every field it removed.
+        let dependencies: Set<Int>
+    }
+
+    /// The anomaly classes counted (see `docs/architecture.md`, "the history checker").
+    enum Anomaly: String, CaseIterable, Sendable, Codable {
+        /// A field ends with the value of a write that another acknowledged write (or delete) of
+        /// that field causally followed: an older value overwrote a newer one.
+        case lostUpdate
+        /// A field ends without a value although its last causally maximal event is a write.
+        case lostWrite
+        /// A record ends present although a delete causally followed every write it ever had.
+        case resurrectedDelete
+        /// After quiet rounds without faults, a store holds something else than the cloud.
+        case divergence
+        /// Two concurrent writes of one field: one lost, and no conflict was reported for the record.
+        case unreportedConflict
+    }
+
+    private(set) var events: [Event] = []
+    /// Events an operator undid before they left their store: a restore of a backup taken
+    /// before them, while the cloud had never held what they wrote. Not the gateway's to keep.
+    private(set) var withdrawn = Set<Int>()
+    /// For each value written, the event that wrote it.
+    private var eventByValue: [String: Int] = [:]
+
+    /// The event whose value `value` is, `nil` for a value no acknowledged write produced.
+    func event(writing value: String) -> Event? {
+        eventByValue[value].map { events[$0] }
+    }
+
+    /// Records a write of `value` into `field` of `record` at `store`, which held `previous` there.
+    mutating func write(step: Int, store: String, record: String, field: String, value: String, previous: String?) {
+        let dependencies = previous.flatMap { eventByValue[$0] }.map { Set([$0]).union(events[$0].dependencies) } ?? []
+        eventByValue[value] = events.count
+        events.append(Event(id: events.count, step: step, store: store, record: record, kind: .write(field: field, value: value), dependencies: dependencies))
+    }
+
+    /// Records a delete of `record` at `store`, which held `previous` (its field values).
+    mutating func delete(step: Int, store: String, record: String, previous: [String]) {
+        var dependencies = Set<Int>()
+        for value in previous {
+            guard let id = eventByValue[value] else { continue }
+            dependencies.insert(id)
+            dependencies.formUnion(events[id].dependencies)
+        }
+        events.append(Event(id: events.count, step: step, store: store, record: record, kind: .delete, dependencies: dependencies))
+    }
+
+    /// Withdraws the events of `store` after `step` that never left it: writes whose value the
+    /// cloud never held (`seenInCloud`), deletes of records the cloud still holds (`inCloud`).
+    mutating func restore(store: String, toStep step: Int, seenInCloud: Set<String>, inCloud: Set<String>) {
+        for event in events where event.store == store && event.step > step && !withdrawn.contains(event.id) {
+            switch event.kind {
+            case .write(_, let value): if !seenInCloud.contains(value) { withdrawn.insert(event.id) }
+            case .delete: if inCloud.contains(event.record) { withdrawn.insert(event.id) }
+            }
+        }
+    }
+
+    /// Checks what the cloud converged to (`final`: record → field → value), with the records a
+    /// conflict was reported for and the step of each report.
+    func anomalies(final: [String: [String: String]], conflicts: [String: [Int]]) -> [(Anomaly, String)] {
+        var found: [(Anomaly, String)] = []
+        let kept = events.filter { !withdrawn.contains($0.id) }
+        let records = Set(kept.map(\.record))
+        for record in records.sorted() {
+            let ofRecord = kept.filter { $0.record == record }
+            let deletes = ofRecord.filter { if case .delete = $0.kind { true } else { false } }
+            let writes = ofRecord.filter { if case .write = $0.kind { true } else { false } }
+            var fields = Set<String>()
+            for event in writes { if case .write(let field, _) = event.kind { fields.insert(field) } }
+            if let present = final[record], !present.isEmpty {
+                for delete in deletes where writes.allSatisfy({ delete.dependencies.contains($0.id) }) {
+                    found.append((.resurrectedDelete, "record \(record) deleted at step \(delete.step) by \(delete.store) after every write it had, yet present"))
+                    break
+                }
+            }
+            for field in fields.sorted() {
+                let ofField = ofRecord.filter { event in
+                    switch event.kind {
+                    case .write(let name, _): name == field
+                    case .delete: true
+                    }
+                }
+                let followed = ofField.reduce(into: Set<Int>()) { $0.formUnion($1.dependencies) }
+                let maximal = ofField.filter { !followed.contains($0.id) }
+                let value = final[record]?[field]
+                if let value {
+                    guard let winner = event(writing: value), !withdrawn.contains(winner.id) else { continue }
+                    if followed.contains(winner.id) {
+                        let later = ofField.filter { $0.dependencies.contains(winner.id) }
+                        // An edit beats a delete, and brings the record back whole: a value that only
+                        // a delete followed stands when the record survives through a write made
+                        // concurrently with that delete.
+                        let survivors = Set((final[record] ?? [:]).values.compactMap { eventByValue[$0] })
+                        let revived = later.allSatisfy { event in
+                            guard case .delete = event.kind else { return false }
+                            return survivors.contains { !event.dependencies.contains($0) && !events[$0].dependencies.contains(event.id) && $0 != winner.id }
+                        }
+                        if revived { continue }
+                        let firstLater = later.first
+                        found.append(
+                            (.lostUpdate,
+                             "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)), which \(firstLater.map { "step \($0.step) at \($0.store)" } ?? "a later event") had overwritten"))
+                        continue
+                    }
+                    // Each concurrent write that lost must have met a reported conflict after it
+                    // was made (its store's merge, or the winner's).
+                    let losers = maximal.filter { $0.id != winner.id }.filter { loser in
+                        guard case .write = loser.kind else { return false }
+                        return !(conflicts[record] ?? []).contains { $0 >= loser.step }
+                    }
+                    if !losers.isEmpty {
+                        do {
+                            found.append(
+                                (.unreportedConflict,
+                                 "\(record).\(field): \(value) won over concurrent \(losers.map { "step \($0.step) at \($0.store)" }.joined(separator: ", ")) with no conflict reported"))
+                        }
+                    }
+                } else {
+                    // No value: fine when a delete is among the last events; a lost write when
+                    // only writes are.
+                    let lastWrites = maximal.filter { if case .write = $0.kind { true } else { false } }
+                    if !lastWrites.isEmpty, maximal.allSatisfy({ if case .write = $0.kind { true } else { false } }) {
+                        found.append(
+                            (.lostWrite,
+                             "\(record).\(field) ends without a value; its last write (step \(lastWrites[0].step) at \(lastWrites[0].store)) is gone"))
+                    }
+                }
+            }
+        }
+        return found
+    }
+}

@@ -1,0 +1,232 @@
+import AdapterKit
+import EmbeddedCloud
+import Foundation
+import GatewayCore
+import GatewayTesting
+
+/// Random histories against the gateway's semantics: two SQLite databases and a JSON folder on one
+/// zone, each synced by the same gateway (one device id) through a cloud that injects faults, while
+/// the application writes and deletes, an operator takes backups and restores them (or replaces a
+/// store by a new one: a restore of the empty store), and one database gains a column the others
+/// lack. Then quiet rounds without faults, and `HistoryOracle` counts anomalies by class.
+struct HistoryRun {
+    struct Result: Encodable {
+        var seeds: Int
+        var steps: Int
+        var syncs: Int
+        var failedSyncs: Int
+        var restores: Int
+        var conflictsReported: Int
+        var anomalies: [String: Int]
+        var failingSeeds: [UInt64]
+        /// The failing seed with the fewest steps, and its history.
+        var shortestFailure: Failure?
+        var passed: Bool
+    }
+
+    struct Failure: Encodable {
+        var seed: UInt64
+        var steps: Int
+        var history: [String]
+        var anomalies: [String]
+    }
+
+    let seeds: Range<UInt64>
+    let faultProbability: Double
+    let directory: URL
+
+    static let zone = ZoneID(zoneName: "History")
+    static let records = (0..<5).map { "r\($0)" }
+
+    func run(progress: (UInt64, Int) -> Void = { _, _ in }) async throws -> Result {
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var result = Result(
+            seeds: seeds.count, steps: 0, syncs: 0, failedSyncs: 0, restores: 0, conflictsReported: 0,
+            anomalies: Dictionary(uniqueKeysWithValues: HistoryOracle.Anomaly.allCases.map { ($0.rawValue, 0) }), failingSeeds: [],
+            shortestFailure: nil, passed: true)
+        for seed in seeds {
+            let folder = directory.appendingPathComponent("seed-\(seed)")
+            let outcome = try await History(seed: seed, faultProbability: faultProbability, folder: folder).run()
+            try? FileManager.default.removeItem(at: folder)
+            result.steps += outcome.steps
+            result.syncs += outcome.syncs
+            result.failedSyncs += outcome.failedSyncs
+            result.restores += outcome.restores
+            result.conflictsReported += outcome.conflicts
+            for (anomaly, _) in outcome.anomalies { result.anomalies[anomaly.rawValue, default: 0] += 1 }
+            if !outcome.anomalies.isEmpty {
+                result.passed = false
+                result.failingSeeds.append(seed)
+                if result.shortestFailure.map({ outcome.steps < $0.steps }) ?? true {
+                    result.shortestFailure = Failure(
+                        seed: seed, steps: outcome.steps, history: outcome.history,
+                        anomalies: outcome.anomalies.map { "\($0.0.rawValue): \($0.1)" })
+                }
+            }
+            progress(seed, outcome.anomalies.count)
+        }
+        return result
+    }
+}
+
+/// One seed's history.
+private struct History {
+    struct Outcome {
+        var steps = 0
+        var syncs = 0
+        var failedSyncs = 0
+        var restores = 0
+        var conflicts = 0
+        var history: [String] = []
+        var anomalies: [(HistoryOracle.Anomaly, String)] = []
+    }
+
+    let seed: UInt64
+    let faultProbability: Double
+    let folder: URL
+
+    func run() async throws -> Outcome {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var random = SeededGenerator(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 11)
+        let embedded = try EmbeddedCloud(path: folder.appendingPathComponent("cloud.sqlite").path)
+        let cloud = FaultInjectingCloud(wrapping: embedded, plan: .chaos(probability: faultProbability, operationLimit: 4), seed: seed)
+        /// Every value the cloud ever held, read after each sync.
+        var seenInCloud = Set<String>()
+        func lookAtCloud() async throws -> [String: [String: FieldValue]] {
+            guard try await embedded.zones().contains(HistoryRun.zone) else { return [:] }
+            let contents = try await zoneContents(of: embedded, zone: HistoryRun.zone)
+            for fields in contents.values { for value in fields.values { if case .string(let text) = value { seenInCloud.insert(text) } } }
+            return contents
+        }
+        let a = try HistorySQLiteStore(name: "a", path: folder.appendingPathComponent("a.sqlite").path)
+        let b = try HistorySQLiteStore(name: "b", path: folder.appendingPathComponent("b.sqlite").path)
+        let c = try HistoryJSONStore(
+            name: "c", folder: folder.appendingPathComponent("c"), statePath: folder.appendingPathComponent("c-state.sqlite").path)
+        let stores: [any HistoryStore] = [a, b, c]
+        let prefers: MergePreference = seed.isMultiple(of: 2) ? .server : .client
+        let options = AdapterSyncOptions(batchSize: 3, merge: MergeSettings(policy: .merge, prefers: prefers))
+        let configuration = SyncConfiguration(deviceID: "gateway", retry: RetryPolicy(maxAttempts: 2))
+        let environment = SyncEnvironment(sleep: { _ in }, now: { Date() }, jitter: { 0 })
+
+        var oracle = HistoryOracle()
+        var outcome = Outcome()
+        /// Backups per store: (path, step). The empty store at step 0 is always one (a store
+        /// replaced by a new one).
+        var backups: [String: [(path: String, step: Int)]] = [:]
+        for store in stores {
+            let path = folder.appendingPathComponent("\(store.name)-backup-0").path
+            try store.backup(to: path)
+            backups[store.name] = [(path, 0)]
+        }
+        let conflicts = LockedValue<[String: [Int]]>([:])
+        let stepNow = LockedValue(0)
+
+        func sync(_ store: any HistoryStore, faults: Bool) async throws -> AdapterSyncReport {
+            cloud.isEnabled = faults
+            let storeName = store.name
+            let adapter = try store.adapter(zone: HistoryRun.zone)
+            let synchronizer = Synchronizer(
+                cloud: cloud, adapters: [SyncedAdapter(adapter, options: options)], configuration: configuration, environment: environment,
+                observer: { event in
+                    if case .conflict(_, let id, let policy, let resolution) = event {
+                        let step = stepNow.get()
+                        conflicts.withLock { $0[id.recordName, default: []].append(step) }
+                        if trace { print("    \(step) \(storeName) conflict \(id.recordName) \(policy) \(resolution)") }
+                    }
+                })
+            let report = try await synchronizer.sync().adapters[0]
+            if let kit = adapter as? KitAdapter { await kit.close() }
+            return report
+        }
+
+        // HISTORY_TRACE=1 prints every sync and conflict of the run, to study one failing seed.
+        let trace = ProcessInfo.processInfo.environment["HISTORY_TRACE"] != nil
+        let steps = 12 + Int(seed % 29)
+        outcome.steps = steps
+        for step in 1...steps {
+            stepNow.withLock { $0 = step }
+            let store = stores.randomElement(using: &random)!
+            let roll = Int.random(in: 0..<100, using: &random)
+            let record = HistoryRun.records.randomElement(using: &random)!
+            switch roll {
+            case 0..<42:
+                var fields = store.fields.filter { $0 != "color" || store.name != "b" }
+                if store.name == "a" && !a.fields.contains("color") { fields.removeAll { $0 == "color" } }
+                let field = fields.randomElement(using: &random)!
+                let value = "\(store.name)-\(step)-\(field)"
+                let previous = try store.contents()[record]?[field]
+                try store.write(record: record, field: field, value: value)
+                oracle.write(step: step, store: store.name, record: record, field: field, value: value, previous: previous)
+                outcome.history.append("\(step): \(store.name) sets \(record).\(field) = \(value)")
+            case 42..<48:
+                guard let held = try store.contents()[record] else { continue }
+                try store.delete(record: record)
+                oracle.delete(step: step, store: store.name, record: record, previous: Array(held.values))
+                outcome.history.append("\(step): \(store.name) deletes \(record)")
+            case 48..<80:
+                let report = try await sync(store, faults: true)
+                let cloudNow = try await lookAtCloud()
+                if trace {
+                    print("    \(step) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)")
+                    print("      cloud: \(cloudNow.keys.sorted()); store: \(try store.contents().keys.sorted())")
+                }
+                outcome.syncs += 1
+                if report.outcome != .synced { outcome.failedSyncs += 1 }
+                outcome.history.append("\(step): \(store.name) syncs (\(report.outcome == .synced ? "synced" : "failed"), \(report.conflictCount) conflicts)")
+            case 80..<90:
+                let path = folder.appendingPathComponent("\(store.name)-backup-\(step)").path
+                try store.backup(to: path)
+                backups[store.name, default: []].append((path, step))
+                outcome.history.append("\(step): backup of \(store.name)")
+            case 90..<97:
+                let backup = backups[store.name]!.randomElement(using: &random)!
+                try store.restore(from: backup.path)
+                let inCloud = Set(try await lookAtCloud().keys)
+                oracle.restore(store: store.name, toStep: backup.step, seenInCloud: seenInCloud, inCloud: inCloud)
+                outcome.restores += 1
+                outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)")
+            default:
+                try a.addColumn()
+                outcome.history.append("\(step): a gains column color")
+            }
+        }
+
+        // Quiet rounds: no faults, every store in turn, until nothing moves.
+        stepNow.withLock { $0 = steps + 1 }
+        for round in 0..<8 {
+            var moved = 0
+            for store in stores {
+                let report = try await sync(store, faults: false)
+                outcome.syncs += 1
+                guard report.outcome == .synced else {
+                    outcome.anomalies.append((.divergence, "a quiet sync of \(store.name) failed: \(String(describing: report.error))"))
+                    continue
+                }
+                moved += report.downloaded + report.deletedLocally + report.uploaded + report.deletedRemotely
+            }
+            if moved == 0 { break }
+            if round == 7 { outcome.anomalies.append((.divergence, "the stores kept exchanging changes after 8 quiet rounds")) }
+        }
+
+        var final: [String: [String: String]] = [:]
+        for (record, fields) in try await zoneContents(of: cloud, zone: HistoryRun.zone) {
+            var values: [String: String] = [:]
+            for (field, value) in fields { if case .string(let text) = value { values[field] = text } }
+            final[record] = values
+        }
+        for store in stores {
+            let held = try store.contents()
+            var expected: [String: [String: String]] = [:]
+            for (record, values) in final { expected[record] = values.filter { store.fields.contains($0.key) } }
+            if held != expected {
+                let differing = Set(held.keys).union(expected.keys).filter { held[$0] != expected[$0] }.sorted()
+                outcome.anomalies.append((.divergence, "store \(store.name) differs from the cloud in \(differing.joined(separator: ", "))"))
+            }
+        }
+        let reported = conflicts.get()
+        outcome.conflicts = reported.values.reduce(0) { $0 + $1.count }
+        outcome.anomalies += oracle.anomalies(final: final, conflicts: reported)
+        return outcome
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import GRDB
+import GatewayCore
+import JSONFilesAdapter
+import SQLiteAdapter
+
+/// A store of the history checker, edited as an application would and synced by a fresh
+/// adapter each time (as a restarted gateway opens it), so a store replaced behind the
+/// gateway's back is opened as it is now.
+protocol HistoryStore: AnyObject {
+    var name: String { get }
+    /// The fields this store has a place for now.
+    var fields: [String] { get }
+    /// What the store holds: record → field → value (only fields with a value).
+    func contents() throws -> [String: [String: String]]
+    /// Sets one field of a record, creating the record when missing.
+    func write(record: String, field: String, value: String) throws
+    /// Deletes a record; deleting a missing one does nothing.
+    func delete(record: String) throws
+    /// An adapter over the store as it is now.
+    func adapter(zone: ZoneID) throws -> any ModelAdapter
+    /// Copies the store aside (a backup, as an operator takes one).
+    func backup(to path: String) throws
+    /// Puts a backup back in place of the store.
+    func restore(from path: String) throws
+}
+
+/// The values a record's fields hold, as text: the history writes strings only, unique per write.
+private func text(_ value: DatabaseValue) -> String? {
+    String.fromDatabaseValue(value)
+}
+
+/// A SQLite database with table `Note(name, title, rank)`; `color` is added by a schema change.
+final class HistorySQLiteStore: HistoryStore {
+    let name: String
+    let path: String
+    private(set) var fields = ["title", "rank"]
+
+    init(name: String, path: String) throws {
+        self.name = name
+        self.path = path
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "CREATE TABLE Note (name TEXT PRIMARY KEY, title TEXT, rank TEXT)")
+        }
+    }
+
+    private func database() throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        return try DatabaseQueue(path: path, configuration: configuration)
+    }
+
+    /// Adds column `color` (an upgraded application), once.
+    func addColumn() throws {
+        guard !fields.contains("color") else { return }
+        try database().write { db in try db.execute(sql: "ALTER TABLE Note ADD COLUMN color TEXT") }
+        fields.append("color")
+    }
+
+    func contents() throws -> [String: [String: String]] {
+        try database().read { db in
+            var result: [String: [String: String]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM Note") {
+                var values: [String: String] = [:]
+                for field in fields where row.hasColumn(field) { if let value = text(row[field]) { values[field] = value } }
+                result[row["name"]] = values
+            }
+            return result
+        }
+    }
+
+    func write(record: String, field: String, value: String) throws {
+        try database().write { db in
+            try db.execute(
+                sql: "INSERT INTO Note (name, \(field)) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET \(field) = excluded.\(field)",
+                arguments: [record, value])
+        }
+    }
+
+    func delete(record: String) throws {
+        try database().write { db in try db.execute(sql: "DELETE FROM Note WHERE name = ?", arguments: [record]) }
+    }
+
+    func adapter(zone: ZoneID) throws -> any ModelAdapter {
+        try SQLiteAdapter(
+            configuration: SQLiteAdapterConfiguration(name: name, path: path, zoneID: zone, tables: [TableMapping(table: "Note")]))
+    }
+
+    func backup(to path: String) throws {
+        let target = try DatabaseQueue(path: path)
+        try database().backup(to: target)
+        try target.close()
+    }
+
+    func restore(from backup: String) throws {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try FileManager.default.copyItem(atPath: backup, toPath: path)
+        let columns = try database().read { db in try db.columns(in: "Note").map(\.name) }
+        fields = ["title", "rank", "color"].filter(columns.contains)
+    }
+}
+
+/// A folder of JSON documents, one per record (`Note/<name>.json`), synced by the JSON adapter on
+/// the adapter kit, whose state lives outside the folder (as under `state_dir`).
+final class HistoryJSONStore: HistoryStore {
+    let name: String
+    let folder: URL
+    let statePath: String
+    let fields = ["title", "rank", "color"]
+
+    init(name: String, folder: URL, statePath: String) throws {
+        self.name = name
+        self.folder = folder
+        self.statePath = statePath
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("Note"), withIntermediateDirectories: true)
+    }
+
+    private func url(_ record: String) -> URL { folder.appendingPathComponent("Note/\(record).json") }
+
+    private func object(_ record: String) throws -> [String: String]? {
+        guard let data = FileManager.default.contents(atPath: url(record).path) else { return nil }
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return object.compactMapValues { $0 as? String }
+    }
+
+    func contents() throws -> [String: [String: String]] {
+        var result: [String: [String: String]] = [:]
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("Note").path)) ?? []
+        where file.hasSuffix(".json") && !file.hasPrefix(".") {
+            let record = String(file.dropLast(5))
+            result[record] = try object(record) ?? [:]
+        }
+        return result
+    }
+
+    func write(record: String, field: String, value: String) throws {
+        var object = try self.object(record) ?? [:]
+        object[field] = value
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        try data.write(to: url(record), options: .atomic)
+    }
+
+    func delete(record: String) throws {
+        try? FileManager.default.removeItem(at: url(record))
+    }
+
+    func adapter(zone: ZoneID) throws -> any ModelAdapter {
+        try JSONFilesAdapter.open(
+            configuration: JSONFilesAdapterConfiguration(name: name, directory: folder.path, zoneID: zone, statePath: statePath))
+    }
+
+    func backup(to path: String) throws {
+        try copy(folder.path, to: path)
+    }
+
+    func restore(from backup: String) throws {
+        try FileManager.default.removeItem(at: folder)
+        try copy(backup, to: folder.path)
+    }
+
+    /// `cp -a`: the copy keeps the files' times and the folder's dotfiles.
+    private func copy(_ source: String, to target: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/cp")
+        process.arguments = ["-a", source, target]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw HarnessFailure("cp -a \(source) \(target) failed") }
+    }
+}
