@@ -64,4 +64,47 @@ struct PostgresStoreIdentityTests {
         await adapterB.close()
         await pool.close()
     }
+
+    @Test("a table on an older schema never erases a column it lacks; the column, added later, gets the cloud's values")
+    func olderSchema() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("older_schema")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await PostgresConnectionPool.execute(
+            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
+             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note SELECT g, 'one' FROM generate_series(1, 20) g"],
+            on: endpoint, doing: "setting up")
+        func count(_ sql: String) async throws -> Int64 {
+            try await pool.withConnection(doing: "counting") { connection in
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+                for try await value in rows.decode(Int64.self) { return value }
+                return 0
+            }
+        }
+        let directory = try TemporaryDirectory(prefix: "pg-older-schema")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        func gateway(_ schema: String) async throws -> (Synchronizer, PostgresAdapter) {
+            let adapter = try await PostgresAdapter.open(
+                PostgresAdapterConfiguration(
+                    name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+            return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
+        }
+        let (a, adapterA) = try await gateway("a")
+        let (b, adapterB) = try await gateway("b")
+        try await Synchronizer.syncInTurns([a, b])
+        try await PostgresConnectionPool.execute(
+            ["ALTER TABLE b.note ADD COLUMN color text", "UPDATE b.note SET color = 'red'"], on: endpoint, doing: "upgrading b")
+        try await Synchronizer.syncInTurns([b, a])
+        try await PostgresConnectionPool.execute(["UPDATE a.note SET title = 'edited in a' WHERE id <= 10"], on: endpoint, doing: "editing a")
+        try await Synchronizer.syncInTurns([a, b, a, b])
+        #expect(try await count("SELECT count(*) FROM b.note WHERE color = 'red'") == 20, "no color was erased")
+        #expect(try await count("SELECT count(*) FROM b.note WHERE title = 'edited in a'") == 10)
+
+        try await PostgresConnectionPool.execute(["ALTER TABLE a.note ADD COLUMN color text"], on: endpoint, doing: "upgrading a")
+        #expect(try await a.sync().succeeded)
+        #expect(try await count("SELECT count(*) FROM a.note WHERE color = 'red'") == 20, "the added column received the cloud's values")
+        await adapterA.close()
+        await adapterB.close()
+        await pool.close()
+    }
 }

@@ -111,6 +111,10 @@ struct PostgresGatewaySchema: Sendable {
         for statement in statements {
             try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
         }
+        // The synced columns of each table as last installed (added in place to the state of
+        // earlier releases): a column added since gets the cloud's values through a fresh download.
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "ALTER TABLE \(tables) ADD COLUMN IF NOT EXISTS value_columns text"), logger: connection.logger)
     }
 
     /// Installs (or replaces, when outdated or missing) the capture trigger of `table`. Queues the
@@ -119,9 +123,10 @@ struct PostgresGatewaySchema: Sendable {
     /// again; a table missing some of its triggers has its rows and synced records compared again.
     func install(_ table: PostgresResolvedTable, connection: PooledConnection) async throws {
         let newName = table.nameSQL("NEW")
+        let columns = table.valueColumns.map(\.name).joined(separator: "\n")
         let rows = try await connection.query(
             """
-            SELECT t.trigger_version, t.record_name_sql,
+            SELECT t.trigger_version, t.record_name_sql, t.value_columns,
                    (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
                     AND g.tgname = ANY(\(Self.triggers.map(\.name)))) = \(Self.triggers.count),
                    EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
@@ -131,11 +136,26 @@ struct PostgresGatewaySchema: Sendable {
             logger: connection.logger)
         // `complete`: this version's triggers are all there. `present`: some capture trigger is,
         // of this version or an earlier one; with none, the table was recreated behind our back.
-        var installed: (version: Int, sql: String, complete: Bool, present: Bool)?
-        for try await (version, sql, complete, present) in rows.decode((Int, String, Bool, Bool).self) {
-            installed = (version, sql, complete, present)
+        var installed: (version: Int, sql: String, columns: String?, complete: Bool, present: Bool)?
+        for try await (version, sql, known, complete, present) in rows.decode((Int, String, String?, Bool, Bool).self) {
+            installed = (version, sql, known, complete, present)
         }
-        if let installed, installed.complete, installed.version == Self.version, installed.sql == newName { return }
+        if let installed, installed.present, let known = installed.columns, known != columns {
+            // A column the store did not have may hold values in the cloud: download them.
+            let knownColumns = Set(known.split(separator: "\n").map(String.init))
+            if table.valueColumns.contains(where: { !knownColumns.contains($0.name) }) {
+                try await forgetChangeTags(of: table.table, connection: connection)
+                try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
+            }
+        }
+        if let installed, installed.complete, installed.version == Self.version, installed.sql == newName {
+            if installed.columns != columns {
+                try await connection.query(
+                    "UPDATE \(unescaped: tables) SET value_columns = \(columns) WHERE scope = \(scope) AND table_name = \(table.table)",
+                    logger: connection.logger)
+            }
+            return
+        }
 
         let function = "\(quotedSchema).\(functionName(table.table))"
         // Statement-level triggers over transition tables: one call per statement, which appends
@@ -210,9 +230,33 @@ struct PostgresGatewaySchema: Sendable {
         }
         try await connection.query(
             """
-            INSERT INTO \(unescaped: tables) (scope, table_name, trigger_version, record_name_sql)
-            VALUES (\(scope), \(table.table), \(Self.version), \(newName))
-            ON CONFLICT (scope, table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql
+            INSERT INTO \(unescaped: tables) (scope, table_name, trigger_version, record_name_sql, value_columns)
+            VALUES (\(scope), \(table.table), \(Self.version), \(newName), \(columns))
+            ON CONFLICT (scope, table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql,
+                value_columns = excluded.value_columns
+            """, logger: connection.logger)
+    }
+
+    /// Makes the next download write the table's records again even where nothing changed in
+    /// the cloud: their metadata keeps its fields (the merge's common ancestor) and loses its
+    /// change tag, so the cloud's version is no longer taken for the one already stored.
+    func forgetChangeTags(of table: String, connection: PooledConnection) async throws {
+        let rows = try await connection.query(
+            "SELECT record_name, metadata FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table)", logger: connection.logger)
+        var names: [String] = []
+        var blobs: [ByteBuffer] = []
+        for try await (name, blob) in rows.decode((String, ByteBuffer).self) {
+            var metadata = try RecordMetadata(decoding: Data(buffer: blob))
+            metadata.changeTag = nil
+            names.append(name)
+            blobs.append(ByteBuffer(data: metadata.encoded()))
+        }
+        guard !names.isEmpty else { return }
+        try await connection.query(
+            """
+            UPDATE \(unescaped: records) AS r SET metadata = u.m
+            FROM unnest(\(names)::text[], \(blobs)::bytea[]) AS u(n, m)
+            WHERE r.scope = \(scope) AND r.record_name = u.n
             """, logger: connection.logger)
     }
 
