@@ -117,6 +117,39 @@ struct PluginCLITests {
         #expect(fourth.stdout == "Nothing to do: all 2 adapters are in sync.\n", "\(fourth)")
     }
 
+    @Test("a CSV plugin folder restored from an older copy joins the zone: the newer edit made in SQLite survives")
+    func restoredPluginStore() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync", "--config", Self.config).status == 0)
+        let csvFolder = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv")
+        let backup = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv-backup")
+        func copy(_ from: URL, _ to: URL) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/cp")
+            process.arguments = ["-a", from.path, to.path]
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        try copy(csvFolder, backup)
+        #expect(FileManager.default.fileExists(atPath: csvFolder.appendingPathComponent(".gateway-store.json").path), "the plugin keeps the marker")
+
+        let database = try DatabaseQueue(path: clone.url.appendingPathComponent(".gateway/examples/csv-folder/notes.sqlite").path)
+        try await database.write { db in try db.execute(sql: "UPDATE notes SET title = 'Edited in SQLite' WHERE id = 1") }
+        #expect(try await clone.gateway("sync", "--config", Self.config).status == 0)
+        let csv = csvFolder.appendingPathComponent("Note.csv")
+        #expect(try String(contentsOf: csv, encoding: .utf8).contains(",Edited in SQLite,"))
+
+        try FileManager.default.removeItem(at: csvFolder)
+        try copy(backup, csvFolder)
+        let restored = try await clone.gateway("sync", "--config", Self.config)
+        #expect(restored.status == 0, "\(restored)")
+        #expect(restored.stdout.contains("server won"), "the restored row met the newer version and was reported: \(restored)")
+        #expect(try await database.read { db in try String.fetchOne(db, sql: "SELECT title FROM notes WHERE id = 1") } == "Edited in SQLite")
+        #expect(try String(contentsOf: csv, encoding: .utf8).contains(",Edited in SQLite,"), "the restored folder took the newer edit")
+    }
+
     @Test("a plugin that cannot start fails its adapter with a message naming both, while the other adapter syncs")
     func brokenPluginFailsAlone() async throws {
         let clone = try CLITests.FreshClone()

@@ -249,7 +249,7 @@ public final class KitAdapter: ModelAdapter {
         let changed = try await state.write { db in try KitListingRecorder.record(listing, db: db) }
         // A copy of the store taken before these changes holds an older epoch than the state
         // that recorded them.
-        if changed, store.keepsIdentity { try await advanceEpoch() }
+        if changed, try await store.keepsIdentity() { try await advanceEpoch() }
     }
 
     // MARK: Store identity
@@ -268,7 +268,7 @@ public final class KitAdapter: ModelAdapter {
     /// conflict without a common ancestor (`join_prefers`), never an edit of the synced version,
     /// and the zone state goes, so the next sync downloads the zone from the start.
     private func checkIdentity() async throws {
-        guard store.keepsIdentity else { return }
+        guard try await store.keepsIdentity() else { return }
         let marker = try await store.readIdentity()
         let known = try await knownIdentity()
         if let known, let marker, marker.store == known.store, marker.epoch >= known.epoch { return }
@@ -360,7 +360,7 @@ public final class KitAdapter: ModelAdapter {
     /// Writes a journaled download into the store and commits its state.
     private func finish(_ journal: KitJournal) async throws {
         let stored: [KitEntry]
-        if store.keepsIdentity, !journal.saves.isEmpty || !journal.deletes.isEmpty { try await advanceEpoch() }
+        if !journal.saves.isEmpty || !journal.deletes.isEmpty, try await store.keepsIdentity() { try await advanceEpoch() }
         do {
             stored = journal.saves.isEmpty && journal.deletes.isEmpty
                 ? [] : try await store.write(saves: journal.saves, deletes: journal.deletes)

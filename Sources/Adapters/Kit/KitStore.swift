@@ -39,7 +39,7 @@ public protocol KitStore: Sendable {
     /// Whether the store keeps the kit's identity marker (``readIdentity()``,
     /// ``writeIdentity(_:)``), so that the kit can tell a store replaced, or restored to an
     /// earlier point, from one edited. Default: false.
-    var keepsIdentity: Bool { get }
+    func keepsIdentity() async throws -> Bool
 
     /// The identity marker the kit last wrote into the store, `nil` when the store holds none
     /// (new, or replaced by one that never synced).
@@ -54,7 +54,7 @@ extension KitStore {
     public func canHold(recordNamed name: String) -> Bool { true }
     public func notificationCount() async -> Int? { nil }
     public func close() async {}
-    public var keepsIdentity: Bool { false }
+    public func keepsIdentity() async throws -> Bool { false }
     public func readIdentity() async throws -> KitStoreIdentity? { nil }
     public func writeIdentity(_ identity: KitStoreIdentity) async throws {}
 }

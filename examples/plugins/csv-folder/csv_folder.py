@@ -7,7 +7,8 @@ timestamp (milliseconds since 1970), bytes (base64) or json (any CloudKit field 
 is). A column is added, typed by its first value, when a record brings a new field.
 
 Only the Python standard library is used. The gateway keeps all sync state; this program only
-lists, reads and writes rows. Protocol: docs/writing-adapters.md in the Sync Gateway repository.
+lists, reads and writes rows, and keeps the gateway's identity marker in
+`<directory>/.gateway-store.json` (so a restored copy of the folder is recognised as one). Protocol: docs/writing-adapters.md in the Sync Gateway repository.
 """
 import base64
 import csv
@@ -95,6 +96,25 @@ class Folder:
             if cells is not None:
                 found.append(self.record(key["recordType"], key["recordName"], columns, cells))
         return {"records": found}
+
+    def identity(self):
+        # The gateway's marker lives in the folder, so a copy or a restore of the folder carries it.
+        try:
+            with open(os.path.join(self.directory, ".gateway-store.json")) as handle:
+                return json.load(handle)
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def set_identity(self, store, epoch):
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, ".gateway-store.json")
+        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".gateway-store.")
+        with os.fdopen(handle, "w") as out:
+            json.dump({"store": store, "epoch": epoch}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+        return {}
 
     def write(self, saves, deletes):
         stored = []
@@ -261,7 +281,7 @@ def main():
                 result = {
                     "protocol": PROTOCOL,
                     "plugin": "csv-folder 1.0",
-                    "capabilities": {"cursor": False, "notifications": False},
+                    "capabilities": {"cursor": False, "notifications": False, "identity": True},
                     "recordTypes": [{"name": name, "fields": [c for c, _ in folder.load(name)[0]]} for name in types],
                 }
             elif method == "list":
@@ -270,6 +290,10 @@ def main():
                 result = folder.read(params.get("records") or [])
             elif method == "write":
                 result = folder.write(params.get("saves") or [], params.get("deletes") or [])
+            elif method == "identity":
+                result = folder.identity()
+            elif method == "setIdentity":
+                result = folder.set_identity(params.get("store"), params.get("epoch"))
             else:
                 raise PluginFailure("unknownMethod", "this plugin does not know " + str(method))
             answer = {"id": ident, "result": result}

@@ -143,7 +143,7 @@ public struct JSONFolderStore: KitStore {
 
     /// The folder keeps the kit's identity marker in `.gateway/store.json`: a folder restored
     /// from a copy (`cp -a`) brings back the older marker, a new or replaced folder has none.
-    public var keepsIdentity: Bool { true }
+    public func keepsIdentity() async throws -> Bool { true }
 
     /// Where the identity marker lives: inside the folder, so it travels with every copy of it.
     var identityURL: URL { root.appendingPathComponent(".gateway/store.json") }

@@ -24,6 +24,8 @@ public final class PluginStore: KitStore {
         public var listsChangesSinceCursor: Bool
         /// Whether the plugin sends `changed` notifications.
         public var notifiesChanges: Bool
+        /// Whether the plugin keeps the kit's identity marker (`identity` and `setIdentity`).
+        public var keepsIdentity: Bool = false
 
         /// The fields each declared record type names (empty: the plugin declared none, so a
         /// field its records leave out is unknown rather than null).
@@ -114,6 +116,23 @@ public final class PluginStore: KitStore {
             }
         }
         return entries
+    }
+
+    // MARK: Identity
+
+    public func keepsIdentity() async throws -> Bool {
+        try await connected().handshake.keepsIdentity
+    }
+
+    public func readIdentity() async throws -> KitStoreIdentity? {
+        let answer = try await call("identity", [:])
+        guard let store = answer["store"]?.stringValue else { return nil }
+        guard let epoch = answer["epoch"]?.int64Value else { throw malformed("answered identity with a store but no integer epoch") }
+        return KitStoreIdentity(store: store, epoch: epoch)
+    }
+
+    public func writeIdentity(_ identity: KitStoreIdentity) async throws {
+        _ = try await call("setIdentity", ["store": .string(identity.store), "epoch": .integer(identity.epoch)])
     }
 
     public func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry] {
@@ -282,7 +301,8 @@ public final class PluginStore: KitStore {
         return Handshake(
             plugin: answer["plugin"]?.stringValue ?? configuration.command, recordTypes: types,
             listsChangesSinceCursor: capabilities?["cursor"]?.boolValue ?? false,
-            notifiesChanges: capabilities?["notifications"]?.boolValue ?? false)
+            notifiesChanges: capabilities?["notifications"]?.boolValue ?? false,
+            keepsIdentity: capabilities?["identity"]?.boolValue ?? false)
     }
 
     private func decode(_ json: JSONValue, types: [String: [String]]) throws -> PluginMessages.Decoded {
