@@ -124,14 +124,7 @@ struct PluginCLITests {
         #expect(try await clone.gateway("sync", "--config", Self.config).status == 0)
         let csvFolder = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv")
         let backup = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv-backup")
-        func copy(_ from: URL, _ to: URL) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/cp")
-            process.arguments = ["-a", from.path, to.path]
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-        }
+        func copy(_ from: URL, _ to: URL) throws { try TemporaryDirectory.copyPreservingTimes(from: from, to: to) }
         try copy(csvFolder, backup)
         #expect(FileManager.default.fileExists(atPath: csvFolder.appendingPathComponent(".gateway-store.json").path), "the plugin keeps the marker")
 

@@ -50,14 +50,7 @@ struct JSONFolderRestoreTests {
         }
 
         /// `cp -a`: the copy keeps the files' times.
-        func copy(_ from: URL, to: URL) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/cp")
-            process.arguments = ["-a", from.path, to.path]
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-        }
+        func copy(_ from: URL, to: URL) throws { try TemporaryDirectory.copyPreservingTimes(from: from, to: to) }
     }
 
     @Test("a folder restored with cp -a from a copy taken after a sync, before a newer edit arrived, takes the newer edit")

@@ -14,6 +14,14 @@ import Testing
 struct PostgresStoreIdentityTests {
     static let zone = ZoneID(zoneName: "Restored")
 
+    /// A gateway (one device id, as the default config) over the table `note` of `schema`.
+    static func gateway(_ schema: String, endpoint: PostgresEndpoint, cloud: EmbeddedCloud) async throws -> (Synchronizer, PostgresAdapter) {
+        let adapter = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(
+                name: schema, endpoint: endpoint, schema: schema, zoneID: zone, tables: [PostgresTableMapping(table: "note")]))
+        return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
+    }
+
     @Test("a table dropped, created again and filled from an older dump joins the zone: the newer edit made elsewhere survives")
     func tableRestoredFromDump() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("restored_table")
@@ -35,14 +43,8 @@ struct PostgresStoreIdentityTests {
         let directory = try TemporaryDirectory(prefix: "pg-restored")
         defer { directory.remove() }
         let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        func gateway(_ schema: String) async throws -> (Synchronizer, PostgresAdapter) {
-            let adapter = try await PostgresAdapter.open(
-                PostgresAdapterConfiguration(
-                    name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
-            return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
-        }
-        let (a, adapterA) = try await gateway("a")
-        let (b, adapterB) = try await gateway("b")
+        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
+        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
         try await Synchronizer.syncInTurns([a, b])
         try await PostgresConnectionPool.execute(["UPDATE b.note SET title = 'edited in b' WHERE id = 2"], on: endpoint, doing: "editing")
         try await Synchronizer.syncInTurns([b, a])
@@ -83,14 +85,8 @@ struct PostgresStoreIdentityTests {
         let directory = try TemporaryDirectory(prefix: "pg-older-schema")
         defer { directory.remove() }
         let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        func gateway(_ schema: String) async throws -> (Synchronizer, PostgresAdapter) {
-            let adapter = try await PostgresAdapter.open(
-                PostgresAdapterConfiguration(
-                    name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
-            return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
-        }
-        let (a, adapterA) = try await gateway("a")
-        let (b, adapterB) = try await gateway("b")
+        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
+        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
         try await Synchronizer.syncInTurns([a, b])
         try await PostgresConnectionPool.execute(
             ["ALTER TABLE b.note ADD COLUMN color text", "UPDATE b.note SET color = 'red'"], on: endpoint, doing: "upgrading b")

@@ -20,4 +20,17 @@ public struct TemporaryDirectory: Sendable {
     public func remove() {
         try? FileManager.default.removeItem(at: url)
     }
+
+    /// Copies a file or folder as `cp -a` does, keeping its times and dotfiles: what an operator's
+    /// backup or restore of a store looks like.
+    public static func copyPreservingTimes(from source: URL, to target: URL) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/cp")
+        process.arguments = ["-a", source.path, target.path]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: target.path])
+        }
+    }
 }

@@ -32,6 +32,15 @@ def save(records):
     os.replace(temporary, store_path)
 
 
+def write(params):
+    records = load()
+    for record in params.get("saves") or []:
+        records[record["recordName"]] = record
+    for key in params.get("deletes") or []:
+        records.pop(key["recordName"], None)
+    save(records)
+
+
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -99,12 +108,7 @@ def main():
             sys.stderr.flush()
         if how == "write-then-crash" and method == "write":
             # Writes everything durably, then dies before answering.
-            records = load()
-            for record in params.get("saves") or []:
-                records[record["recordName"]] = record
-            for key in params.get("deletes") or []:
-                records.pop(key["recordName"], None)
-            save(records)
+            write(params)
             os._exit(5)
         if how == "partial-write-crash" and method == "write":
             records = load()
@@ -145,12 +149,7 @@ def main():
             records = load()
             send({"id": ident, "result": {"records": [records[k["recordName"]] for k in params["records"] if k["recordName"] in records]}})
         elif method == "write":
-            records = load()
-            for record in params.get("saves") or []:
-                records[record["recordName"]] = record
-            for key in params.get("deletes") or []:
-                records.pop(key["recordName"], None)
-            save(records)
+            write(params)
             if how == "bad-ack":
                 send({"id": ident, "result": {"records": "all of them"}})
                 continue
