@@ -320,6 +320,7 @@ let package = Package(
             name: "PluginAdapterTests",
             dependencies: [
                 "TestScheduling", "GatewayCore", "AdapterKit", "PluginAdapter", "GatewayTesting", "GatewayKinds", "GatewayConfig", "CloudKitWeb",
+                "SQLiteAdapter", "EmbeddedCloud", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

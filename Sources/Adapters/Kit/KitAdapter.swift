@@ -397,25 +397,32 @@ public final class KitAdapter: ModelAdapter {
     }
 
     /// After a write the store did not acknowledge: records it holds as the journal's write left
-    /// them are recorded as seen (so the next listing finds no change in them), then the journal
-    /// is dropped. Records it holds as before, or changed to something else, are left to the next
-    /// listing: unchanged, or a local edit.
+    /// them are committed as synced (seen, with the page's metadata for them, so a later
+    /// tombstone deletes them and the next listing finds no change), then the journal is dropped.
+    /// The zone state does not move, so the page downloads again. Records the store holds as
+    /// before, or changed to something else, are left to the next listing: unchanged, or a local
+    /// edit.
     private func reconcile(afterFailedWrite journal: KitJournal) async throws {
         let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
         let current = Dictionary(
             (keys.isEmpty ? [] : try await store.read(keys)).map { (ExactText.Key($0.key.recordName), $0) }, uniquingKeysWith: { first, _ in first })
         try await state.write { db in
+            var confirmed = Set<ExactText.Key>()
             for record in journal.saves {
-                guard let entry = current[ExactText.Key(record.id.recordName)],
-                    entry.record.map(KitRecordObservation.observed) == KitRecordObservation.observed(record),
+                let name = ExactText.Key(record.id.recordName)
+                guard let entry = current[name], entry.record.map(KitRecordObservation.observed) == KitRecordObservation.observed(record),
                     let observed = KitRecordObservation.observed(entry)
                 else { continue }
+                confirmed.insert(name)
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
                     .execute(arguments: [record.id.recordName, record.recordType, observed])
             }
             for key in journal.deletes where current[ExactText.Key(key.recordName)] == nil {
+                confirmed.insert(ExactText.Key(key.recordName))
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
+            let skipped = Set(journal.skipped.map(ExactText.Key.init))
+            try KitStateDatabase.commitRecords(of: journal.update, where: { confirmed.contains($0) && !skipped.contains($0) }, db: db)
             try db.execute(sql: "DELETE FROM journal")
         }
     }

@@ -91,21 +91,27 @@ struct KitStateDatabase: Sendable {
 
     /// Commits a sync-state update, leaving out the records in `skipped` (edited meanwhile).
     static func commit(_ update: SyncStateUpdate, skipping skipped: Set<ExactText.Key>, db: Database) throws {
-        for (id, data) in update.metadata where !skipped.contains(ExactText.Key(id.recordName)) {
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)").execute(arguments: [id.recordName, data])
-        }
-        for id in update.removedMetadata where !skipped.contains(ExactText.Key(id.recordName)) {
-            try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?").execute(arguments: [id.recordName])
-        }
-        for (id, version) in update.settled where !skipped.contains(ExactText.Key(id.recordName)) {
-            try db.cachedStatement(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
-            try db.cachedStatement(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
-        }
+        try commitRecords(of: update, where: { !skipped.contains($0) }, db: db)
         for (id, failure) in update.failures {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO failures (record_name, version, code, message) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [id.recordName, failure.version, failure.code, failure.message])
         }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO zone (id, state) VALUES (1, ?)").execute(arguments: [update.zoneState])
+    }
+
+    /// Commits the per-record part of `update` (metadata, removals, settled versions) for the
+    /// records `included` accepts, without failures or the zone state.
+    static func commitRecords(of update: SyncStateUpdate, where included: (ExactText.Key) -> Bool, db: Database) throws {
+        for (id, data) in update.metadata where included(ExactText.Key(id.recordName)) {
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)").execute(arguments: [id.recordName, data])
+        }
+        for id in update.removedMetadata where included(ExactText.Key(id.recordName)) {
+            try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?").execute(arguments: [id.recordName])
+        }
+        for (id, version) in update.settled where included(ExactText.Key(id.recordName)) {
+            try db.cachedStatement(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
+            try db.cachedStatement(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
+        }
     }
 
     /// Names as a JSON array, the argument of `json_each(?)`.
