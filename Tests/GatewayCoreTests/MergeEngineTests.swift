@@ -78,7 +78,7 @@ struct MergeEngineTests {
         #expect(!metadata.recognizes(Self.record(["title": .string("edited"), "rank": .int64(1)])))
     }
 
-    @Test("edits beat deletes; untouched deletions win")
+    @Test("edits beat deletes, field by field; untouched deletions win")
     func deletes() {
         let base: [String: FieldValue] = ["a": .int64(1)]
         let edited = Self.record(["a": .int64(2)])
@@ -92,6 +92,16 @@ struct MergeEngineTests {
         #expect(resolve(edited, nil) == .local, "a local edit beats a remote delete")
         #expect(resolve(untouched, nil) == .server, "a remote delete of an untouched record wins")
         #expect(resolve(nil, nil) == .server)
+        // A record of two fields, one edited: only the edit survives the delete.
+        let wide: [String: FieldValue] = ["a": .int64(1), "b": .int64(1)]
+        let wideAncestor = Self.fingerprints(wide)
+        let editedA = Self.record(["a": .int64(2), "b": .int64(1)])
+        #expect(
+            ThreeWayMergeProbe.resolve(ConflictContext(recordID: Self.id, ancestor: wideAncestor, local: nil, server: editedA), prefers: .server)
+                == .fields(["a": .int64(2)]), "the remote edit lives on; the field it did not change stays deleted")
+        #expect(
+            ThreeWayMergeProbe.resolve(ConflictContext(recordID: Self.id, ancestor: wideAncestor, local: editedA, server: nil), prefers: .server)
+                == .fields(["a": .int64(2)]), "the local edit lives on; the field it did not change stays deleted")
     }
 
     @Test("metadata round-trips, with unconfirmed sent values; damage is a clear error")

@@ -109,17 +109,9 @@ struct HistoryOracle {
                 if let value {
                     guard let winner = event(writing: value), !withdrawn.contains(winner.id) else { continue }
                     if followed.contains(winner.id) {
-                        let later = ofField.filter { $0.dependencies.contains(winner.id) }
-                        // An edit beats a delete, and brings the record back whole: a value that only
-                        // a delete followed stands when the record survives through a write made
-                        // concurrently with that delete.
-                        let survivors = Set((final[record] ?? [:]).values.compactMap { eventByValue[$0] })
-                        let revived = later.allSatisfy { event in
-                            guard case .delete = event.kind else { return false }
-                            return survivors.contains { !event.dependencies.contains($0) && !events[$0].dependencies.contains(event.id) && $0 != winner.id }
-                        }
-                        if revived { continue }
-                        let firstLater = later.first
+                        // (An edit that beats a concurrent delete keeps only the fields it changed,
+                        // so no value a delete followed may come back with it.)
+                        let firstLater = ofField.first { $0.dependencies.contains(winner.id) }
                         found.append(
                             (.lostUpdate,
                              "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)), which \(firstLater.map { "step \($0.step) at \($0.store)" } ?? "a later event") had overwritten"))

@@ -143,8 +143,9 @@ struct PostgresGatewaySchema: Sendable {
         if let installed, installed.present, let known = installed.columns, known != columns {
             // A column the store did not have may hold values in the cloud: download them.
             let knownColumns = Set(known.split(separator: "\n").map(String.init))
-            if table.valueColumns.contains(where: { !knownColumns.contains($0.name) }) {
-                try await forgetChangeTags(of: table.table, connection: connection)
+            let added = table.valueColumns.map(\.name).filter { !knownColumns.contains($0) }
+            if !added.isEmpty {
+                try await forgetChangeTags(of: table.table, forgettingFields: added, connection: connection)
                 try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
             }
         }
@@ -239,8 +240,9 @@ struct PostgresGatewaySchema: Sendable {
 
     /// Makes the next download write the table's records again even where nothing changed in
     /// the cloud: their metadata keeps its fields (the merge's common ancestor) and loses its
-    /// change tag, so the cloud's version is no longer taken for the one already stored.
-    func forgetChangeTags(of table: String, connection: PooledConnection) async throws {
+    /// change tag, so the cloud's version is no longer taken for the one already stored. The
+    /// `added` columns leave the ancestor: a row's NULL there is not an edit.
+    func forgetChangeTags(of table: String, forgettingFields added: [String], connection: PooledConnection) async throws {
         let rows = try await connection.query(
             "SELECT record_name, metadata FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table)", logger: connection.logger)
         var names: [String] = []
@@ -248,6 +250,7 @@ struct PostgresGatewaySchema: Sendable {
         for try await (name, blob) in rows.decode((String, ByteBuffer).self) {
             var metadata = try RecordMetadata(decoding: Data(buffer: blob))
             metadata.changeTag = nil
+            for field in added { metadata.fingerprints[field] = nil }
             names.append(name)
             blobs.append(ByteBuffer(data: metadata.encoded()))
         }

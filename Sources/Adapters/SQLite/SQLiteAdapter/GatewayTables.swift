@@ -63,14 +63,17 @@ enum GatewayTables {
 
     /// Makes the next download write the table's records again even where nothing changed in
     /// the cloud: their metadata keeps its fields (the common ancestor of a merge) and loses its
-    /// change tag, so the cloud's version is no longer taken for the one already stored.
-    static func forgetChangeTags(of table: String, db: Database) throws {
+    /// change tag, so the cloud's version is no longer taken for the one already stored. The
+    /// `added` columns leave the ancestor: a row's NULL there is what the store did not know yet,
+    /// not an edit, so a pending edit of the row merges with the cloud's value for them.
+    static func forgetChangeTags(of table: String, forgettingFields added: [String], db: Database) throws {
         let rows = try Row.fetchAll(
             db, sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table])
         let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
         for row in rows {
             var metadata = try RecordMetadata(decoding: row["metadata"] as Data)
             metadata.changeTag = nil
+            for field in added { metadata.fingerprints[field] = nil }
             try update.execute(arguments: [metadata.encoded(), row["record_name"] as String])
         }
     }
@@ -100,8 +103,9 @@ enum GatewayTables {
         if let installed, present, let known = installed["value_columns"] as String?, known != columns {
             // A column the store did not have may hold values in the cloud: download them.
             let knownColumns = Set(known.split(separator: "\n").map(String.init))
-            if table.valueColumns.contains(where: { !knownColumns.contains($0.name) }) {
-                try forgetChangeTags(of: table.table, db: db)
+            let added = table.valueColumns.map(\.name).filter { !knownColumns.contains($0) }
+            if !added.isEmpty {
+                try forgetChangeTags(of: table.table, forgettingFields: added, db: db)
                 try forgetDownloadPosition(db)
             }
         }

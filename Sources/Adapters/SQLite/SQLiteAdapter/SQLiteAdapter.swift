@@ -64,6 +64,9 @@ public final class SQLiteAdapter: ModelAdapter {
                 var catalog: TableCatalog?
                 try db.inTransaction(.immediate) {
                     try GatewayTables.createTables(db)
+                    // Intents kept aside are metadata like any other before the tables are
+                    // checked: a column added since must leave their ancestor too.
+                    try Self.foldIntents(db)
                     catalog = try Self.resolve(configuration, db: db)
                     try Self.install(catalog!, configuration: configuration, db: db)
                     catalog!.schemaVersion = try Self.schemaVersion(db)
