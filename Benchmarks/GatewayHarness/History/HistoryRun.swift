@@ -221,7 +221,8 @@ private struct History {
             for (record, values) in final { expected[record] = values.filter { store.fields.contains($0.key) } }
             if held != expected {
                 let differing = Set(held.keys).union(expected.keys).filter { held[$0] != expected[$0] }.sorted()
-                outcome.anomalies.append((.divergence, "store \(store.name) differs from the cloud in \(differing.joined(separator: ", "))"))
+                let detail = differing.map { "\($0): store \(held[$0].map { "\($0)" } ?? "none"), cloud \(expected[$0].map { "\($0)" } ?? "none")" }
+                outcome.anomalies.append((.divergence, "store \(store.name) differs from the cloud in \(detail.joined(separator: "; "))"))
             }
         }
         let reported = conflicts.get()

@@ -387,6 +387,10 @@ public final class KitAdapter: ModelAdapter {
                 let name = record.id.recordName
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
                     .execute(arguments: [name, record.recordType, observedAfter[ExactText.Key(name)] ?? KitRecordObservation.observed(record)])
+                // A local delete that a merge turned into a record to keep (an edit beat it) is a
+                // save now: what stays pending is uploading the record as written.
+                try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL")
+                    .execute(arguments: [record.recordType, name])
             }
             for key in journal.deletes {
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
