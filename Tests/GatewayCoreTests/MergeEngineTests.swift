@@ -78,7 +78,7 @@ struct MergeEngineTests {
         #expect(!metadata.recognizes(Self.record(["title": .string("edited"), "rank": .int64(1)])))
     }
 
-    @Test("edits beat deletes, field by field; untouched deletions win")
+    @Test("edits beat deletes and bring the record back whole; untouched deletions win")
     func deletes() {
         let base: [String: FieldValue] = ["a": .int64(1)]
         let edited = Self.record(["a": .int64(2)])
@@ -92,16 +92,17 @@ struct MergeEngineTests {
         #expect(resolve(edited, nil) == .local, "a local edit beats a remote delete")
         #expect(resolve(untouched, nil) == .server, "a remote delete of an untouched record wins")
         #expect(resolve(nil, nil) == .server)
-        // A record of two fields, one edited: only the edit survives the delete.
+        // A record of two fields, one edited: it comes back whole (a store's NOT NULL columns
+        // could not hold it with the other field gone).
         let wide: [String: FieldValue] = ["a": .int64(1), "b": .int64(1)]
         let wideAncestor = Self.fingerprints(wide)
         let editedA = Self.record(["a": .int64(2), "b": .int64(1)])
         #expect(
             ThreeWayMergeProbe.resolve(ConflictContext(recordID: Self.id, ancestor: wideAncestor, local: nil, server: editedA), prefers: .server)
-                == .fields(["a": .int64(2)]), "the remote edit lives on; the field it did not change stays deleted")
+                == .server, "the remote edit brings the record back whole")
         #expect(
             ThreeWayMergeProbe.resolve(ConflictContext(recordID: Self.id, ancestor: wideAncestor, local: editedA, server: nil), prefers: .server)
-                == .fields(["a": .int64(2)]), "the local edit lives on; the field it did not change stays deleted")
+                == .local, "the local edit brings the record back whole")
     }
 
     @Test("metadata round-trips, with unconfirmed sent values; damage is a clear error")

@@ -70,9 +70,8 @@ struct MergePolicyTableTests {
         case .server: return remote
         case .client: return local
         case .merge, .custom:
-            // An edit beats a delete, field by field: only the fields the editing side changed live on.
-            guard let local else { return remote?.filter { base[$0.key] != $0.value } }
-            guard let remote else { return local.filter { base[$0.key] != $0.value } }
+            guard let local else { return remote }  // an edit beats a delete
+            guard let remote else { return local }
             var merged: [String: FieldValue] = [:]
             for field in Set(base.keys).union(local.keys).union(remote.keys) {
                 if local[field] == base[field] {

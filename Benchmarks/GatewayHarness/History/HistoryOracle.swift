@@ -109,9 +109,20 @@ struct HistoryOracle {
                 if let value {
                     guard let winner = event(writing: value), !withdrawn.contains(winner.id) else { continue }
                     if followed.contains(winner.id) {
-                        // (An edit that beats a concurrent delete keeps only the fields it changed,
-                        // so no value a delete followed may come back with it.)
-                        let firstLater = ofField.first { $0.dependencies.contains(winner.id) }
+                        let later = ofField.filter { $0.dependencies.contains(winner.id) }
+                        // An edit beats a delete and brings the record back whole, as SyncKit does:
+                        // a value only a delete followed stands when the record survives through a
+                        // write made concurrently with that delete (a documented trade-off, not a
+                        // loss: a record kept with only its edited fields breaks NOT NULL columns).
+                        let survivors = Set((final[record] ?? [:]).values.compactMap { eventByValue[$0] })
+                        let revived = later.allSatisfy { event in
+                            guard case .delete = event.kind else { return false }
+                            return survivors.contains { survivor in
+                                survivor != winner.id && !event.dependencies.contains(survivor) && !events[survivor].dependencies.contains(event.id)
+                            }
+                        }
+                        if revived { continue }
+                        let firstLater = later.first
                         found.append(
                             (.lostUpdate,
                              "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)), which \(firstLater.map { "step \($0.step) at \($0.store)" } ?? "a later event") had overwritten"))

@@ -27,15 +27,6 @@ package enum ThreeWayMerge {
         return raw
     }
 
-    /// The fields of `record` that its side changed, named: the record that survives a delete.
-    private static func survivingEdits(of record: Record, changed: (String) -> Bool) -> ConflictResolution {
-        var fields: [String: FieldValue] = [:]
-        record.forEachField { name, value in
-            if changed(name) { fields[name] = value }
-        }
-        return .fields(fields)
-    }
-
     /// A record both sides hold without a common ancestor: neither side's values are an edit of
     /// the other's, so the fields are merged (a field only one side holds is kept) and a field
     /// both hold with different values, or a deletion met by values, follows `prefers`.
@@ -54,21 +45,18 @@ package enum ThreeWayMerge {
         }
     }
 
-    /// Field-level three-way merge. A field changed on one side takes that side's value; a field
-    /// changed on both sides to different values takes `prefers`. An edit beats a delete, field by
-    /// field: the record lives on with the fields the editing side changed, and the fields it did
-    /// not change stay deleted (the deleting side had seen their values; bringing them back would
-    /// undo its delete, and with a tombstone they may not even be the last values).
+    /// Field-level three-way merge. An edit beats a delete and brings the record back whole (as
+    /// SyncKit and Core Data do: a record kept with only its edited fields would break a store's
+    /// NOT NULL columns); a field changed on one side takes that side's value; a field changed on
+    /// both sides to different values takes `prefers`.
     package static func merge(_ conflict: ConflictContext, prefers: MergePreference) -> ConflictResolution {
         switch (conflict.local, conflict.server) {
         case (nil, nil):
             return .server
-        case (nil, .some(let server)):
-            guard conflict.serverEdited else { return .local }
-            return survivingEdits(of: server, changed: conflict.changedOnServer)
-        case (.some(let local), nil):
-            guard conflict.localEdited else { return .server }
-            return survivingEdits(of: local, changed: conflict.changedLocally)
+        case (nil, .some):
+            return conflict.serverEdited ? .server : .local
+        case (.some, nil):
+            return conflict.localEdited ? .local : .server
         case (.some(let local), .some(let server)):
             var merged: [String: FieldValue] = [:]
             for field in conflict.fieldNames {
