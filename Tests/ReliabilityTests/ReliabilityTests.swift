@@ -45,9 +45,10 @@ struct ReliabilityTests {
         defer { directory.remove() }
         let status = try await Self.harness(
             ["history", "--seeds", "200", "--directory", directory.path("run"), "--json", directory.path("result.json")], in: directory)
-        let log = (try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? ""
-        let result = try JSONDecoder().decode(HistoryResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
+        let log = ((try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? "")
+            + ((try? String(contentsOfFile: directory.path("harness.err"), encoding: .utf8)) ?? "")
         #expect(status == 0, "\(log)")
+        let result = try JSONDecoder().decode(HistoryResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
         #expect(result.seeds == 200)
         #expect(result.restores > 0 && result.syncs > result.seeds, "the histories restored stores and synced")
         #expect(result.anomalies.count == 5, "every anomaly class is counted: \(result.anomalies)")

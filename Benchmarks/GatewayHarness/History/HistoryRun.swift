@@ -47,7 +47,13 @@ struct HistoryRun {
             shortestFailure: nil, passed: true)
         for seed in seeds {
             let folder = directory.appendingPathComponent("seed-\(seed)")
-            let outcome = try await History(seed: seed, faultProbability: faultProbability, folder: folder).run()
+            let outcome: History.Outcome
+            do {
+                outcome = try await History(seed: seed, faultProbability: faultProbability, folder: folder).run()
+            } catch {
+                // The harness itself failed (a file, the machine): name the seed and the error.
+                throw HarnessFailure("seed \(seed): \(error)")
+            }
             try? FileManager.default.removeItem(at: folder)
             result.steps += outcome.steps
             result.syncs += outcome.syncs

@@ -92,9 +92,10 @@ final class HistorySQLiteStore: HistoryStore {
         try target.close()
     }
 
+    /// Restores as `sqlite3 .restore` does, through SQLite's backup API into the live file: an
+    /// adapter still closing over the old one (its checkpointer) cannot mix its WAL in.
     func restore(from backup: String) throws {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        try FileManager.default.copyItem(atPath: backup, toPath: path)
+        try DatabaseQueue(path: backup).backup(to: database())
         let columns = try database().read { db in try db.columns(in: "Note").map(\.name) }
         fields = ["title", "rank", "color"].filter(columns.contains)
     }
