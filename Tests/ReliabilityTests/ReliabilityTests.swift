@@ -51,8 +51,9 @@ struct ReliabilityTests {
         let result = try JSONDecoder().decode(HistoryResult.self, from: Data(contentsOf: directory.url.appendingPathComponent("result.json")))
         #expect(result.seeds == 200)
         #expect(result.restores > 0 && result.syncs > result.seeds, "the histories restored stores and synced")
-        #expect(result.anomalies.count == 5, "every anomaly class is counted: \(result.anomalies)")
-        for (anomaly, count) in result.anomalies { #expect(count == 0, "\(anomaly): \(count); \(log)") }
+        #expect(result.anomalies.count == 6, "every anomaly class is counted: \(result.anomalies)")
+        // `revivedWhole` is the documented cost of "an edit beats a delete", counted, not a failure.
+        for (anomaly, count) in result.anomalies where anomaly != "revivedWhole" { #expect(count == 0, "\(anomaly): \(count); \(log)") }
         #expect(result.passed && result.failingSeeds.isEmpty, "\(log)")
     }
 

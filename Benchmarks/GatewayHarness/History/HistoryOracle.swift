@@ -35,6 +35,13 @@ struct HistoryOracle {
         case divergence
         /// Two concurrent writes of one field: one lost, and no conflict was reported for the record.
         case unreportedConflict
+        /// Not an anomaly of the gateway's rules but their documented cost: a field of a record that
+        /// an edit revived over a concurrent delete holds an older value than the deleted version
+        /// had. Counted, never a failure.
+        case revivedWhole
+
+        /// Whether the class is a violation (everything but ``revivedWhole``).
+        var isViolation: Bool { self != .revivedWhole }
     }
 
     private(set) var events: [Event] = []
@@ -111,17 +118,21 @@ struct HistoryOracle {
                     if followed.contains(winner.id) {
                         let later = ofField.filter { $0.dependencies.contains(winner.id) }
                         // An edit beats a delete and brings the record back whole, as SyncKit does:
-                        // a value only a delete followed stands when the record survives through a
-                        // write made concurrently with that delete (a documented trade-off, not a
-                        // loss: a record kept with only its edited fields breaks NOT NULL columns).
+                        // the revived record carries the editing store's last synced values, which
+                        // can predate what the deleting side overwrote and deleted (a tombstone has
+                        // no values to merge with; a record kept with only its edited fields breaks
+                        // NOT NULL columns). Counted apart as `revivedWhole`, not as a lost update.
                         let survivors = Set((final[record] ?? [:]).values.compactMap { eventByValue[$0] })
-                        let revived = later.allSatisfy { event in
+                        let revived = later.contains { event in
                             guard case .delete = event.kind else { return false }
                             return survivors.contains { survivor in
                                 survivor != winner.id && !event.dependencies.contains(survivor) && !events[survivor].dependencies.contains(event.id)
                             }
                         }
-                        if revived { continue }
+                        if revived {
+                            found.append((.revivedWhole, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)) in a record an edit revived over a delete"))
+                            continue
+                        }
                         let firstLater = later.first
                         found.append(
                             (.lostUpdate,

@@ -61,7 +61,7 @@ struct HistoryRun {
             result.restores += outcome.restores
             result.conflictsReported += outcome.conflicts
             for (anomaly, _) in outcome.anomalies { result.anomalies[anomaly.rawValue, default: 0] += 1 }
-            if !outcome.anomalies.isEmpty {
+            if outcome.anomalies.contains(where: { $0.0.isViolation }) {
                 result.passed = false
                 result.failingSeeds.append(seed)
                 if result.shortestFailure.map({ outcome.steps < $0.steps }) ?? true {
@@ -70,7 +70,7 @@ struct HistoryRun {
                         anomalies: outcome.anomalies.map { "\($0.0.rawValue): \($0.1)" })
                 }
             }
-            progress(seed, outcome.anomalies.count)
+            progress(seed, outcome.anomalies.filter { $0.0.isViolation }.count)
         }
         return result
     }
