@@ -112,22 +112,13 @@ package enum ModifyRules {
         switch operation {
         case .create:
             return live ? .conflict("record already exists") : .save
-        case .replace(let record):
+        case .replace(let record), .update(let record):
             guard live, let stored else {
                 return .fail(.unknownItem, "record \(record.id) does not exist; create it instead")
             }
             guard let tag = record.changeTag, tag == stored.changeTag else {
-                return .conflict(
-                    record.changeTag == nil ? "replace without a change tag" : "change tag is stale")
-            }
-            return .save
-        case .update(let record):
-            guard live, let stored else {
-                return .fail(.unknownItem, "record \(record.id) does not exist; create it instead")
-            }
-            guard let tag = record.changeTag, tag == stored.changeTag else {
-                return .conflict(
-                    record.changeTag == nil ? "update without a change tag" : "change tag is stale")
+                let kind = isPartial(operation) ? "update" : "replace"
+                return .conflict(record.changeTag == nil ? "\(kind) without a change tag" : "change tag is stale")
             }
             return .save
         case .forceReplace, .forceUpdate:
