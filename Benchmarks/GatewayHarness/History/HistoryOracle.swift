@@ -74,13 +74,27 @@ struct HistoryOracle {
         events.append(Event(id: events.count, step: step, store: store, record: record, kind: .delete, dependencies: dependencies))
     }
 
+    /// Deletes that left their store: after a sync of it, the cloud no longer held a record it
+    /// had held before.
+    private var deliveredDeletes = Set<Int>()
+
+    /// Notes what a sync of `store` did to the cloud: its deletes of records the cloud `held`
+    /// once and no longer holds (`inCloud`) left the store.
+    mutating func synced(store: String, held: Set<String>, inCloud: Set<String>) {
+        for event in events where event.store == store && !deliveredDeletes.contains(event.id) && !withdrawn.contains(event.id) {
+            guard case .delete = event.kind, held.contains(event.record), !inCloud.contains(event.record) else { continue }
+            deliveredDeletes.insert(event.id)
+        }
+    }
+
     /// Withdraws the events of `store` after `step` that never left it: writes whose value the
-    /// cloud never held (`seenInCloud`), deletes of records the cloud still holds (`inCloud`).
-    mutating func restore(store: String, toStep step: Int, seenInCloud: Set<String>, inCloud: Set<String>) {
+    /// cloud never held (`seenInCloud`), deletes no sync of the store delivered. (Whether the
+    /// cloud holds the record now says nothing: another store may have created it again.)
+    mutating func restore(store: String, toStep step: Int, seenInCloud: Set<String>) {
         for event in events where event.store == store && event.step > step && !withdrawn.contains(event.id) {
             switch event.kind {
             case .write(_, let value): if !seenInCloud.contains(value) { withdrawn.insert(event.id) }
-            case .delete: if inCloud.contains(event.record) { withdrawn.insert(event.id) }
+            case .delete: if !deliveredDeletes.contains(event.id) { withdrawn.insert(event.id) }
             }
         }
     }

@@ -99,9 +99,12 @@ private struct History {
         let cloud = FaultInjectingCloud(wrapping: embedded, plan: .chaos(probability: faultProbability, operationLimit: 4), seed: seed)
         /// Every value the cloud ever held, read after each sync.
         var seenInCloud = Set<String>()
+        /// Every record the cloud ever held.
+        var heldInCloud = Set<String>()
         func lookAtCloud() async throws -> [String: [String: FieldValue]] {
             guard try await embedded.zones().contains(HistoryRun.zone) else { return [:] }
             let contents = try await zoneContents(of: embedded, zone: HistoryRun.zone)
+            heldInCloud.formUnion(contents.keys)
             for fields in contents.values { for value in fields.values { if case .string(let text) = value { seenInCloud.insert(text) } } }
             return contents
         }
@@ -172,7 +175,9 @@ private struct History {
                 outcome.history.append("\(step): \(store.name) deletes \(record)")
             case 48..<80:
                 let report = try await sync(store, faults: true)
+                let held = heldInCloud
                 let cloudNow = try await lookAtCloud()
+                oracle.synced(store: store.name, held: held, inCloud: Set(cloudNow.keys))
                 if trace {
                     print("    \(step) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)")
                     print("      cloud: \(cloudNow.keys.sorted()); store: \(try store.contents().keys.sorted())")
@@ -188,8 +193,8 @@ private struct History {
             case 90..<97:
                 let backup = backups[store.name]!.randomElement(using: &random)!
                 try store.restore(from: backup.path)
-                let inCloud = Set(try await lookAtCloud().keys)
-                oracle.restore(store: store.name, toStep: backup.step, seenInCloud: seenInCloud, inCloud: inCloud)
+                _ = try await lookAtCloud()
+                oracle.restore(store: store.name, toStep: backup.step, seenInCloud: seenInCloud)
                 outcome.restores += 1
                 outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)")
             default:

@@ -24,8 +24,18 @@ extension SyncContext {
             let current = local.isEmpty ? nil : local[id]  // a page new to the store looks nothing up
             changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
             let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
-            if let server, server.changeTag != nil, metadata?.changeTag == server.changeTag {
-                continue  // our own write coming back
+            if let server, server.changeTag != nil, let metadata, metadata.changeTag == server.changeTag {
+                // Our own write coming back. A partial save keeps the fields the store never
+                // named; when the cloud holds a value for one of them, the store gets it too (a
+                // JSON document that lacks a key can hold it; a table without the column ignores it).
+                guard metadata.lacksField(of: server) else { continue }
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                if let current, current.pendingVersion != nil {
+                    if let completed = current.record?.completed(withFieldsOf: server) { changes.writes.append(completed) }
+                } else {
+                    changes.writes.append(server)
+                }
+                continue
             }
             guard let current, let pendingVersion = current.pendingVersion else {
                 if let server {

@@ -80,6 +80,16 @@ public struct RecordMetadata: Sendable, Equatable {
         return recognized
     }
 
+    /// Whether `server` holds a value for a field this replica neither synced nor sent: a field
+    /// its store never named, kept by a partial save.
+    public func lacksField(of server: Record) -> Bool {
+        var lacks = false
+        server.forEachField { name, _ in
+            if !lacks && fingerprints[name] == nil { lacks = true }
+        }
+        return lacks
+    }
+
     /// One number for a field name and a value's fingerprint.
     static func pair(_ name: String, _ fingerprint: FieldFingerprint) -> UInt64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
