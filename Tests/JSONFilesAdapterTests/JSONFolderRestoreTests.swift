@@ -105,6 +105,39 @@ struct JSONFolderRestoreTests {
         #expect(try setup.document("2").contains("edited in SQLite"))
     }
 
+    @Test("a restored folder keeps the ancestor of a document it holds as the kit last saw it: an edit the backup held stays an edit")
+    func restoredEditStaysAnEdit() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        let failing = FaultInjectingCloud(wrapping: setup.cloud, plan: .none, seed: 1)
+        func jsonSync(_ cloud: any CloudDatabase) throws -> Synchronizer {
+            Synchronizer(
+                cloud: cloud, adapters: [SyncedAdapter(try JSONFilesBehaviourTests.adapter(setup.folder))],
+                configuration: SyncConfiguration(deviceID: "gateway", retry: RetryPolicy(maxAttempts: 1)))
+        }
+        #expect(try await jsonSync(setup.cloud).sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+
+        // Document 1 is edited and backed up; the upload of the edit fails, so the kit has seen
+        // the edit (its epoch moved on) but the cloud has not.
+        try JSONFilesBehaviourTests.write("{\"title\": \"edited in JSON\"}", to: setup.folder.appendingPathComponent("Article/1.json"))
+        let backup = setup.directory.url.appendingPathComponent("docs-backup")
+        failing.script(.error(CloudError(.networkFailure, "reset")), on: .modify)
+        #expect(try await jsonSync(failing).sync().succeeded == false)
+        try setup.copy(setup.folder, to: backup)
+        try JSONFilesBehaviourTests.write("{\"title\": \"edited again\"}", to: setup.folder.appendingPathComponent("Article/2.json"))
+        failing.script(.error(CloudError(.networkFailure, "reset")), on: .modify)
+        #expect(try await jsonSync(failing).sync().succeeded == false)
+
+        try FileManager.default.removeItem(at: setup.folder)
+        try setup.copy(backup, to: setup.folder)
+        let report = try await jsonSync(setup.cloud).sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflictCount == 0, "document 1 is the edit the kit saw, not a stranger to the cloud's version")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("1") == "edited in JSON")
+    }
+
     @Test("an ordinary edit after a sync is still an edit: the marker moves with the kit, not against it")
     func ordinaryEdits() async throws {
         let setup = try await Setup()

@@ -22,6 +22,12 @@ struct HistoryOracle {
         let dependencies: Set<Int>
     }
 
+    /// A conflict the gateway reported: the step and the store whose sync reported it.
+    struct Conflict: Sendable {
+        let step: Int
+        let store: String
+    }
+
     /// The anomaly classes counted (see `docs/architecture.md`, "the history checker").
     enum Anomaly: String, CaseIterable, Sendable, Codable {
         /// A field ends with the value of a write that another acknowledged write (or delete) of
@@ -40,8 +46,15 @@ struct HistoryOracle {
         /// had. Counted, never a failure.
         case revivedWhole
 
-        /// Whether the class is a violation (everything but ``revivedWhole``).
-        var isViolation: Bool { self != .revivedWhole }
+        /// Not an anomaly of the gateway's rules but their documented cost: a write made on a
+        /// restored or replaced store before it synced again lost to the cloud's version, in a
+        /// conflict reported by that store's sync. Without a common ancestor the rejoin cannot
+        /// tell an edit made after the restore from a stale value the backup held, and the
+        /// default (`join_prefers: cloud`) keeps the cloud's. Counted, never a failure.
+        case lostToRejoin
+
+        /// Whether the class is a violation (everything but ``revivedWhole`` and ``lostToRejoin``).
+        var isViolation: Bool { self != .revivedWhole && self != .lostToRejoin }
     }
 
     private(set) var events: [Event] = []
@@ -74,6 +87,23 @@ struct HistoryOracle {
         events.append(Event(id: events.count, step: step, store: store, record: record, kind: .delete, dependencies: dependencies))
     }
 
+    /// Steps at which each store was restored from a backup (or replaced).
+    private var restoredAt: [String: [Int]] = [:]
+    /// Steps at which a sync of each store succeeded.
+    private var syncedAt: [String: [Int]] = [:]
+
+    /// Notes a sync of `store` that succeeded.
+    mutating func syncSucceeded(store: String, step: Int) {
+        syncedAt[store, default: []].append(step)
+    }
+
+    /// Whether `event`'s store was restored before it and had not synced since: the event was
+    /// made on a store that had yet to rejoin the zone.
+    private func madeBeforeRejoin(_ event: Event) -> Bool {
+        guard let restore = restoredAt[event.store]?.last(where: { $0 < event.step }) else { return false }
+        return !(syncedAt[event.store] ?? []).contains { $0 > restore && $0 < event.step }
+    }
+
     /// Deletes that left their store: after a sync of it, the cloud no longer held a record it
     /// had held before.
     private var deliveredDeletes = Set<Int>()
@@ -90,7 +120,8 @@ struct HistoryOracle {
     /// Withdraws the events of `store` after `step` that never left it: writes whose value the
     /// cloud never held (`seenInCloud`), deletes no sync of the store delivered. (Whether the
     /// cloud holds the record now says nothing: another store may have created it again.)
-    mutating func restore(store: String, toStep step: Int, seenInCloud: Set<String>) {
+    mutating func restore(store: String, toStep step: Int, atStep now: Int, seenInCloud: Set<String>) {
+        restoredAt[store, default: []].append(now)
         for event in events where event.store == store && event.step > step && !withdrawn.contains(event.id) {
             switch event.kind {
             case .write(_, let value): if !seenInCloud.contains(value) { withdrawn.insert(event.id) }
@@ -101,7 +132,7 @@ struct HistoryOracle {
 
     /// Checks what the cloud converged to (`final`: record → field → value), with the records a
     /// conflict was reported for and the step of each report.
-    func anomalies(final: [String: [String: String]], conflicts: [String: [Int]]) -> [(Anomaly, String)] {
+    func anomalies(final: [String: [String: String]], conflicts: [String: [Conflict]]) -> [(Anomaly, String)] {
         var found: [(Anomaly, String)] = []
         let kept = events.filter { !withdrawn.contains($0.id) }
         let records = Set(kept.map(\.record))
@@ -148,6 +179,13 @@ struct HistoryOracle {
                             continue
                         }
                         let firstLater = later.first
+                        let reportedAtRejoin = later.allSatisfy { event in
+                            madeBeforeRejoin(event) && (conflicts[record] ?? []).contains { $0.store == event.store && $0.step >= event.step }
+                        }
+                        if reportedAtRejoin {
+                            found.append((.lostToRejoin, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)); the later write of a store restored before it lost in a reported rejoin conflict"))
+                            continue
+                        }
                         found.append(
                             (.lostUpdate,
                              "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)), which \(firstLater.map { "step \($0.step) at \($0.store)" } ?? "a later event") had overwritten"))
@@ -157,7 +195,7 @@ struct HistoryOracle {
                     // was made (its store's merge, or the winner's).
                     let losers = maximal.filter { $0.id != winner.id }.filter { loser in
                         guard case .write = loser.kind else { return false }
-                        return !(conflicts[record] ?? []).contains { $0 >= loser.step }
+                        return !(conflicts[record] ?? []).contains { $0.step >= loser.step }
                     }
                     if !losers.isEmpty {
                         do {

@@ -128,7 +128,7 @@ private struct History {
             try store.backup(to: path)
             backups[store.name] = [(path, 0)]
         }
-        let conflicts = LockedValue<[String: [Int]]>([:])
+        let conflicts = LockedValue<[String: [HistoryOracle.Conflict]]>([:])
         let stepNow = LockedValue(0)
 
         func sync(_ store: any HistoryStore, faults: Bool) async throws -> AdapterSyncReport {
@@ -140,7 +140,7 @@ private struct History {
                 observer: { event in
                     if case .conflict(_, let id, let policy, let resolution) = event {
                         let step = stepNow.get()
-                        conflicts.withLock { $0[id.recordName, default: []].append(step) }
+                        conflicts.withLock { $0[id.recordName, default: []].append(HistoryOracle.Conflict(step: step, store: storeName)) }
                         if trace { print("    \(step) \(storeName) conflict \(id.recordName) \(policy) \(resolution)") }
                     }
                 })
@@ -183,7 +183,7 @@ private struct History {
                     print("      cloud: \(cloudNow.keys.sorted()); store: \(try store.contents().keys.sorted())")
                 }
                 outcome.syncs += 1
-                if report.outcome != .synced { outcome.failedSyncs += 1 }
+                if report.outcome != .synced { outcome.failedSyncs += 1 } else { oracle.syncSucceeded(store: store.name, step: step) }
                 outcome.history.append("\(step): \(store.name) syncs (\(report.outcome == .synced ? "synced" : "failed"), \(report.conflictCount) conflicts)")
             case 80..<90:
                 let path = folder.appendingPathComponent("\(store.name)-backup-\(step)").path
@@ -194,7 +194,7 @@ private struct History {
                 let backup = backups[store.name]!.randomElement(using: &random)!
                 try store.restore(from: backup.path)
                 _ = try await lookAtCloud()
-                oracle.restore(store: store.name, toStep: backup.step, seenInCloud: seenInCloud)
+                oracle.restore(store: store.name, toStep: backup.step, atStep: step, seenInCloud: seenInCloud)
                 outcome.restores += 1
                 outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)")
             default:
@@ -209,6 +209,7 @@ private struct History {
             var moved = 0
             for store in stores {
                 let report = try await sync(store, faults: false)
+                if trace { print("    quiet \(round) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)") }
                 outcome.syncs += 1
                 guard report.outcome == .synced else {
                     outcome.anomalies.append((.divergence, "a quiet sync of \(store.name) failed: \(String(describing: report.error))"))

@@ -263,19 +263,35 @@ public final class KitAdapter: ModelAdapter {
 
     /// Compares the store's identity marker with the one the kit recorded. A store without the
     /// marker the kit wrote, with another identity, or with an older epoch was replaced or
-    /// restored behind the gateway's back: it joins the zone again (DESIGN D4 rule 1). Its
-    /// records lose their metadata, so a record it holds differently from the cloud is a
-    /// conflict without a common ancestor (`join_prefers`), never an edit of the synced version,
-    /// and the zone state goes, so the next sync downloads the zone from the start.
+    /// restored behind the gateway's back: it joins the zone again (DESIGN D4 rule 1). A record
+    /// it holds otherwise than the kit last saw it (or that the kit never saw) loses its
+    /// metadata, so where it differs from the cloud it is a conflict without a common ancestor
+    /// (`join_prefers`), never an edit of the synced version. A record the store still holds as
+    /// the kit last saw it is the same record the kit synced: it keeps its metadata, and a
+    /// change the kit had noticed but not yet uploaded stays an edit. The zone state and the
+    /// listing cursor go, so the next sync lists the whole store and downloads the zone from the
+    /// start.
     private func checkIdentity() async throws {
         guard try await store.keepsIdentity() else { return }
         let marker = try await store.readIdentity()
         let known = try await knownIdentity()
         if let known, let marker, marker.store == known.store, marker.epoch >= known.epoch { return }
         let fresh = KitStoreIdentity(store: UUID().uuidString.lowercased(), epoch: 1)
+        let listing = known == nil ? nil : try await store.list(since: nil)
         try await state.write { db in
-            if known != nil {
-                try db.execute(sql: "DELETE FROM metadata; DELETE FROM zone; DELETE FROM failures;")
+            if let listing {
+                var unchanged: [String] = []
+                for entry in listing.entries {
+                    guard let observed = KitRecordObservation.observed(entry) else { continue }
+                    let seen = try String.fetchOne(
+                        db.cachedStatement(sql: "SELECT observed FROM records WHERE record_name = ? AND record_type = ?"),
+                        arguments: [entry.key.recordName, entry.key.recordType])
+                    if seen == observed { unchanged.append(entry.key.recordName) }
+                }
+                try db.execute(
+                    sql: "DELETE FROM metadata WHERE record_name NOT IN (SELECT value FROM json_each(?))",
+                    arguments: [KitStateDatabase.jsonArray(unchanged)])
+                try db.execute(sql: "DELETE FROM zone; DELETE FROM failures; DELETE FROM cursor;")
             }
             try db.execute(sql: "INSERT OR REPLACE INTO identity (id, store, epoch) VALUES (1, ?, ?)", arguments: [fresh.store, fresh.epoch])
         }
