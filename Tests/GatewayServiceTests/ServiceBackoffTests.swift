@@ -76,4 +76,55 @@ struct ServiceBackoffTests {
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0, "\(log())")
     }
+
+    @Test("an adapter that failed is synced again when its back-off ends, without waiting for the sync interval")
+    func retriedWhenBackoffEnds() async throws {
+        let directory = try TemporaryDirectory(prefix: "gateway-retry")
+        defer { directory.remove() }
+        func database() throws -> DatabaseQueue {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(30)
+            return try DatabaseQueue(path: directory.path("flaky.sqlite"), configuration: configuration)
+        }
+        try await database().write { db in
+            try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, title TEXT)")
+        }
+        // The interval is an hour: only the back-off's own retry can bring the row up in time.
+        let config = """
+            gateway: { sync_interval: 1h, control: { listen: "127.0.0.1:0" } }
+            adapters:
+              - { name: flaky, kind: sqlite, path: flaky.sqlite, zone: Flaky, tables: [{ table: item }] }
+            """
+        try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run", "--log-format", "json"], directory: directory.url.path,
+            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
+        func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            throw ConformanceFailure("\(what) did not happen within 60 s; the service logged:\n\(log())")
+        }
+        try await waitFor("the first sync") { log().contains("\"message\":\"sync finished\"") }
+
+        // The store loses its table (its sync fails and backs off), then gets it back with a row
+        // while the adapter waits: the change signal arrives during the back-off.
+        try await database().write { db in try db.execute(sql: "DROP TABLE item") }
+        service.send(SIGUSR1)
+        try await waitFor("the adapter's failure") { log().contains("\"message\":\"adapter failed\"") }
+        try await database().write { db in
+            try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, title TEXT)")
+            try db.execute(sql: "INSERT INTO item (id, title) VALUES (1, 'back')")
+        }
+        let cloud = try EmbeddedCloud(path: directory.path(".gateway/cloud.sqlite"))
+        try await waitFor("the row in the cloud") {
+            try await zoneContents(of: cloud, zone: ZoneID(zoneName: "Flaky"))["1"] != nil
+        }
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(30)) == 0, "\(log())")
+    }
 }

@@ -92,6 +92,11 @@ public final class ChildProcess: Sendable {
     public func terminate() {
         sendSignal(pid, SIGTERM)
     }
+
+    /// Sends `signal` (SIGUSR1 asks `gateway run` for a sync).
+    public func send(_ signal: Int32) {
+        sendSignal(pid, signal)
+    }
 }
 
 private func sendSignal(_ pid: pid_t, _ signal: Int32) {

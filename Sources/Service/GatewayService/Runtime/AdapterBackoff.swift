@@ -38,6 +38,11 @@ public final class AdapterBackoff: Sendable {
         failures.withLock { $0[name]?.retryAt }
     }
 
+    /// The earliest moment a waiting adapter may be tried again, `nil` when none waits.
+    public func nextRetry() -> ContinuousClock.Instant? {
+        failures.withLock { $0.values.map(\.retryAt).min() }
+    }
+
     /// Records the outcome of each adapter in a report finished at `now`.
     public func record(_ report: SyncReport, at now: ContinuousClock.Instant) {
         failures.withLock { failures in

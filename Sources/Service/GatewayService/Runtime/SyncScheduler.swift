@@ -10,7 +10,8 @@ import UnixSignals
 /// an adapter's store changes (debounced), when the cloud signals a change in a zone, and on
 /// SIGUSR1. Requests that arrive during a sync are coalesced into one more sync. An adapter whose
 /// sync failed is left out of the next syncs for a while (``AdapterBackoff``: 1 s, doubling up to
-/// `retry.max_delay`), so it neither blocks nor floods the others.
+/// `retry.max_delay`), so it neither blocks nor floods the others, and is synced again as soon as
+/// its wait ends (a `retry` sync), whatever asked for syncs meanwhile.
 ///
 /// It holds the state folder's process lock while it runs, so `gateway sync` on the same config
 /// exits 75 meanwhile. On graceful shutdown (SIGTERM, SIGINT) no new sync starts and the current
@@ -45,6 +46,8 @@ public struct SyncScheduler: Service {
     /// Why a sync was asked for.
     public enum Trigger: String, Sendable {
         case start, interval, store, cloud, signal, http
+        /// An adapter's back-off after a failure ended.
+        case retry
     }
 
     /// Asks for a sync; requests made during a sync are coalesced into one more.
@@ -138,11 +141,21 @@ public struct SyncScheduler: Service {
                 for await _ in await UnixSignalsSequence(trapping: .sigusr1) { request(.signal) }
             }
 
+            var retryScheduled: ContinuousClock.Instant?
             for await _ in requests.wakeUps.cancelOnGracefulShutdown() {
                 // On shutdown the sync stops after its current page or batch, committed.
                 let reasons = requests.take()
                 await cancelWhenGracefulShutdown { await sync(synchronizer, adapters: adapters, reasons: reasons) }
                 if Task.isShuttingDownGracefully { break }
+                // An adapter that is backing off is synced when its wait ends: the requests that
+                // arrived meanwhile (store and cloud signals) left it out.
+                if let retryAt = backoff.nextRetry(), retryAt != retryScheduled {
+                    retryScheduled = retryAt
+                    group.addTask {
+                        try await Task.sleep(until: retryAt, clock: .continuous)
+                        request(.retry)
+                    }
+                }
             }
             group.cancelAll()
         }
