@@ -90,8 +90,13 @@ final class PassHandle: Sendable {
             guard state.givenUp == nil else { return nil }
             var report = report
             if let reason = state.stopReason, case .failed = report.outcome {
-                report.outcome = .failed(code: reason.code, message: reason.message)
-                report.error = reason
+                // A pass stopped from outside that ended in time was interrupted, not left behind.
+                let reported =
+                    reason.code == .interrupted
+                    ? SyncError(.interrupted, "the sync was stopped before it ended; what was committed stays, the rest stays pending", adapter: reason.adapter)
+                    : reason
+                report.outcome = .failed(code: reported.code, message: reported.message)
+                report.error = reported
             }
             state.report = report
             defer { state.waiter = nil }

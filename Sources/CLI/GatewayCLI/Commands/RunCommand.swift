@@ -41,19 +41,32 @@ struct RunCommand: AsyncParsableCommand {
         let logger = Logger(label: "gateway")
         let scheduler = SyncScheduler(configuration: configuration, logger: logger)
         let control = ControlServer.application(scheduler: scheduler, logger: logger)
-        let group = ServiceGroup(services: [scheduler, control], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // Services stop in reverse order: the scheduler first (its sync ends after the current
+        // page or batch, committed) while the control server still answers, then the server. A
+        // service that returns asks the others to stop gracefully, never cancels them: a
+        // cancelled server or sync logs errors on every clean stop.
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: control, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "control server"),
+                    .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "sync scheduler"),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
         let limit = configuration.settings.shutdownTimeout.duration + .seconds(5)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             tasks.addTask {
                 // A backstop: whatever a stopping sync waits on, the process ends. The sync
                 // gives up on its own after shutdown_timeout; this only catches what that misses.
-                for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                // It keeps listening until the group ends: a task that ended here would end the
+                // group by cancelling it, and a cancelled server logs errors on a clean stop.
+                var armed = false
+                for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) where !armed {
+                    armed = true
                     DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(limit.components.seconds))) {
                         logger.critical("the gateway did not stop within \(limit) of the signal; exiting without waiting")
                         Foundation.exit(1)
                     }
-                    break
                 }
             }
             try await tasks.next()

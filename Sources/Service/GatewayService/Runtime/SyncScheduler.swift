@@ -246,6 +246,10 @@ public struct SyncScheduler: Service {
                 case .paused(let reason):
                     metadata["reason"] = "\(reason)"
                     logger.warning("adapter paused", metadata: metadata)
+                case .failed(let code, let message) where code == .interrupted && Task.isShuttingDownGracefully:
+                    // Stopping is what the operator asked for: not an error.
+                    metadata["error"] = "\(message)"
+                    logger.notice("adapter sync stopped for shutdown", metadata: metadata)
                 case .failed(let code, let message):
                     metadata["code"] = "\(code)"
                     metadata["error"] = "\(message)"
