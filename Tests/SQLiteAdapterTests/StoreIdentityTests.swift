@@ -126,6 +126,35 @@ struct StoreIdentityTests {
         #expect(try await zoneContents(of: pair.cloud, zone: Notes.zone)["1"]?["title"] == .string("x2"))
     }
 
+    @Test("a restored store that deletes a row its adapter uploaded after the backup deletes it from the zone: nobody changed it since")
+    func restoredThenDeleted() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        // The gateway watches the store (its capture triggers are in the file) before the backup.
+        let a = try pair.synchronizer(pair.fileA, name: "a")
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('2', 'two', 2)"#)
+        let backupPath = pair.directory.path("a-before-sync.sqlite")
+        try Self.backup(pair.fileA, to: backupPath)
+        #expect(try await a.sync().succeeded)
+        let b = try pair.synchronizer(pair.fileB, name: "b")
+        #expect(try await b.sync().succeeded)
+        try pair.fileB.execute(#"UPDATE "Note" SET title = 'edited in b' WHERE name = '2'"#)
+        #expect(try await b.sync().succeeded)
+
+        let restored = try Self.restore(backupPath, over: pair.fileA, directory: pair.directory)
+        try restored.execute(#"DELETE FROM "Note" WHERE name IN ('1', '2')"#)
+        let report = try await pair.synchronizer(restored, name: "a").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts[.localWon] == 1, "row 1: the delete is newer than this adapter's own upload")
+        #expect(report.adapters[0].conflicts[.serverWon] == 1, "row 2: another store edited it since, so it comes back")
+        let expected: [String: [String: FieldValue]] = ["2": ["title": .string("edited in b"), "rank": .int64(2)]]
+        #expect(try await zoneContents(of: pair.cloud, zone: Notes.zone) == expected)
+        #expect(try Notes.contents(restored) == expected)
+        #expect(try await b.sync().succeeded)
+        #expect(try Notes.contents(pair.fileB) == expected)
+    }
+
     @Test("a table dropped and restored from an older dump joins the zone again instead of uploading its old rows")
     func tableRestoredFromDump() async throws {
         let pair = try Pair()

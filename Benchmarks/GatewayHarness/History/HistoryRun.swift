@@ -123,6 +123,9 @@ private struct History {
         /// Backups per store: (path, step). The empty store at step 0 is always one (a store
         /// replaced by a new one).
         var backups: [String: [(path: String, step: Int)]] = [:]
+        // The gateway watches the databases (its capture triggers are in the files) before the
+        // history starts: a delete made in a copy it never opened is invisible to any gateway.
+        for store in [a, b] { _ = try await store.adapter(zone: HistoryRun.zone).pendingChangeCount() }
         for store in stores {
             let path = folder.appendingPathComponent("\(store.name)-backup-0").path
             try store.backup(to: path)

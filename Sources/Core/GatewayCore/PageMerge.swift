@@ -78,7 +78,13 @@ extension SyncContext {
             let policy: MergePolicy
             let conflict = ConflictContext(
                 recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
-            if metadata?.hasSyncedVersion != true, settings.policy != .custom {
+            if metadata?.hasSyncedVersion != true, settings.policy != .custom, current.record == nil, server != nil, ownWrite {
+                // The store deleted a record whose cloud version this adapter wrote last (a
+                // restored store that had uploaded it after its backup was taken): nobody changed
+                // it since, so the delete is the newer act and wins.
+                resolution = .local
+                policy = .merge
+            } else if metadata?.hasSyncedVersion != true, settings.policy != .custom {
                 // No common ancestor: the store never synced this record (a new, replaced or
                 // restored store joining the zone, or two stores that created it), so neither
                 // side's values are an edit of the other's (`join_prefers`, DESIGN D4).
