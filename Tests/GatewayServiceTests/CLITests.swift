@@ -78,6 +78,31 @@ struct CLITests {
         #expect(try await clone.gateway("status", "--fail-on-changes").status == 0)
     }
 
+    @Test("status prints every adapter when one store is unreadable: that one row carries the error, --json stays JSON, exit 3 (not 1)")
+    func statusWithUnreadableStore() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        // The replica's database file is replaced by a folder: it cannot be opened.
+        let replica = clone.directory.path(".gateway/examples/notes-replica.sqlite")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: replica + suffix) }
+        try FileManager.default.createDirectory(atPath: replica, withIntermediateDirectories: false)
+
+        let text = try await clone.gateway("status")
+        #expect(text.status == 3, "\(text)")
+        #expect(text.stdout.contains("notes          sqlite  NotesZone  no"), "the healthy adapters are shown: \(text)")
+        #expect(text.stdout.contains("docs"), "\(text)")
+        #expect(text.stdout.contains("notes-replica  sqlite  NotesZone  ?"), "\(text)")
+        #expect(text.stdout.contains("error: notes-replica:") && text.stdout.contains("notes-replica.sqlite"), "the row's error names the store: \(text)")
+
+        let json = try await clone.gateway("status", "--json", "--fail-on-changes")
+        #expect(json.status == 3, "unhealthy wins over changes waiting: \(json)")
+        let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(json.stdout.utf8))
+        #expect(status.adapters.map(\.name) == ["notes", "notes-replica", "docs"])
+        #expect(status.adapters.map { $0.error != nil } == [false, true, false])
+        #expect(status.hasUnreadableStores)
+    }
+
     @Test("sync --adapter syncs only that adapter; an unknown adapter is a usage error")
     func selectAdapter() async throws {
         let clone = try FreshClone()

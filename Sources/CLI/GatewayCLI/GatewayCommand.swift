@@ -64,6 +64,8 @@ enum ExitStatus {
     static let ok: Int32 = 0
     static let syncFailed: Int32 = 1
     static let usage: Int32 = 2
+    /// `gateway status`: some adapter's store could not be opened or read.
+    static let unhealthy: Int32 = 3
     static let alreadySyncing: Int32 = 75
 
     static func code(for error: any Error, command: GatewayCommand.Type) -> Int32 {

@@ -15,33 +15,53 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
-    @Flag(name: .long, help: "Exit 1 when any adapter has changes to upload (for monitoring).")
+    @Flag(name: .long, help: "Exit 1 when any adapter has changes to upload (for monitoring; an unreadable store exits 3 either way).")
     var failOnChanges = false
 
     func run() async throws {
         let configuration = try options.load()
         let selected = try GatewayStores.select(adapter, in: configuration)
-        try await GatewayStores.check(configuration, adapters: selected, cloud: false)
-        let adapters = try await GatewayStores.open(selected)
-        let status = try await GatewayStatus.read(adapters, configuration: configuration)
+        // Every adapter gets its line: one whose store cannot be opened or read shows the error
+        // in its row instead of hiding the healthy ones.
+        var lines: [AdapterStatus] = []
+        for adapterConfiguration in selected {
+            do {
+                try await GatewayStores.check(configuration, adapters: [adapterConfiguration], cloud: false)
+                let opened = try await GatewayStores.open([adapterConfiguration])
+                lines += try await GatewayStatus.read(opened, configuration: configuration, tolerant: true).adapters
+            } catch let error as ConfigError {
+                throw error
+            } catch {
+                lines.append(AdapterStatus(unreadable: adapterConfiguration, error: (error as? GatewayError)?.message ?? "\(error)"))
+            }
+        }
+        let status = GatewayStatus(adapters: lines)
         if json {
             try Console.json(status)
         } else {
             Console.out(Self.render(status))
         }
+        if status.hasUnreadableStores { throw ExitCode(ExitStatus.unhealthy) }
         if failOnChanges, status.hasChanges { throw ExitCode(ExitStatus.syncFailed) }
     }
 
     static func render(_ status: GatewayStatus) -> String {
         guard !status.adapters.isEmpty else { return "No adapters configured.\n" }
         var rows = [["adapter", "kind", "zone", "changes", "pending", "failed", "batch", "state"]]
+        var errors: [String] = []
         for adapter in status.adapters {
+            if let error = adapter.error {
+                rows.append([adapter.name, adapter.kind, adapter.zone, "?", "?", "?", "?", "unreadable"])
+                let prefix = "adapter \(adapter.name): "
+                errors.append("\(adapter.name): \(error.hasPrefix(prefix) ? String(error.dropFirst(prefix.count)) : error)")
+                continue
+            }
             let state = adapter.pausedReason.map { "paused: \($0)" } ?? (adapter.hasSynced ? "synced" : "never synced")
             rows.append([
                 adapter.name, adapter.kind, adapter.zone, adapter.hasChanges ? "yes" : "no", "\(adapter.pendingChanges)",
                 "\(adapter.failedRecords)", "\(adapter.batchSize)", state,
             ])
         }
-        return TextTable.render(rows, rightAligned: [4, 5, 6])
+        return TextTable.render(rows, rightAligned: [4, 5, 6]) + errors.map { "error: \($0)\n" }.joined()
     }
 }

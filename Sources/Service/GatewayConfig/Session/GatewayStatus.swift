@@ -6,7 +6,17 @@ import GatewayCore
 public struct GatewayStatus: Sendable, Codable, Equatable {
     /// Whether any adapter has changes to upload.
     public var hasChanges: Bool
+    /// One line per adapter, in the config's order.
     public var adapters: [AdapterStatus]
+
+    /// A status of these lines.
+    public init(adapters: [AdapterStatus]) {
+        self.hasChanges = adapters.contains(where: \.hasChanges)
+        self.adapters = adapters
+    }
+
+    /// Whether some adapter's store could not be opened or read.
+    public var hasUnreadableStores: Bool { adapters.contains { $0.error != nil } }
 
     /// Reads the status of opened adapters.
     /// - Parameter tolerant: report an adapter whose store cannot be read with its ``AdapterStatus/error``
@@ -26,7 +36,7 @@ public struct GatewayStatus: Sendable, Codable, Equatable {
                 statuses.append(AdapterStatus(unreadable: opened, error: failure.message))
             }
         }
-        return GatewayStatus(hasChanges: statuses.contains(where: \.hasChanges), adapters: statuses)
+        return GatewayStatus(adapters: statuses)
     }
 }
 
@@ -51,9 +61,15 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     public var error: String?
 
     init(unreadable opened: OpenedAdapter, error: String) {
-        name = opened.name
-        kind = opened.configuration.settings.kind.value
-        zone = opened.configuration.settings.zoneID.zoneName
+        self.init(unreadable: opened.configuration, error: error)
+    }
+
+    /// The line of an adapter whose store could not be opened or read: its counts are unknown,
+    /// and `hasChanges` is true since nothing shows it is synced.
+    public init(unreadable configuration: AdapterConfiguration, error: String) {
+        name = configuration.name
+        kind = configuration.settings.kind.value
+        zone = configuration.settings.zoneID.zoneName
         hasChanges = true
         pendingChanges = 0
         failedRecords = 0
