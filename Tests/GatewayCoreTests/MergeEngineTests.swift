@@ -121,6 +121,50 @@ struct MergeEngineTests {
         #expect(throws: SyncError.self) { try ZoneSyncState(decoding: Data("{".utf8)) }
     }
 
+    @Test("superseded values: an update carries the values it replaces and those before, newest first, capped; the blob keeps them and reads old blobs")
+    func supersededValues() throws {
+        let synced = RecordMetadata(
+            changeTag: "t1", recordType: "T", fingerprints: Self.fingerprints(["a": .int64(1), "b": .int64(1), "c": .int64(1)]),
+            superseded: [7, 8])
+        let sent = FieldFingerprint.sorted(of: Self.record(["a": .int64(2), "b": .int64(1)]))
+        let carried = synced.superseding(sent: sent, cleared: ["c"])
+        #expect(carried.count == 4, "a changed, c cleared, b unchanged, then the two carried: \(carried)")
+        #expect(Array(carried.suffix(2)) == [7, 8])
+        let after = RecordMetadata(changeTag: "t2", recordType: "T", fingerprints: [:], superseded: carried)
+        #expect(after.supersedes("a", .int64(1)) && after.supersedes("c", .int64(1)))
+        #expect(!after.supersedes("b", .int64(1)) && !after.supersedes("a", .int64(2)))
+        #expect(try RecordMetadata(decoding: after.encoded()) == after)
+
+        let many = RecordMetadata(changeTag: "t", recordType: "T", fingerprints: [:], superseded: Array(1...UInt64(RecordMetadata.supersededValuesKept)))
+        let grown = RecordMetadata(changeTag: "t", recordType: "T", fingerprints: ["x": FieldFingerprint(.int64(1))], superseded: many.superseded)
+            .superseding(sent: [(key: "x", value: FieldFingerprint(.int64(2)))], cleared: [])
+        #expect(grown.count == RecordMetadata.supersededValuesKept, "the oldest falls off")
+        #expect(grown.first != 1 && !grown.contains(UInt64(RecordMetadata.supersededValuesKept)))
+
+        // A blob written before superseded values existed decodes with none.
+        let old = RecordMetadata(changeTag: "t1", recordType: "T", fingerprints: Self.fingerprints(["a": .int64(1)]))
+        #expect(try RecordMetadata(decoding: old.encoded()).superseded.isEmpty)
+        #expect(RecordMetadata.encoded(syncedRecord: Self.record(["a": .int64(1)])) == RecordMetadata(syncedRecord: Self.record(["a": .int64(1)])).encoded())
+    }
+
+    @Test("a local value the server's version superseded loses to it under any preference, and a whole-record client policy yields")
+    func supersededLocalValue() {
+        let ancestor = Self.fingerprints(["a": .int64(1)])
+        let superseded = RecordMetadata(changeTag: "t", recordType: "T", fingerprints: Self.fingerprints(["a": .int64(2)]))
+            .superseding(sent: [(key: "a", value: FieldFingerprint(.int64(3)))], cleared: [])
+        let context = ConflictContext(
+            recordID: Self.id, ancestor: ancestor, local: Self.record(["a": .int64(2)]), server: Self.record(["a": .int64(3)]), superseded: superseded)
+        #expect(context.supersededLocally("a"))
+        #expect(context.locallySuperseded)
+        for prefers in MergePreference.allCases {
+            #expect(ThreeWayMergeProbe.resolve(context, prefers: prefers) == .server)
+        }
+        #expect((try? ThreeWayMerge.resolve(context, settings: MergeSettings(policy: .client), resolvers: [:])) == .server)
+        let fresh = ConflictContext(
+            recordID: Self.id, ancestor: ancestor, local: Self.record(["a": .int64(5)]), server: Self.record(["a": .int64(3)]), superseded: superseded)
+        #expect(ThreeWayMergeProbe.resolve(fresh, prefers: .client) == .local, "a value the zone never held is a concurrent edit")
+    }
+
     @Test("the ancestor counts a server value this replica sent as seen by both")
     func ancestorWithSentValues() {
         var metadata = RecordMetadata(changeTag: "t1", recordType: "T", fingerprints: Self.fingerprints(["a": .int64(1), "b": .int64(1)]))

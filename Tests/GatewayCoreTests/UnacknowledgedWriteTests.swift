@@ -39,6 +39,59 @@ struct UnacknowledgedWriteTests {
         #expect(await a.values["r"] == expected)
     }
 
+    @Test(
+        "an edit whose answer was lost, then overwritten twice by replicas that saw it, is not sent again over them, whatever the policy prefers",
+        arguments: [MergeSettings(policy: .merge, prefers: .client), MergeSettings(policy: .client)])
+    func lostAnswerSuperseded(settings: MergeSettings) async throws {
+        let fixture = try SyncFixture()
+        let options = AdapterSyncOptions(merge: settings)
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        let c = fixture.adapter("c")
+        await a.save(F.note("r", ["title": .string("one")]))
+        try await fixture.sync(a, options: options)
+        try await fixture.sync(b, options: options)
+        try await fixture.sync(c, options: options)
+
+        // a's edit is saved but its answer lost: a keeps it pending.
+        await a.save(F.note("r", ["title": .string("from a")]))
+        fixture.cloud.script(.lostResponse, on: .modify)
+        fixture.cloud.script(.error(CloudError(.networkFailure, "reset")), on: .modify)
+        #expect(try await fixture.sync(a, options: options, configuration: Self.fewAttempts).error?.code == .retriesExhausted)
+
+        // b sees a's edit and overwrites it; c sees b's and overwrites that.
+        try await fixture.sync(b, options: options)
+        await b.save(F.note("r", ["title": .string("from b")]))
+        try await fixture.sync(b, options: options)
+        try await fixture.sync(c, options: options)
+        await c.save(F.note("r", ["title": .string("from c")]))
+        try await fixture.sync(c, options: options)
+
+        let report = try await fixture.sync(a, options: options)
+        #expect(report.outcome == .synced)
+        #expect(try await fixture.cloudRecords()["r"] == ["title": .string("from c")], "a's old edit did not come back")
+        #expect(await a.values["r"] == ["title": .string("from c")])
+    }
+
+    @Test("a value the zone superseded still wins when the store writes it again as a new edit on top of the newer one")
+    func revertIsAnEdit() async throws {
+        let fixture = try SyncFixture()
+        let options = AdapterSyncOptions(merge: MergeSettings(policy: .merge, prefers: .server))
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        await a.save(F.note("r", ["title": .string("one")]))
+        try await fixture.sync(a, options: options)
+        try await fixture.sync(b, options: options)
+        await b.save(F.note("r", ["title": .string("two")]))
+        try await fixture.sync(b, options: options)
+        try await fixture.sync(a, options: options)
+        // a puts the old value back after seeing the new one: an edit, not a stale retry.
+        await a.save(F.note("r", ["title": .string("one")]))
+        let report = try await fixture.sync(a, options: options)
+        #expect(report.conflictCount == 0)
+        #expect(try await fixture.cloudRecords()["r"] == ["title": .string("one")])
+    }
+
     @Test("a replace whose answer was lost is recognised as the replica's own version")
     func lostAnswerOwnVersion() async throws {
         let fixture = try SyncFixture()

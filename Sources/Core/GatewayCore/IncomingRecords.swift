@@ -10,6 +10,8 @@ struct IncomingRecord: Sendable {
     /// A record a full refetch did not return (no record, not even a tombstone), rather than a
     /// tombstone from the feed.
     var absentFromCloud = false
+    /// The values earlier versions held and this one replaced (``RecordMetadata/superseded``).
+    var superseded: [UInt64] = []
 }
 
 /// Where a layout keeps the two fields the gateway reserves, remembered for the last layout seen:
@@ -17,18 +19,20 @@ struct IncomingRecord: Sendable {
 struct ReservedPositions {
     let compatibilityField: String
     let deviceField: String
+    let supersededField: String
     private var layout: RecordLayout?
-    private var positions: (compatibility: Int?, device: Int?) = (nil, nil)
+    private var positions: (compatibility: Int?, device: Int?, superseded: Int?) = (nil, nil, nil)
 
     init(_ configuration: SyncConfiguration) {
         compatibilityField = configuration.compatibilityVersionField
         deviceField = configuration.deviceIDField
+        supersededField = configuration.supersededValuesField
     }
 
-    mutating func of(_ layout: RecordLayout) -> (compatibility: Int?, device: Int?) {
+    mutating func of(_ layout: RecordLayout) -> (compatibility: Int?, device: Int?, superseded: Int?) {
         if layout !== self.layout {
             self.layout = layout
-            positions = (layout.position(of: compatibilityField), layout.position(of: deviceField))
+            positions = (layout.position(of: compatibilityField), layout.position(of: deviceField), layout.position(of: supersededField))
         }
         return positions
     }
@@ -71,14 +75,42 @@ extension SyncContext {
             }
             record[position: position] = .bytes(data)
         }
-        let (compatibility, device) = reserved.of(record.layout)
+        let (compatibility, device, supersededPosition) = reserved.of(record.layout)
         var stamp: FieldValue?
         if let device {
             stamp = record.values[device]
             record[position: device] = nil
         }
         if let compatibility { record[position: compatibility] = nil }
-        return IncomingRecord(id: record.id, record: record, writtenHere: stamp == .string(writerStamp))
+        var superseded: [UInt64] = []
+        if let supersededPosition {
+            if case .bytes(let data)? = record.values[supersededPosition] { superseded = Self.supersededValues(data) }
+            record[position: supersededPosition] = nil
+        }
+        return IncomingRecord(id: record.id, record: record, writtenHere: stamp == .string(writerStamp), superseded: superseded)
+    }
+
+    /// The digests of a superseded-values field (8 bytes each, little-endian); a damaged field
+    /// (another client's bytes) counts as none.
+    static func supersededValues(_ data: Data) -> [UInt64] {
+        guard data.count % 8 == 0, data.count <= 8 * RecordMetadata.supersededValuesKept else { return [] }
+        var values: [UInt64] = []
+        values.reserveCapacity(data.count / 8)
+        var index = data.startIndex
+        while index < data.endIndex {
+            var value: UInt64 = 0
+            for offset in 0..<8 { value |= UInt64(data[index + offset]) << (8 * UInt64(offset)) }
+            values.append(value)
+            index += 8
+        }
+        return values
+    }
+
+    /// The field value holding `values`.
+    static func supersededField(_ values: [UInt64]) -> FieldValue {
+        var data = Data(capacity: values.count * 8)
+        for value in values { for offset in 0..<8 { data.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(offset)))) } }
+        return .bytes(data)
     }
 
     func localForm(_ record: consuming Record) async throws -> IncomingRecord {

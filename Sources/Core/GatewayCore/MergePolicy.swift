@@ -52,15 +52,40 @@ public struct ConflictContext: Sendable {
     public let local: Record?
     /// The cloud's version, `nil` when the cloud deleted it.
     public let server: Record?
+    /// The (field name, value) digests the server's version superseded (see
+    /// ``RecordMetadata/superseded``).
+    public let superseded: Set<UInt64>
 
     /// A conflict over `recordID` between `local` and `server`, with the fingerprints of the last
-    /// version both agreed on.
-    public init(recordID: RecordID, ancestor: [String: FieldFingerprint]?, local: Record?, server: Record?) {
+    /// version both agreed on and the values the server's version superseded.
+    public init(recordID: RecordID, ancestor: [String: FieldFingerprint]?, local: Record?, server: Record?, superseded: [UInt64] = []) {
         self.recordID = recordID
         self.ancestor = ancestor ?? [:]
         self.hasAncestor = ancestor != nil
         self.local = local
         self.server = server
+        self.superseded = Set(superseded)
+    }
+
+    /// Whether the local value of `field` is one the server's record held before and replaced
+    /// since: a pending edit that already reached the zone (its answer lost, or its store restored
+    /// from a backup) and that a later version overwrote. It is older than the server's value,
+    /// not concurrent with it.
+    public func supersededLocally(_ field: String) -> Bool {
+        guard !superseded.isEmpty, let value = local?[field] else { return false }
+        return superseded.contains(RecordMetadata.pair(field, FieldFingerprint(value)))
+    }
+
+    /// Whether every field the local side changed, and the server holds otherwise, holds a value
+    /// the server's version superseded: the local version is an older state of the server's.
+    public var locallySuperseded: Bool {
+        guard let local, server != nil, !superseded.isEmpty else { return false }
+        var any = false
+        for field in fieldNames where changedLocally(field) && local[field] != server?[field] {
+            guard supersededLocally(field) else { return false }
+            any = true
+        }
+        return any
     }
 
     /// Whether the local record's `field` differs from the last synced value. A field the local

@@ -21,6 +21,7 @@ extension SyncContext {
         // into the writes.
         for index in incoming.indices {
             let (id, server, ownWrite) = (incoming[index].id, incoming[index].record, incoming[index].writtenHere)
+            let superseded = incoming[index].superseded
             let current = local.isEmpty ? nil : local[id]  // a page new to the store looks nothing up
             changes.expectedPendingVersions[id] = current?.pendingVersion ?? 0
             let metadata = try current?.metadata.map(RecordMetadata.init(decoding:))
@@ -29,7 +30,7 @@ extension SyncContext {
                 // named; when the cloud holds a value for one of them, the store gets it too (a
                 // JSON document that lacks a key can hold it; a table without the column ignores it).
                 guard metadata.lacksField(of: server) else { continue }
-                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
                 if let current, current.pendingVersion != nil {
                     if let completed = current.record?.completed(withFieldsOf: server) { changes.writes.append(completed) }
                 } else {
@@ -40,7 +41,7 @@ extension SyncContext {
             guard let current, let pendingVersion = current.pendingVersion else {
                 if let server {
                     if current?.isEmpty ?? true { changes.absentLocally.insert(id) }
-                    changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                    changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
                     changes.writes.append(server)  // its last use, so the record moves
                 } else if metadata != nil {
                     changes.deletes.append(id)
@@ -52,7 +53,7 @@ extension SyncContext {
                 // This replica wrote that version, but never learned it was saved (the answer was
                 // lost): it is an earlier state of the local record, not a concurrent change.
                 // Rebase onto it and upload the newer local state.
-                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
                 continue
             }
             if server == nil, incoming[index].absentFromCloud, metadata?.hasSyncedVersion != true {
@@ -69,7 +70,7 @@ extension SyncContext {
             if let server, let record = current.record, record.recordType == server.recordType, record.hasSameFields(as: server) {
                 // Both sides hold the same values (two stores seeded alike, or a full resync after
                 // a reset): nothing to resolve and nothing to upload.
-                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server)
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
                 changes.state.settled[id] = pendingVersion
                 continue
             }
@@ -77,7 +78,7 @@ extension SyncContext {
             let resolution: ConflictResolution
             let policy: MergePolicy
             let conflict = ConflictContext(
-                recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server)
+                recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server, superseded: superseded)
             if metadata?.hasSyncedVersion != true, settings.policy != .custom, current.record == nil, server != nil, ownWrite {
                 // The store deleted a record whose cloud version this adapter wrote last (a
                 // restored store that had uploaded it after its backup was taken): nobody changed
@@ -96,7 +97,7 @@ extension SyncContext {
             }
             let recordType = server?.recordType ?? current.record?.recordType ?? metadata?.recordType ?? ""
             let rebased =
-                server.map { RecordMetadata(syncedRecord: $0) }
+                server.map { RecordMetadata(syncedRecord: $0, superseded: superseded) }
                 ?? RecordMetadata(changeTag: nil, recordType: recordType, fingerprints: [:])
             let outcome: ConflictOutcome
             switch resolution {

@@ -16,19 +16,53 @@ public struct RecordMetadata: Sendable, Equatable {
     /// An upload whose answer was lost (or whose process died) may or may not have been saved; a
     /// server value found here is one this replica wrote, so it counts as the common ancestor.
     public var sent: [UInt64]
+    /// The synced version's superseded values: (field name, value) pairs that earlier versions of
+    /// the record held and a later one replaced, newest first (the cloud keeps them in
+    /// ``SyncConfiguration/supersededValuesField``). An upload carries them on, with the values it
+    /// replaces, so a replica holding one of them as a pending edit knows the zone moved past it.
+    public var superseded: [UInt64]
 
     /// How many unconfirmed (field, value) pairs are remembered.
     public static let sentValuesKept = 64
+    /// How many superseded (field, value) pairs a record carries.
+    public static let supersededValuesKept = 16
 
-    /// Metadata of a synced version: its change tag, type, field fingerprints and whether it was
-    /// sent by this replica.
+    /// Metadata of a synced version: its change tag, type, field fingerprints, what this replica
+    /// sent since, and the values the version superseded.
     public init(
-        changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint], sent: [UInt64] = []
+        changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint], sent: [UInt64] = [], superseded: [UInt64] = []
     ) {
         self.changeTag = changeTag
         self.recordType = recordType
         self.fingerprints = fingerprints
         self.sent = sent
+        self.superseded = superseded
+    }
+
+    /// The superseded values of the version an upload makes from this synced version: the
+    /// values of `sent` fields that differ from the synced ones (a field named without a value
+    /// is in `cleared`), then the synced version's own, newest first, without repeats, at most
+    /// ``supersededValuesKept``.
+    package func superseding(sent: some Collection<(key: String, value: FieldFingerprint)>, cleared: some Sequence<String>) -> [UInt64] {
+        var replaced: [UInt64] = []
+        for (name, fingerprint) in sent {
+            if let synced = fingerprints[name], synced != fingerprint { replaced.append(Self.pair(name, synced)) }
+        }
+        for name in cleared {
+            if let synced = fingerprints[name] { replaced.append(Self.pair(name, synced)) }
+        }
+        guard !replaced.isEmpty || !superseded.isEmpty else { return [] }
+        var result: [UInt64] = []
+        for pair in replaced + superseded where !result.contains(pair) {
+            result.append(pair)
+            if result.count == Self.supersededValuesKept { break }
+        }
+        return result
+    }
+
+    /// Whether `value` of `field` is one the record held before a later version replaced it.
+    public func supersedes(_ field: String, _ value: FieldValue) -> Bool {
+        !superseded.isEmpty && superseded.contains(Self.pair(field, FieldFingerprint(value)))
     }
 
     /// Remembers that `fields` are about to be sent.
@@ -99,10 +133,10 @@ public struct RecordMetadata: Sendable, Equatable {
     }
 
     /// Metadata for a record as the cloud holds it (tag and user fields).
-    public init(syncedRecord record: Record) {
+    public init(syncedRecord record: Record, superseded: [UInt64] = []) {
         self.init(
             changeTag: record.changeTag, recordType: record.recordType,
-            fingerprints: FieldFingerprint.of(record))
+            fingerprints: FieldFingerprint.of(record), superseded: superseded)
     }
 
     static let formatVersion: UInt8 = 2
@@ -110,12 +144,12 @@ public struct RecordMetadata: Sendable, Equatable {
     /// The blob adapters store.
     public func encoded() -> Data {
         let sorted = fingerprints.indices.sorted(by: { fingerprints[$0].key < fingerprints[$1].key }).lazy.map { self.fingerprints[$0] }
-        return Self.encoded(changeTag: changeTag, recordType: recordType, sortedFingerprints: sorted, sent: sent)
+        return Self.encoded(changeTag: changeTag, recordType: recordType, sortedFingerprints: sorted, sent: sent, superseded: superseded)
     }
 
     /// The blob of the metadata of `record` as the cloud holds it, like
     /// `RecordMetadata(syncedRecord: record).encoded()` without building the fingerprint dictionary.
-    public static func encoded(syncedRecord record: Record) -> Data {
+    public static func encoded(syncedRecord record: Record, superseded: [UInt64] = []) -> Data {
         // The same bytes as `encoded(changeTag:recordType:sortedFingerprints:sent:)` with
         // `FieldFingerprint.sorted(of:)`, written straight from the values in the layout's
         // canonical order: the array of pairs in between was a download's largest per-record
@@ -130,12 +164,22 @@ public struct RecordMetadata: Sendable, Equatable {
             writer.writeInt64(Int64(bitPattern: FieldFingerprint(value, using: &scratch).value))
         }
         writer.writeVarint(0)
+        writeSuperseded(superseded, into: &writer)
         return Data(writer.bytes)
+    }
+
+    /// The superseded values, after the sent ones; absent when there are none (the blobs of
+    /// records never updated stay as they were).
+    private static func writeSuperseded(_ superseded: [UInt64], into writer: inout BinaryWriter) {
+        guard !superseded.isEmpty else { return }
+        writer.writeVarint(UInt64(superseded.count))
+        for pair in superseded { writer.writeInt64(Int64(bitPattern: pair)) }
     }
 
     /// The blob of a metadata whose fingerprints are given sorted by field name.
     static func encoded(
-        changeTag: String?, recordType: String, sortedFingerprints: some Collection<(key: String, value: FieldFingerprint)>, sent: [UInt64]
+        changeTag: String?, recordType: String, sortedFingerprints: some Collection<(key: String, value: FieldFingerprint)>, sent: [UInt64],
+        superseded: [UInt64] = []
     ) -> Data {
         var writer = BinaryWriter(capacity: 32 + sortedFingerprints.count * 24 + sent.count * 8)
         writeHeader(changeTag: changeTag, recordType: recordType, fieldCount: sortedFingerprints.count, into: &writer)
@@ -145,6 +189,7 @@ public struct RecordMetadata: Sendable, Equatable {
         }
         writer.writeVarint(UInt64(sent.count))
         for pair in sent { writer.writeInt64(Int64(bitPattern: pair)) }
+        writeSuperseded(superseded, into: &writer)
         return Data(writer.bytes)
     }
 
@@ -186,10 +231,14 @@ public struct RecordMetadata: Sendable, Equatable {
                     }
                     var sent: [UInt64] = []
                     for _ in 0..<(try reader.readLength()) { sent.append(UInt64(bitPattern: try reader.readInt64())) }
+                    var superseded: [UInt64] = []
+                    if !reader.isAtEnd {
+                        for _ in 0..<(try reader.readLength()) { superseded.append(UInt64(bitPattern: try reader.readInt64())) }
+                    }
                     guard reader.isAtEnd else {
                         throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the metadata")
                     }
-                    return RecordMetadata(changeTag: tag, recordType: type, fingerprints: fingerprints, sent: sent)
+                    return RecordMetadata(changeTag: tag, recordType: type, fingerprints: fingerprints, sent: sent, superseded: superseded)
                 }.get()
             }
         } catch {

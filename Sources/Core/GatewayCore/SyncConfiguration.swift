@@ -12,6 +12,9 @@ public struct SyncConfiguration: Sendable {
     public var compatibilityVersionField: String
     /// The reserved field holding the writer's device id (SyncKit's name by default).
     public var deviceIDField: String
+    /// The reserved field holding a record's superseded values (see
+    /// ``RecordMetadata/superseded``): 8 bytes per (field name, value) digest, newest first.
+    public var supersededValuesField: String
     /// How many changes one fetch asks for; the cloud clamps it to
     /// ``CloudLimits/maxResultsPerFetch``.
     public var fetchLimit: Int
@@ -45,7 +48,7 @@ public struct SyncConfiguration: Sendable {
     public init(
         compatibilityVersion: Int64 = 1, deviceID: String = UUID().uuidString,
         compatibilityVersionField: String = "QSCloudKitModelCompatibilityVersionKey",
-        deviceIDField: String = "QSCloudKitDeviceUUIDKey", fetchLimit: Int = SyncConfiguration.defaultFetchLimit, retry: RetryPolicy = RetryPolicy(),
+        deviceIDField: String = "QSCloudKitDeviceUUIDKey", supersededValuesField: String = "GatewaySupersededValues", fetchLimit: Int = SyncConfiguration.defaultFetchLimit, retry: RetryPolicy = RetryPolicy(),
         resolvers: [String: any ConflictResolver] = [:], parallelism: Int = 1,
         stallTimeout: Duration? = SyncConfiguration.defaultStallTimeout, stopTimeout: Duration = .seconds(10)
     ) {
@@ -55,6 +58,7 @@ public struct SyncConfiguration: Sendable {
         self.deviceID = deviceID
         self.compatibilityVersionField = compatibilityVersionField
         self.deviceIDField = deviceIDField
+        self.supersededValuesField = supersededValuesField
         self.fetchLimit = fetchLimit
         self.retry = retry
         self.resolvers = resolvers

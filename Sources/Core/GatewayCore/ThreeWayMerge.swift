@@ -10,7 +10,8 @@ package enum ThreeWayMerge {
         case .server:
             raw = .server
         case .client:
-            raw = .local
+            // A local version that is an older state of the server's is no edit to keep.
+            raw = conflict.locallySuperseded ? .server : .local
         case .merge:
             raw = merge(conflict, prefers: settings.prefers)
         case .custom:
@@ -67,6 +68,9 @@ package enum ThreeWayMerge {
                     chosen = serverValue
                 } else if !conflict.changedOnServer(field) {
                     chosen = localValue
+                } else if conflict.supersededLocally(field) {
+                    // The zone held the local value before the server's replaced it.
+                    chosen = serverValue
                 } else {
                     chosen = prefers == .server ? serverValue : localValue
                 }

@@ -320,8 +320,14 @@ struct UploadPass {
             let version = batch.versions[position]
             switch result {
             case .saved(let saved):
+                // A save that replaced nothing left the cloud's superseded values as they were.
+                var superseded = batch.superseded[position]
+                if superseded.isEmpty, case .bytes(let data)? = saved[context.configuration.supersededValuesField] {
+                    superseded = SyncContext.supersededValues(data)
+                }
                 round.update.metadata[id] = RecordMetadata.encoded(
-                    changeTag: saved.changeTag, recordType: saved.recordType, sortedFingerprints: batch.fingerprints[position], sent: [])
+                    changeTag: saved.changeTag, recordType: saved.recordType, sortedFingerprints: batch.fingerprints[position], sent: [],
+                    superseded: superseded)
                 round.update.settled[id] = version
                 report.uploaded += 1
                 round.settled += 1
@@ -507,6 +513,8 @@ struct UploadBatch {
     /// Fingerprints of the user fields sent for each operation's record, sorted by field name
     /// (none for deletes).
     let fingerprints: [[(key: String, value: FieldFingerprint)]]
+    /// The superseded values each operation's record carries (``RecordMetadata/superseded``).
+    let superseded: [[UInt64]]
 
     /// Local deletions of records the cloud never had: settled without a request.
     let settledLocally: [RecordID: Int64]
@@ -518,6 +526,7 @@ struct UploadBatch {
         var operations: [RecordOperation] = []
         var versions: [Int64] = []
         var fingerprints: [[(key: String, value: FieldFingerprint)]] = []
+        var superseded: [[UInt64]] = []
         var intents: [RecordID: Data] = [:]
         var intentIDs = Set<RecordID>()
         operations.reserveCapacity(count)
@@ -540,6 +549,15 @@ struct UploadBatch {
             let metadata = try save.metadata.map(RecordMetadata.init(decoding:))
             record.changeTag = metadata?.changeTag
             let sortedFingerprints = FieldFingerprint.sorted(of: record)
+            // An update replaces the synced values of the fields it changes: the record carries
+            // them, with those the synced version carried, so a replica still holding one as a
+            // pending edit knows the zone moved past it.
+            var replaced: [UInt64] = []
+            if let metadata, !metadata.fingerprints.isEmpty || !metadata.superseded.isEmpty {
+                let names = record.layout.fieldNames
+                let cleared = record.values.indices.lazy.filter { record.values[$0] == nil }.map { names[$0] }
+                replaced = metadata.superseding(sent: sortedFingerprints, cleared: cleared)
+            }
             if let encryption {
                 do {
                     try encryption.encrypt(&record)
@@ -547,7 +565,7 @@ struct UploadBatch {
                     throw SyncError(.encryptionFailed, "record \(id.recordName) cannot be encrypted: \(error.message)")
                 }
             }
-            stamps.stamp(&record)
+            stamps.stamp(&record, superseded: replaced.isEmpty ? nil : SyncContext.supersededField(replaced))
             // An update: fields the store does not have are unknown to it, not null (DESIGN D4).
             operations.append(record.changeTag == nil ? .create(record) : .update(record))
             versions.append(save.version)
@@ -557,6 +575,7 @@ struct UploadBatch {
             intents[id] = intent.encoded()
             intentIDs.insert(id)
             fingerprints.append(sortedFingerprints)
+            superseded.append(replaced)
         }
         var recordIDs = intentIDs
         var settledLocally: [RecordID: Int64] = [:]
@@ -570,6 +589,7 @@ struct UploadBatch {
                 operations.append(.delete(id, changeTag: tag))
                 versions.append(delete.version)
                 fingerprints.append([])
+                superseded.append([])
             } else {
                 settledLocally[id] = delete.version
                 if metadata != nil { settledLocallyWithMetadata.insert(id) }
@@ -582,28 +602,49 @@ struct UploadBatch {
         self.operations = operations
         self.versions = versions
         self.fingerprints = fingerprints
+        self.superseded = superseded
         self.settledLocally = settledLocally
         self.settledLocallyWithMetadata = settledLocallyWithMetadata
     }
 
-    /// Writes the compatibility version and the writer stamp into records, through a layout with
-    /// the two fields, made once per source layout.
+    /// Writes the compatibility version and the writer stamp (and, for a record that supersedes
+    /// values, those) into records, through a layout with the reserved fields, made once per
+    /// source layout.
     struct Stamps {
         let compatibilityField: String
         let deviceField: String
+        let supersededField: String
         let version: FieldValue
         let writer: FieldValue
         private var source: RecordLayout?
         private var target: (layout: RecordLayout, compatibility: Int, device: Int)?
+        private var supersedingSource: RecordLayout?
+        private var supersedingTarget: (layout: RecordLayout, compatibility: Int, device: Int, superseded: Int)?
 
         init(_ configuration: SyncConfiguration, writerStamp: String) {
             compatibilityField = configuration.compatibilityVersionField
             deviceField = configuration.deviceIDField
+            supersededField = configuration.supersededValuesField
             version = .int64(configuration.compatibilityVersion)
             writer = .string(writerStamp)
         }
 
-        mutating func stamp(_ record: inout Record) {
+        mutating func stamp(_ record: inout Record, superseded: FieldValue? = nil) {
+            if let superseded {
+                if record.layout !== supersedingSource || supersedingTarget == nil {
+                    let layout = record.layout.adding([compatibilityField, deviceField, supersededField])
+                    supersedingSource = record.layout
+                    supersedingTarget = (
+                        layout, layout.position(of: compatibilityField)!, layout.position(of: deviceField)!, layout.position(of: supersededField)!
+                    )
+                }
+                let (layout, compatibility, device, position) = supersedingTarget!
+                record.grow(to: layout)
+                record[position: compatibility] = version
+                record[position: device] = writer
+                record[position: position] = superseded
+                return
+            }
             if record.layout !== source || target == nil {
                 let layout = record.layout.adding([compatibilityField, deviceField])
                 source = record.layout

@@ -107,7 +107,7 @@ public func expectChangeSignal(
 /// fields, read through the change feed.
 public func zoneContents(
     of cloud: any CloudDatabase, zone: ZoneID,
-    removing reserved: [String] = ["QSCloudKitModelCompatibilityVersionKey", "QSCloudKitDeviceUUIDKey"]
+    removing reserved: [String] = ["QSCloudKitModelCompatibilityVersionKey", "QSCloudKitDeviceUUIDKey", "GatewaySupersededValues"]
 ) async throws -> [String: [String: FieldValue]] {
     var token: ChangeToken?
     var records: [String: [String: FieldValue]] = [:]
