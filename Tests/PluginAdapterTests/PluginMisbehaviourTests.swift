@@ -1,5 +1,6 @@
 import AdapterKit
 import CloudKitWeb
+import EmbeddedCloud
 import Foundation
 import GatewayCore
 import GatewayTesting
@@ -127,6 +128,21 @@ struct PluginMisbehaviourTests {
         #expect(try await adapter.loadZoneState() == ZoneSyncState(token: ChangeToken(data: Data("t2".utf8))).encoded())
         #expect(Set(try await adapter.syncedRecordIDs().map(\.recordName)) == ["a", "b"])
         #expect(try await adapter.pendingChanges(limit: 10).isEmpty)
+    }
+
+    @Test("a sync's report names the plugin's own code (pluginExited), not the adapterFailed wrapping it")
+    func reportCarriesPluginCode() async throws {
+        let directory = try TemporaryDirectory(prefix: "plugin-code")
+        defer { directory.remove() }
+        let adapter = try PluginFixtures.misbehavingAdapter(
+            in: directory, misbehave: .object(["method": .string("list"), "how": .string("crash")]))
+        defer { Task { await adapter.close() } }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let report = try await Synchronizer(
+            cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")
+        ).sync().adapters[0]
+        #expect(report.error?.code == .adapterFailed)
+        #expect(report.failureCode == "pluginExited", "\(String(describing: report.error))")
     }
 
     /// The names of the records the misbehaving plugin holds in its file.

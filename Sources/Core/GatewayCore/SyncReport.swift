@@ -48,6 +48,13 @@ public struct AdapterSyncReport: Sendable {
     /// The full error, for logs, when the outcome is failed.
     public var error: SyncError?
 
+    /// The code every surface shows for a failed outcome: the most precise one in the error's
+    /// chain of causes (a plugin's `pluginExited` rather than `adapterFailed`); `nil` unless failed.
+    public var failureCode: String? {
+        guard case .failed(let code, _) = outcome else { return nil }
+        return error.flatMap { mostPreciseFailureCode(of: $0) } ?? code.rawValue
+    }
+
     /// A report of one adapter's pass.
     public init(adapter: String, outcome: Outcome = .synced) {
         self.adapter = adapter

@@ -1,3 +1,5 @@
+import GatewayCore
+
 /// A plugin that failed or misbehaved. Messages name the adapter and the plugin's command and say
 /// what happened; they never quote record values.
 public struct PluginError: Error, Sendable, CustomStringConvertible {
@@ -45,4 +47,9 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "adapter \(adapter): plugin \(plugin): \(detail)" }
+}
+
+extension PluginError: FailureCoded {
+    public var failureCode: String { code.rawValue }
+    public var underlyingFailure: (any Error)? { underlying }
 }

@@ -29,3 +29,8 @@ public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
     var isUniqueViolation: Bool { (underlying as? PostgresFailure)?.sqlState == "23505" }
 }
 
+
+extension PostgresAdapterError: FailureCoded {
+    public var failureCode: String { code.rawValue }
+    public var underlyingFailure: (any Error)? { underlying }
+}

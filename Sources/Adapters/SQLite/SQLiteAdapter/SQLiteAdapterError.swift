@@ -31,3 +31,8 @@ public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+
+extension SQLiteAdapterError: FailureCoded {
+    public var failureCode: String { code.rawValue }
+    public var underlyingFailure: (any Error)? { underlying }
+}

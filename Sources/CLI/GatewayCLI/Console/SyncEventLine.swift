@@ -59,7 +59,7 @@ public struct SyncEventLine: Encodable, Equatable, Sendable {
             outcome = switch report.outcome {
             case .synced: "synced"
             case .paused: "paused"
-            case .failed(let code, _): "failed:\(code)"
+            case .failed(let code, _): "failed:\(report.failureCode ?? code.rawValue)"
             }
         }
     }

@@ -30,7 +30,7 @@ public enum SyncSummary {
         var text = TextTable.render(rows, rightAligned: [2, 3, 5])
         for adapter in report.adapters {
             if case .failed(let code, let message) = adapter.outcome {
-                text += "error: adapter \(adapter.adapter): \(message) (\(code))\n"
+                text += "error: adapter \(adapter.adapter): \(message) (\(adapter.failureCode ?? code.rawValue))\n"
             } else if case .paused(let reason) = adapter.outcome {
                 text += "paused: adapter \(adapter.adapter): \(reason)\n"
             }

@@ -156,7 +156,7 @@ struct SyncResultLine: Codable, Sendable {
         switch report.outcome {
         case .synced: result = "synced"
         case .paused(let reason): (result, error) = ("paused", reason)
-        case .failed(let code, let message): (result, error) = ("failed", "\(code): \(message)")
+        case .failed(let code, let message): (result, error) = ("failed", "\(report.failureCode ?? code.rawValue): \(message)")
         }
     }
 }

@@ -8,7 +8,8 @@ import Prometheus
 /// `GET /metrics` exposes. All are labelled by adapter where it applies:
 /// `gateway_syncs_total{result}`, `gateway_sync_duration_seconds`,
 /// `gateway_records_downloaded_total`, `gateway_records_uploaded_total`,
-/// `gateway_records_failed_total`, `gateway_conflicts_total{policy,resolution}`,
+/// `gateway_records_failed_total`, `gateway_adapter_failures_total{code}` (an adapter's failed
+/// syncs by ``AdapterSyncReport/failureCode``), `gateway_conflicts_total{policy,resolution}`,
 /// `gateway_last_success_timestamp_seconds`, `gateway_batch_size`, and, refreshed at each scrape,
 /// `gateway_has_changes`, `gateway_pending_changes`, `gateway_failed_records`.
 public final class GatewayMetrics: Sendable {
@@ -37,6 +38,9 @@ public final class GatewayMetrics: Sendable {
             counter("gateway_records_downloaded_total", [("adapter", name)]).increment(by: adapter.downloaded + adapter.deletedLocally)
             counter("gateway_records_uploaded_total", [("adapter", name)]).increment(by: adapter.uploaded + adapter.deletedRemotely)
             counter("gateway_records_failed_total", [("adapter", name)]).increment(by: adapter.failedRecords)
+            if let code = adapter.failureCode {
+                counter("gateway_adapter_failures_total", [("adapter", name), ("code", code)]).increment()
+            }
             for (resolution, count) in adapter.conflicts {
                 counter(
                     "gateway_conflicts_total",

@@ -90,7 +90,7 @@ public final class GatewayMonitor: Sendable {
                     switch adapter.outcome {
                     case .synced: nil
                     case .paused(let reason): "\(adapter.adapter) paused: \(reason)"
-                    case .failed(let code, let message): "\(adapter.adapter) failed: \(code): \(message)"
+                    case .failed(let code, let message): "\(adapter.adapter) failed: \(adapter.failureCode ?? code.rawValue): \(message)"
                     }
                 }
                 if let error { problems.append("the sync could not start: \(error)") }
@@ -119,7 +119,7 @@ public final class GatewayMonitor: Sendable {
                     health.lastError = "paused: \(reason)"
                 case .failed(let code, let message):
                     health.consecutiveFailures += 1
-                    health.lastError = "\(code): \(message)"
+                    health.lastError = "\(adapter.failureCode ?? code.rawValue): \(message)"
                 }
                 state.health[adapter.adapter] = health
             }

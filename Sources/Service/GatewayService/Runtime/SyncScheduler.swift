@@ -248,10 +248,11 @@ public struct SyncScheduler: Service {
                     logger.warning("adapter paused", metadata: metadata)
                 case .failed(let code, let message) where code == .interrupted && Task.isShuttingDownGracefully:
                     // Stopping is what the operator asked for: not an error.
+                    metadata["code"] = "\(code)"
                     metadata["error"] = "\(message)"
                     logger.notice("adapter sync stopped for shutdown", metadata: metadata)
                 case .failed(let code, let message):
-                    metadata["code"] = "\(code)"
+                    metadata["code"] = "\(adapter.failureCode ?? code.rawValue)"
                     metadata["error"] = "\(message)"
                     if let retryAt = backoff.retryAt(adapter.adapter) {
                         metadata["retry_in"] = "\(retryAt - ContinuousClock.now)"
