@@ -21,6 +21,9 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable, CustomStringConver
     case unknownAdapter
     /// A file the command would write already exists.
     case fileExists
+    /// The control server cannot listen on `gateway.control.listen` (the port is taken, or the
+    /// address is not this machine's).
+    case controlUnavailable
 
     /// The code's name, as logs, metrics and JSON show it.
     public var name: String { rawValue }

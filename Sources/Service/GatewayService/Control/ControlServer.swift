@@ -71,7 +71,7 @@ public enum ControlServer {
         StatusPageRoutes(scheduler: scheduler, token: token, everything: everything).add(to: router)
 
         let address = settings
-        return Application(
+        let application = Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: "sync-gateway"),
             onServerRunning: { channel in
@@ -79,6 +79,32 @@ public enum ControlServer {
                     "control server listening", metadata: ["address": "\(address.host):\(channel.localAddress?.port ?? address.port)"])
             },
             logger: logger)
+        return ListeningService(application: application, address: "\(address.host):\(address.port)")
+    }
+
+    /// The application, with a socket error at start-up turned into a message that names the
+    /// address and the config key instead of the system call.
+    struct ListeningService<Wrapped: Service>: Service {
+        let application: Wrapped
+        let address: String
+
+        func run() async throws {
+            do {
+                try await application.run()
+            } catch let error as IOError {
+                let reason =
+                    switch error.errnoCode {
+                    case EADDRINUSE: "the port is in use by another program (another gateway?)"
+                    case EACCES: "this user may not listen on that port (ports below 1024 need privileges)"
+                    case EADDRNOTAVAIL: "the address is not one of this machine's"
+                    default: "\(error)"
+                    }
+                throw GatewayError(
+                    .controlUnavailable,
+                    "the control server cannot listen on \(address): \(reason); set gateway.control.listen to a free address and port, or stop what holds it",
+                    underlying: error)
+            }
+        }
     }
 
     static func authorize(_ request: Request, token: String, required: Bool) -> Response? {
