@@ -5,6 +5,8 @@ import Foundation
 struct MergedPage: Sendable {
     var changes: DownloadedChanges
     var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
+    /// Records both sides held alike, adopted as synced.
+    var matched = 0
 }
 
 extension SyncContext {
@@ -12,6 +14,7 @@ extension SyncContext {
     /// Pure work, so the download can do it for the next page while the store applies this one.
     func merged(_ incoming: [IncomingRecord], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState) throws -> MergedPage {
         var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
+        var matched = 0
         var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
         changes.writes.reserveCapacity(incoming.count)
         changes.state.metadata.reserveCapacity(incoming.count)
@@ -72,6 +75,7 @@ extension SyncContext {
                 // a reset): nothing to resolve and nothing to upload.
                 changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
                 changes.state.settled[id] = pendingVersion
+                matched += 1
                 continue
             }
             let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
@@ -131,7 +135,7 @@ extension SyncContext {
             }
             conflicts.append((id, policy, outcome))
         }
-        return MergedPage(changes: changes, conflicts: conflicts)
+        return MergedPage(changes: changes, conflicts: conflicts, matched: matched)
     }
 
     /// Counts and reports the conflicts of a merged page, and returns its changes.
@@ -140,6 +144,7 @@ extension SyncContext {
             report.conflicts[conflict.outcome, default: 0] += 1
             observer(.conflict(adapter: name, recordID: conflict.id, policy: conflict.policy, resolution: conflict.outcome))
         }
+        report.matched += page.matched
         return page.changes
     }
 

@@ -32,6 +32,9 @@ public struct AdapterSyncReport: Sendable {
     public var downloaded = 0
     /// Records deleted locally because they were deleted in the cloud.
     public var deletedLocally = 0
+    /// Records the store and the cloud both held with the same values and no common ancestor (a
+    /// reset, two stores seeded alike): adopted as synced, with nothing written either way.
+    public var matched = 0
     /// Records saved to the cloud.
     public var uploaded = 0
     /// Records deleted in the cloud.
@@ -67,6 +70,7 @@ public struct AdapterSyncReport: Sendable {
         var total = later
         total.downloaded += downloaded
         total.deletedLocally += deletedLocally
+        total.matched += matched
         total.uploaded += uploaded
         total.deletedRemotely += deletedRemotely
         total.failedRecords += failedRecords

@@ -6,7 +6,7 @@ public enum SyncSummary {
     public static func isNothingToDo(_ report: SyncReport) -> Bool {
         report.succeeded
             && report.adapters.allSatisfy {
-                $0.downloaded + $0.deletedLocally + $0.uploaded + $0.deletedRemotely + $0.conflictCount + $0.failedRecords == 0
+                $0.downloaded + $0.deletedLocally + $0.uploaded + $0.deletedRemotely + $0.conflictCount + $0.failedRecords + $0.matched == 0
             }
     }
 
@@ -36,6 +36,9 @@ public enum SyncSummary {
             }
             if adapter.uploadBounded {
                 text += "note: adapter \(adapter.adapter): local changes kept arriving during the sync; those not uploaded wait for the next sync\n"
+            }
+            if adapter.matched > 0 {
+                text += "note: adapter \(adapter.adapter): \(adapter.matched) record(s) held the same values as the cloud and were adopted as synced (nothing written)\n"
             }
             if adapter.failedRecords > 0 {
                 text += "note: adapter \(adapter.adapter) has \(adapter.failedRecords) failed record(s); see `gateway status`, fix them, then `gateway retry`\n"

@@ -240,6 +240,7 @@ public struct SyncScheduler: Service {
                     "uploaded": "\(adapter.uploaded + adapter.deletedRemotely)", "conflicts": "\(adapter.conflictCount)",
                     "failed": "\(adapter.failedRecords)",
                 ]
+                if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
                 switch adapter.outcome {
                 case .synced:
                     logger.info("adapter synced", metadata: metadata)
