@@ -327,6 +327,8 @@ struct CLITests {
         #expect(failing.stdout.contains("note: adapter notes has 1 failed record(s)"), "\(failing)")
         let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--json").stdout.utf8))
         #expect(status.adapters.first?.failedRecords == 1)
+        let table = try await clone.gateway("status").stdout
+        #expect(table.contains("NotesZone  yes") && table.contains("1    400  failing records"), "\(table)")
 
         try Data(original.utf8).write(to: config)
         let retried = try await clone.gateway("retry")

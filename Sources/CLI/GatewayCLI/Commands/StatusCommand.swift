@@ -56,7 +56,9 @@ struct StatusCommand: AsyncParsableCommand {
                 errors.append("\(adapter.name): \(error.hasPrefix(prefix) ? String(error.dropFirst(prefix.count)) : error)")
                 continue
             }
-            let state = adapter.pausedReason.map { "paused: \($0)" } ?? (adapter.hasSynced ? "synced" : "never synced")
+            let state =
+                adapter.pausedReason.map { "paused: \($0)" }
+                ?? (adapter.failedRecords > 0 ? "failing records" : adapter.hasSynced ? "synced" : "never synced")
             rows.append([
                 adapter.name, adapter.kind, adapter.zone, adapter.hasChanges ? "yes" : "no", "\(adapter.pendingChanges)",
                 "\(adapter.failedRecords)", "\(adapter.batchSize)", state,

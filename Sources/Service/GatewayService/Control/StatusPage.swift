@@ -38,7 +38,7 @@ public struct StatusPage: Sendable {
         if let error = row.status.error { return ("failing", error) }
         if let paused = row.status.pausedReason { return ("paused", paused) }
         if row.health.consecutiveFailures > 0 { return ("failing", row.health.lastError) }
-        if row.status.failedRecords > 0 { return ("failing", "\(row.status.failedRecords) records the cloud refused") }
+        if row.status.failedRecords > 0 { return ("failing", row.status.failedRecords == 1 ? "1 failed record (listed below)" : "\(row.status.failedRecords) failed records (listed below)") }
         if row.status.hasChanges || row.status.pendingChanges > 0 { return ("pending", row.status.pendingChanges == 1 ? "1 change to send" : "\(row.status.pendingChanges) changes to send") }
         if !row.status.hasSynced { return ("pending", "not synced yet") }
         return ("synced", nil)
