@@ -78,6 +78,15 @@ struct CLITests {
         #expect(try await clone.gateway("status", "--fail-on-changes").status == 0)
     }
 
+    @Test("--version prints the release")
+    func version() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let result = try await clone.gateway("--version")
+        #expect(result.status == 0)
+        #expect(result.stdout == GatewayVersion.current + "\n", "\(result)")
+    }
+
     @Test("status prints every adapter when one store is unreadable: that one row carries the error, --json stays JSON, exit 3 (not 1)")
     func statusWithUnreadableStore() async throws {
         let clone = try FreshClone()

@@ -45,14 +45,16 @@ public enum GatewayCLI {
 }
 
 /// The `gateway` command. Exit codes (DESIGN §9): 0 ok, 1 sync failed, 2 usage or config
-/// error, 75 already syncing.
+/// error, 3 `status` found an unreadable store, 75 already syncing.
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Keeps local stores in sync with a CloudKit-style record store.",
         discussion: """
-            Exit codes: 0 ok, 1 sync failed, 2 usage or configuration error, 75 already syncing.
+            Exit codes: 0 ok, 1 sync failed (or status --fail-on-changes found changes), 2 usage or configuration error,
+            3 status could not read a store, 75 already syncing.
             """,
+        version: GatewayVersion.current,
         subcommands: [
             RunCommand.self, SyncCommand.self, StatusCommand.self, ValidateCommand.self, InitCommand.self, KeygenCommand.self,
             ResetCommand.self, RetryCommand.self, ZonesCommand.self, CloudCommand.self, CheckAdapterCommand.self,
