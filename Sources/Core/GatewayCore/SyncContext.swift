@@ -49,7 +49,11 @@ struct SyncContext: Sendable {
         } catch let error as SyncError {
             throw error
         } catch {
-            throw SyncError(.adapterFailed, "the store failed: \(error)", adapter: name, underlying: error)
+            // The store's message may already name the adapter; the report and the log do too.
+            let described = "\(error)"
+            let prefix = "adapter \(name): "
+            let detail = described.hasPrefix(prefix) ? String(described.dropFirst(prefix.count)) : described
+            throw SyncError(.adapterFailed, "the store failed: \(detail)", adapter: name, underlying: error)
         }
     }
 

@@ -169,7 +169,9 @@ final class PluginProcess: Sendable {
         do {
             message = try JSONValue.parse(Data(line))
         } catch {
-            fail(self.error(.malformedMessage, "wrote a line of \(line.count) bytes that is not JSON (\(error))"))
+            // The parser's own words (what and at which byte), not the wire's "body" wording.
+            let reason = (error.underlying as? JSONParseError).map { "\($0.reason) at byte \($0.offset)" } ?? error.message
+            fail(self.error(.malformedMessage, "wrote a line of \(line.count) bytes that is not JSON: \(reason)"))
             return
         }
         guard case .object(let members) = message else {

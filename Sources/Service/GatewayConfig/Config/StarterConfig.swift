@@ -1,7 +1,7 @@
 /// The config `gateway init` writes: the embedded cloud and a commented SQLite adapter.
 public enum StarterConfig {
     public static let text = """
-        # Sync Gateway configuration. Every key is documented in the README ("Configuration").
+        # Sync Gateway configuration. Every key is documented in docs/configuration.md.
         gateway:
           state_dir: .gateway              # lock, device id, embedded cloud
           merge_policy: merge              # server | client | merge | custom
