@@ -1,4 +1,8 @@
+import Crypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GatewayCore
 import Testing
 
@@ -8,6 +12,33 @@ import Testing
 @Suite("CloudKit Web Services errors")
 struct CloudKitErrorTests {
     static func json(_ text: String) throws -> JSONValue { try JSONValue.parse(Data(text.utf8)) }
+
+    @Test("an endpoint that is not listening is a connection failure that says nothing was sent, naming the URL")
+    func nothingListening() async throws {
+        // A port that was free a moment ago: bound, then closed.
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
+        }
+        close(probe)
+        let url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let database = try CloudKitWebDatabase(
+            configuration: CloudKitWebConfiguration(
+                baseURL: url, container: "iCloud.test", authentication: .serverToServer(CloudKitRequestSigner(keyID: "k", privateKey: P256.Signing.PrivateKey())),
+                requestTimeout: .seconds(10)))
+        do {
+            _ = try await database.zones()
+            Issue.record("expected a connection failure")
+        } catch let error as CloudError {
+            #expect(error.code == .networkFailure)
+            #expect(error.message.contains("could not connect to \(url) (connection refused); nothing was sent"), "\(error.message)")
+            #expect(!error.message.contains("may or may not"), "\(error.message)")
+        }
+    }
 
     @Test("Apple's fourteen server error codes map to cloud error codes")
     func serverCodes() {

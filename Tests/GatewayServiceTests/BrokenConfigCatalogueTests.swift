@@ -120,7 +120,7 @@ let brokenConfigs: [BrokenConfig] = [
     BrokenConfig(
         name: "cloudkit missing private key file",
         yaml: "cloud: { kind: cloudkit, container: iCloud.x, auth: server_to_server, key_id: k, private_key_file: missing.pem }",
-        message: "config.yaml:1:100: 'cloud.private_key_file': cannot read $DIR/missing.pem; create a key with `gateway cloud keygen missing.pem`"),
+        message: "config.yaml:1:100: 'cloud.private_key_file': cannot read $DIR/missing.pem; create a key with `gateway cloud keygen $DIR/missing.pem`"),
     BrokenConfig(
         name: "cloudkit unknown auth", yaml: "cloud: { kind: cloudkit, container: iCloud.x, auth: password }",
         message: "config.yaml:1:53: 'cloud.auth': must be server_to_server or web_token"),

@@ -139,9 +139,27 @@ struct CloudKitTransport: Sendable {
         } catch let error as CloudError {
             throw error
         } catch {
-            throw CloudError(
-                .networkFailure, "\(context): the request to \(configuration.baseURL) failed; it may or may not have been applied", underlying: error)
+            // Nothing was sent when no connection was made, and a read changes nothing: only a
+            // write cut off after it was sent may or may not have been applied.
+            let described = String(describing: error)
+            if ["Connection refused", "connectTimeout", "connect(descriptor", "No route to host", "lookup"].contains(where: described.contains) {
+                throw CloudError(
+                    .networkFailure,
+                    "\(context): could not connect to \(configuration.baseURL) (\(Self.connectionProblem(described))); nothing was sent. Check that the endpoint runs and the cloud's base_url",
+                    underlying: error)
+            }
+            let outcome = method == .get ? "" : "; it may or may not have been applied"
+            throw CloudError(.networkFailure, "\(context): the request to \(configuration.baseURL) failed\(outcome)", underlying: error)
         }
+    }
+
+    /// A connection failure in a few words.
+    static func connectionProblem(_ described: String) -> String {
+        if described.contains("Connection refused") { return "connection refused" }
+        if described.contains("connectTimeout") { return "the connection timed out" }
+        if described.contains("No route to host") { return "no route to host" }
+        if described.contains("lookup") { return "the host name does not resolve" }
+        return "no connection"
     }
 
     /// Percent-encodes a token for the query string; `+`, `/` and `=` must be escaped.

@@ -48,7 +48,7 @@ public struct CloudKitCloudKind: CloudKind {
             let file = try container.decode(Located<String>.self, forKey: .privateKeyFile)
             let path = context.resolve(file.value)
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw file.problem(.invalidValue, "cannot read \(path); create a key with `gateway cloud keygen \(file.value)`")
+                throw file.problem(.invalidValue, "cannot read \(path); create a key with `gateway cloud keygen \(path)`")
             }
             do {
                 authentication = .serverToServer(try CloudKitRequestSigner(keyID: keyID.value, pem: String(decoding: data, as: UTF8.self)))
