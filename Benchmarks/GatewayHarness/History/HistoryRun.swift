@@ -8,7 +8,7 @@ import GatewayTesting
 /// zone, each synced by the same gateway (one device id) through a cloud that injects faults, while
 /// the application writes and deletes, an operator takes backups and restores them (or replaces a
 /// store by a new one: a restore of the empty store), and one database gains a column the others
-/// lack. Then quiet rounds without faults, and `HistoryOracle` counts anomalies by class.
+/// lack (and may drop again). Then quiet rounds without faults, and `HistoryOracle` counts anomalies by class.
 struct HistoryRun {
     struct Result: Encodable {
         var seeds: Int
@@ -16,6 +16,8 @@ struct HistoryRun {
         var syncs: Int
         var failedSyncs: Int
         var restores: Int
+        /// Columns added to or dropped from a database.
+        var schemaChanges: Int
         var conflictsReported: Int
         var anomalies: [String: Int]
         var failingSeeds: [UInt64]
@@ -42,7 +44,7 @@ struct HistoryRun {
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var result = Result(
-            seeds: seeds.count, steps: 0, syncs: 0, failedSyncs: 0, restores: 0, conflictsReported: 0,
+            seeds: seeds.count, steps: 0, syncs: 0, failedSyncs: 0, restores: 0, schemaChanges: 0, conflictsReported: 0,
             anomalies: Dictionary(uniqueKeysWithValues: HistoryOracle.Anomaly.allCases.map { ($0.rawValue, 0) }), failingSeeds: [],
             shortestFailure: nil, passed: true)
         for seed in seeds {
@@ -59,6 +61,7 @@ struct HistoryRun {
             result.syncs += outcome.syncs
             result.failedSyncs += outcome.failedSyncs
             result.restores += outcome.restores
+            result.schemaChanges += outcome.schemaChanges
             result.conflictsReported += outcome.conflicts
             for (anomaly, _) in outcome.anomalies { result.anomalies[anomaly.rawValue, default: 0] += 1 }
             if outcome.anomalies.contains(where: { $0.0.isViolation }) {
@@ -83,6 +86,7 @@ private struct History {
         var syncs = 0
         var failedSyncs = 0
         var restores = 0
+        var schemaChanges = 0
         var conflicts = 0
         var history: [String] = []
         var anomalies: [(HistoryOracle.Anomaly, String)] = []
@@ -200,7 +204,12 @@ private struct History {
                 oracle.restore(store: store.name, toStep: backup.step, atStep: step, seenInCloud: seenInCloud)
                 outcome.restores += 1
                 outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)")
+            case 99 where a.fields.contains("color"):
+                try a.dropColumn()
+                outcome.schemaChanges += 1
+                outcome.history.append("\(step): a drops column color")
             default:
+                if !a.fields.contains("color") { outcome.schemaChanges += 1 }
                 try a.addColumn()
                 outcome.history.append("\(step): a gains column color")
             }

@@ -57,6 +57,13 @@ final class HistorySQLiteStore: HistoryStore {
         fields.append("color")
     }
 
+    /// Drops column `color` (an application that gave it up), when it has it.
+    func dropColumn() throws {
+        guard fields.contains("color") else { return }
+        try database().write { db in try db.execute(sql: "ALTER TABLE Note DROP COLUMN color") }
+        fields.removeAll { $0 == "color" }
+    }
+
     func contents() throws -> [String: [String: String]] {
         try database().read { db in
             var result: [String: [String: String]] = [:]
