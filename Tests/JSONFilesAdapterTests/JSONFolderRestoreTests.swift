@@ -80,6 +80,35 @@ struct JSONFolderRestoreTests {
         #expect(try setup.title("2") == "two")
     }
 
+    @Test("one document put back from an older copy with its times (the folder's marker untouched) rejoins instead of rolling the zone back")
+    func documentRestoredInPlace() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        let document = setup.folder.appendingPathComponent("Article/1.json")
+        let backup = setup.directory.url.appendingPathComponent("1.json.bak")
+        try setup.copy(document, to: backup)
+        // The copy is older than what the folder holds next, whatever the clock's resolution.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: backup.path)
+
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "UPDATE Article SET title = 'edited in SQLite' WHERE name = '1'")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try setup.document("1").contains("edited in SQLite"))
+
+        try FileManager.default.removeItem(at: document)
+        try setup.copy(backup, to: document)
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts[.serverWon] == 1, "the older copy met the cloud's version without a common ancestor")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("1") == "edited in SQLite", "the newer edit was not rolled back")
+        #expect(try setup.document("1").contains("edited in SQLite"))
+    }
+
     @Test("a new folder at the adapter's path (a typo, a fresh copy without the marker) joins the zone instead of overwriting it")
     func replacedFolder() async throws {
         let setup = try await Setup()

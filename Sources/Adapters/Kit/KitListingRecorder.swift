@@ -18,6 +18,7 @@ enum KitListingRecorder {
         let problemNames = Set(listing.problems.map { ExactText.Key($0.recordName) })
         var seen = Set<ExactText.Key>()
         for entry in listing.entries where !problemNames.contains(ExactText.Key(entry.key.recordName)) {
+            if entry.rolledBack { try forgetMetadata(of: entry.key.recordName, db: db) }
             guard let observed = KitRecordObservation.observed(entry) else { continue }
             let name = entry.key.recordName
             seen.insert(ExactText.Key(name))
@@ -70,6 +71,7 @@ enum KitListingRecorder {
         for key in keys {
             let name = ExactText.Key(key.recordName)
             let previous = seen[name]
+            if let entry = held[name], entry.rolledBack { try forgetMetadata(of: key.recordName, db: db) }
             if let entry = held[name], let observed = KitRecordObservation.observed(entry) {
                 before[name] = observed
                 if previous != observed { try save(key.recordName, type: entry.key.recordType, observed: observed, db: db) }
@@ -78,6 +80,11 @@ enum KitListingRecorder {
             }
         }
         return before
+    }
+
+    /// A record that went back to an older copy has no common ancestor with the cloud any more.
+    private static func forgetMetadata(of name: String, db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?").execute(arguments: [name])
     }
 
     private static func row(_ name: String, db: Database) throws -> (type: String, observed: String)? {

@@ -99,13 +99,20 @@ public struct KitEntry: Sendable, Equatable {
     /// A version the store keeps per record (a modification time, an etag). When present, the kit
     /// compares it instead of the record's values to find changes.
     public var version: String?
+    /// Whether the store knows this record went back to an older copy since it last reported it
+    /// (a file whose modification time is older than when the store last read it: restored from
+    /// a backup with its times kept). The record rejoins the zone: the kit drops its sync
+    /// metadata, so it meets the cloud's version without a common ancestor (`join_prefers`)
+    /// instead of rolling the zone back.
+    public var rolledBack: Bool
 
     /// An entry: the record as the store holds it (`nil` when it is gone) and the store's version
     /// of it, if the store keeps versions.
-    public init(key: KitRecordKey, record: Record?, version: String? = nil) {
+    public init(key: KitRecordKey, record: Record?, version: String? = nil, rolledBack: Bool = false) {
         self.key = key
         self.record = record
         self.version = version
+        self.rolledBack = rolledBack
     }
 }
 

@@ -1,5 +1,7 @@
 import Foundation
+import AdapterKit
 import GRDB
+import GatewayCore
 import SQLiteSupport
 
 /// What the JSON folder store knows of its files: each document's size and modification time
@@ -44,6 +46,7 @@ struct JSONFolderIndex: Sendable {
                 CREATE INDEX IF NOT EXISTS records_by_path ON records (path);
                 CREATE INDEX IF NOT EXISTS records_by_generation ON records (generation);
                 CREATE TABLE IF NOT EXISTS removed (record_name TEXT PRIMARY KEY, generation INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS rolled_back (record_name TEXT PRIMARY KEY) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS generation (
                     id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL, identity TEXT NOT NULL, problems_changed INTEGER NOT NULL);
                 """)
@@ -58,6 +61,24 @@ struct JSONFolderIndex: Sendable {
     static func file(_ path: String, db: Database) throws -> (stamp: Stamp, problem: String?)? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT size, mtime, problem FROM files WHERE path = ?"), arguments: [path])
             .map { (($0[0], $0[1]), $0[2]) }
+    }
+
+    /// Remembers records whose file went back to an older copy, until an entry reports them.
+    static func markRolledBack(_ names: some Sequence<String>, db: Database) throws {
+        for name in names {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO rolled_back (record_name) VALUES (?)").execute(arguments: [name])
+        }
+    }
+
+    /// Marks the entries of records whose file went back to an older copy, and forgets those
+    /// records: the kit drops their sync metadata as it records the entries.
+    static func reportRolledBack(_ entries: inout [KitEntry], db: Database) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM rolled_back)") == true else { return }
+        let names = Set(try String.fetchAll(db, sql: "SELECT record_name FROM rolled_back").map(ExactText.Key.init))
+        for index in entries.indices where names.contains(ExactText.Key(entries[index].key.recordName)) {
+            entries[index].rolledBack = true
+            try db.cachedStatement(sql: "DELETE FROM rolled_back WHERE record_name = ?").execute(arguments: [entries[index].key.recordName])
+        }
     }
 
     /// Record name → hash of the records a file held when last read.

@@ -79,6 +79,7 @@ public struct JSONFolderStore: KitStore {
                     problems.append(KitProblem(recordName: name, code: "invalidJSON", message: row[1]))
                 }
             }
+            try JSONFolderIndex.reportRolledBack(&entries, db: db)
             try JSONFolderIndex.advance(past: since, db: db)
             return KitListing(
                 entries: entries, deleted: deleted, problems: problems, isComplete: complete,
@@ -126,6 +127,7 @@ public struct JSONFolderStore: KitStore {
                             version: Self.hash(object)))
                 }
             }
+            try JSONFolderIndex.reportRolledBack(&entries, db: db)
             return entries
         }
     }
@@ -335,6 +337,7 @@ public struct JSONFolderStore: KitStore {
             return Document(type: recordType, objects: [:])
         }
         let knownNames = try JSONFolderIndex.records(in: path, db: db)
+        let previousStamp = try JSONFolderIndex.file(path, db: db)?.stamp
         let objects: [String: [String: JSONValue]]
         do {
             objects = try parse(path: path, knownName: layout == .filePerRecord && knownNames.count == 1 ? knownNames.keys.first : nil)
@@ -343,7 +346,13 @@ public struct JSONFolderStore: KitStore {
             try JSONFolderIndex.setFile(path, stamp: stamp, problem: Self.problem(error, path: path), db: db)
             return nil
         }
-        try JSONFolderIndex.setRecords(objects.mapValues(Self.hash), type: recordType, path: path, db: db)
+        let hashes = objects.mapValues(Self.hash)
+        if let previousStamp, stamp.mtime < previousStamp.mtime {
+            // Older than when it was last read, and different: a copy from before was put back
+            // (`cp -a`, `rsync -t`, `tar x` of a backup), not an edit.
+            try JSONFolderIndex.markRolledBack(hashes.filter { knownNames[$0.key] != $0.value }.map(\.key), db: db)
+        }
+        try JSONFolderIndex.setRecords(hashes, type: recordType, path: path, db: db)
         try JSONFolderIndex.setFile(path, stamp: stamp, problem: nil, db: db)
         return Document(type: recordType, objects: objects)
     }
