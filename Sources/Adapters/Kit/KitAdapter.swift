@@ -292,13 +292,13 @@ public final class KitAdapter: ModelAdapter {
                     sql: "DELETE FROM metadata WHERE record_name NOT IN (SELECT value FROM json_each(?))",
                     arguments: [KitStateDatabase.jsonArray(unchanged)])
                 // A record the kit saw that the copy lacks is no delete: the copy may predate it.
-                // The kit forgets it, and a save of it still pending, so the download brings the
-                // cloud's version back. (A delete the kit had noticed before stays pending.)
+                // The kit forgets it, and any change of it still pending (a save, or a delete the
+                // restore undid along with everything after the copy), so the download brings the
+                // cloud's version back: when it cannot tell, a rejoin keeps data rather than
+                // deleting it everywhere.
                 let present = KitStateDatabase.jsonArray(listing.entries.map(\.key.recordName) + listing.problems.map(\.recordName))
                 try db.execute(sql: "DELETE FROM records WHERE record_name NOT IN (SELECT value FROM json_each(?))", arguments: [present])
-                try db.execute(
-                    sql: "DELETE FROM changes WHERE record_type IS NOT NULL AND record_name NOT IN (SELECT value FROM json_each(?))",
-                    arguments: [present])
+                try db.execute(sql: "DELETE FROM changes WHERE record_name NOT IN (SELECT value FROM json_each(?))", arguments: [present])
                 try db.execute(sql: "DELETE FROM zone; DELETE FROM failures; DELETE FROM cursor;")
             }
             try db.execute(sql: "INSERT OR REPLACE INTO identity (id, store, epoch) VALUES (1, ?, ?)", arguments: [fresh.store, fresh.epoch])
