@@ -38,7 +38,9 @@ package enum ThreeWayMerge {
         case (nil, _):
             return .server
         case (.some(let local), .some(let server)):
-            let merged = merge(conflict, prefers: prefers == .store ? .client : .server)
+            // `store` is the operator saying the store is the truth: even values the zone
+            // replaced since win, so superseded values do not count.
+            let merged = merge(conflict, prefers: prefers == .store ? .client : .server, honouringSuperseded: prefers != .store)
             guard case .fields(let fields) = merged else { return merged }
             if server.fields == fields { return .server }
             if local.fields == fields { return .local }
@@ -49,8 +51,9 @@ package enum ThreeWayMerge {
     /// Field-level three-way merge. An edit beats a delete and brings the record back whole (as
     /// SyncKit and Core Data do: a record kept with only its edited fields would break a store's
     /// NOT NULL columns); a field changed on one side takes that side's value; a field changed on
-    /// both sides to different values takes `prefers`.
-    package static func merge(_ conflict: ConflictContext, prefers: MergePreference) -> ConflictResolution {
+    /// both sides to different values takes `prefers`, unless the local value is one the server's
+    /// version superseded (then the server's wins; `honouringSuperseded: false` turns that off).
+    package static func merge(_ conflict: ConflictContext, prefers: MergePreference, honouringSuperseded: Bool = true) -> ConflictResolution {
         switch (conflict.local, conflict.server) {
         case (nil, nil):
             return .server
@@ -68,7 +71,7 @@ package enum ThreeWayMerge {
                     chosen = serverValue
                 } else if !conflict.changedOnServer(field) {
                     chosen = localValue
-                } else if conflict.supersededLocally(field) {
+                } else if honouringSuperseded && conflict.supersededLocally(field) {
                     // The zone held the local value before the server's replaced it.
                     chosen = serverValue
                 } else {
