@@ -47,7 +47,8 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     public var zone: String
     /// Whether the store has changes to upload.
     public var hasChanges: Bool
-    /// How many records wait to be uploaded (failed records excluded).
+    /// How many records have local changes the cloud has not seen (failed records included,
+    /// as `ModelAdapter.pendingChangeCount()` counts them).
     public var pendingChanges: Int
     /// Records that failed permanently; `gateway retry` sends them again.
     public var failedRecords: Int
