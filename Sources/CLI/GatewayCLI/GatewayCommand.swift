@@ -51,7 +51,7 @@ struct GatewayCommand: AsyncParsableCommand {
         commandName: "gateway",
         abstract: "Keeps local stores in sync with a CloudKit-style record store.",
         discussion: """
-            Exit codes: 0 ok, 1 sync failed (or status --fail-on-changes found changes), 2 usage or configuration error,
+            Exit codes: 0 ok, 1 sync failed (or status --fail-on-changes found changes), 2 usage or configuration error, \
             3 status could not read a store, 75 already syncing.
             """,
         version: GatewayVersion.current,

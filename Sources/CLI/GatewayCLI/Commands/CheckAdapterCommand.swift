@@ -13,9 +13,9 @@ struct CheckAdapterCommand: AsyncParsableCommand {
         commandName: "check-adapter",
         abstract: "Run the adapter conformance suite against a configured adapter, in scratch stores.",
         discussion: """
-            Each case opens the adapter's kind over a new, empty store in a temporary folder (a
-            plugin is told the folder in its handshake as 'scratch'), so the configured store and
-            the gateway's state are never touched. Exit status 0 when every case passes, 1 when one
+            Each case opens the adapter's kind over a new, empty store in a temporary folder (a \
+            plugin is told the folder in its handshake as 'scratch'), so the configured store and \
+            the gateway's state are never touched. Exit status 0 when every case passes, 1 when one \
             fails.
             """)
 
