@@ -266,6 +266,14 @@ struct StatusPageTests {
         #expect(html.contains("Set <code>control.token</code>"), "no token: the page says how to enable actions instead of showing forms")
         #expect(!html.contains("id=\"sync-now\""))
         #expect(html.components(separatedBy: "<script>").count == 2, "one script, the page's own")
+        #expect(!html.contains("id=\"about\""), "no gateway line without what it says")
+
+        var described = page
+        described.about = StatusPage.About(cloudKind: "embedded", stateDirectory: "/srv/<gw>", startedAt: page.now.addingTimeInterval(-3725))
+        let line = described.html()
+        #expect(line.contains("version \(GatewayVersion.current) · cloud embedded · state /srv/&lt;gw&gt; · up 1 h 2 min"), "\(line.prefix(1500))")
+        #expect(StatusPage.elapsed(from: Date(timeIntervalSince1970: 0), to: Date(timeIntervalSince1970: 42)) == "42 s")
+        #expect(StatusPage.elapsed(from: Date(timeIntervalSince1970: 0), to: Date(timeIntervalSince1970: 90_000)) == "1 d 1 h")
     }
 
     @Test("forms are parsed strictly", arguments: [

@@ -63,6 +63,9 @@ public final class GatewayMonitor: Sendable {
     /// Failures in a row after which `/readyz` reports the gateway as not ready.
     public let failuresBeforeNotReady = 3
 
+    /// When the service started (when its monitor was made).
+    public let serviceStartedAt = Date()
+
     public init() {}
 
     func started(with adapters: [OpenedAdapter]) {

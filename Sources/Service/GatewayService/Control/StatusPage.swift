@@ -18,6 +18,26 @@ public struct StatusPage: Sendable {
         public var failedRecords: [FailedRecord]
     }
 
+    /// What the page says of the gateway itself, under its title.
+    public struct About: Sendable {
+        /// The release (`GatewayVersion.current`).
+        public var version: String
+        /// The cloud's kind (`cloud.kind`).
+        public var cloudKind: String
+        /// The resolved state folder (`gateway.state_dir`).
+        public var stateDirectory: String
+        /// When the service started.
+        public var startedAt: Date
+
+        /// What the page says of a gateway.
+        public init(version: String = GatewayVersion.current, cloudKind: String, stateDirectory: String, startedAt: Date) {
+            self.version = version
+            self.cloudKind = cloudKind
+            self.stateDirectory = stateDirectory
+            self.startedAt = startedAt
+        }
+    }
+
     /// Failed records listed per adapter; the count above the list says how many there are.
     public static let failedRecordsShown = 50
 
@@ -32,6 +52,8 @@ public struct StatusPage: Sendable {
     /// Whether actions can work at all (a control token is configured).
     public var actionsEnabled: Bool
     public var now: Date
+    /// The gateway's version, cloud, state folder and uptime; `nil` leaves the line out.
+    public var about: About?
 
     /// The state an adapter is in, in a word, with why when it is not plainly synced.
     static func state(of row: AdapterRow) -> (word: String, why: String?) {
@@ -52,7 +74,7 @@ public struct StatusPage: Sendable {
             <title>Sync Gateway</title>
             <style>\(Self.style)</style>
             </head><body>
-            <header><h1>Sync Gateway</h1><p class="muted">\(htmlEscaped(Self.format(now)))\(inProgress.map { " · syncing since \(htmlEscaped(Self.format($0.startedAt))) (\(htmlEscaped($0.reasons.joined(separator: ", "))))" } ?? "")</p></header>
+            <header><h1>Sync Gateway</h1>\(aboutLine())<p class="muted">\(htmlEscaped(Self.format(now)))\(inProgress.map { " · syncing since \(htmlEscaped(Self.format($0.startedAt))) (\(htmlEscaped($0.reasons.joined(separator: ", "))))" } ?? "")</p></header>
 
             """
         if let notice { page += "<p class=\"notice\" id=\"notice\">\(htmlEscaped(notice))</p>\n" }
@@ -200,6 +222,24 @@ public struct StatusPage: Sendable {
     /// The time of day, for chart captions.
     static func clock(_ date: Date) -> String {
         date.formatted(.iso8601.time(includingFractionalSeconds: false).timeSeparator(.colon)).prefix(5) + " UTC"
+    }
+
+    /// "version 0.9.0 · cloud embedded · state /srv/gw/.gateway · up 3 h 12 min".
+    private func aboutLine() -> String {
+        guard let about else { return "" }
+        let text = "version \(about.version) · cloud \(about.cloudKind) · state \(about.stateDirectory) · up \(Self.elapsed(from: about.startedAt, to: now))"
+        return "<p class=\"muted\" id=\"about\">\(htmlEscaped(text))</p>"
+    }
+
+    /// A duration in the largest two units: "42 s", "3 min 5 s", "2 h 10 min", "4 d 1 h".
+    static func elapsed(from start: Date, to end: Date) -> String {
+        let seconds = max(0, Int(end.timeIntervalSince(start)))
+        switch seconds {
+        case ..<60: return "\(seconds) s"
+        case ..<3600: return "\(seconds / 60) min \(seconds % 60) s"
+        case ..<86400: return "\(seconds / 3600) h \(seconds % 3600 / 60) min"
+        default: return "\(seconds / 86400) d \(seconds % 86400 / 3600) h"
+        }
     }
 
     static func format(_ date: Date) -> String {

@@ -159,7 +159,10 @@ struct StatusPageRoutes: Sendable {
         }
         return StatusPage(
             adapters: rows, syncs: monitor.recentSyncs, pending: monitor.recentPending, inProgress: monitor.inProgress,
-            notReadyReason: monitor.notReadyReason, notice: notice, actionsEnabled: !token.isEmpty, now: Date())
+            notReadyReason: monitor.notReadyReason, notice: notice, actionsEnabled: !token.isEmpty, now: Date(),
+            about: StatusPage.About(
+                cloudKind: scheduler.configuration.cloud.kind, stateDirectory: scheduler.configuration.context.stateDirectory,
+                startedAt: monitor.serviceStartedAt))
     }
 
     private func html(_ status: HTTPResponse.Status, _ body: String) -> Response {
