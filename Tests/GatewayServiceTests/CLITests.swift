@@ -109,6 +109,8 @@ struct CLITests {
         let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(json.stdout.utf8))
         #expect(status.adapters.map(\.name) == ["notes", "notes-replica", "docs"])
         #expect(status.adapters.map { $0.error != nil } == [false, true, false])
+        #expect(status.adapters.map(\.healthState) == [.ok, .unreachable, .ok], "one health word, as /status and the page say it")
+        #expect(json.stdout.contains("\"health\" : \"unreachable\""), "\(json.stdout)")
         #expect(status.hasUnreadableStores)
     }
 

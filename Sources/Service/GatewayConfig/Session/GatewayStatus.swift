@@ -58,8 +58,17 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     public var hasSynced: Bool
     /// Why the adapter is paused, when it is.
     public var pausedReason: String?
-    /// Why the store could not be read (the service's status only; the counts are then unknown).
-    public var error: String?
+    /// Why the store could not be opened or read (the counts are then unknown).
+    public var error: String? {
+        didSet { healthState = health() }
+    }
+    /// ``health(consecutiveFailures:lastFailureCode:)`` from the store alone (`health` in JSON).
+    public private(set) var healthState: AdapterHealthState?
+
+    enum CodingKeys: String, CodingKey {
+        case name, kind, zone, hasChanges, pendingChanges, failedRecords, batchSize, hasSynced, pausedReason, error
+        case healthState = "health"
+    }
 
     init(unreadable opened: OpenedAdapter, error: String) {
         self.init(unreadable: opened.configuration, error: error)
@@ -77,6 +86,7 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
         batchSize = 0
         hasSynced = false
         self.error = error
+        healthState = health()
     }
 
     /// A line with every count known (``error`` unset).
@@ -93,6 +103,7 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
         self.batchSize = batchSize
         self.hasSynced = hasSynced
         self.pausedReason = pausedReason
+        healthState = health()
     }
 
     static func read(_ opened: OpenedAdapter, configuration: GatewayConfiguration) async throws -> AdapterStatus {
@@ -105,5 +116,37 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
             failedRecords: try await adapter.failedRecords().count,
             batchSize: state.effectiveBatchSize(configured: options.batchSize), hasSynced: state.token != nil,
             pausedReason: state.pausedReason)
+    }
+}
+
+/// An adapter's health in one word, computed once (``AdapterStatus/health(consecutiveFailures:lastFailureCode:)``)
+/// and shown the same way by `gateway status --json`, `/status` and the status page.
+public enum AdapterHealthState: String, Sendable, Codable, CaseIterable {
+    /// Synced, nothing waiting.
+    case ok
+    /// Changes wait to be sent, or the adapter has not synced yet.
+    case pending
+    /// Its last syncs failed, or some of its records failed.
+    case failing
+    /// Its store cannot be opened or read now.
+    case unreachable
+    /// Its last sync made no progress for `stall_timeout`.
+    case stalled
+    /// Paused (its zone was deleted, `on_zone_deleted: pause`) until it is reset.
+    case paused
+}
+
+extension AdapterStatus {
+    /// The adapter's health from what its store says and, under `gateway run`, from its last
+    /// syncs (`consecutiveFailures` failed in a row, the last with `lastFailureCode`). The first
+    /// that applies: unreachable, paused, stalled or failing (failed syncs), failing (failed
+    /// records), pending, ok.
+    public func health(consecutiveFailures: Int = 0, lastFailureCode: String? = nil) -> AdapterHealthState {
+        if error != nil { return .unreachable }
+        if pausedReason != nil { return .paused }
+        if consecutiveFailures > 0 { return lastFailureCode == "stalled" ? .stalled : .failing }
+        if failedRecords > 0 { return .failing }
+        if hasChanges || pendingChanges > 0 || !hasSynced { return .pending }
+        return .ok
     }
 }

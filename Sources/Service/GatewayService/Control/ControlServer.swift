@@ -143,6 +143,8 @@ public struct ServiceStatus: Codable, Sendable, Equatable {
         public var lastSuccessAt: Date?
         public var consecutiveFailures: Int
         public var lastError: String?
+        /// The health in one word, as `gateway status` and the page show it.
+        public var health: AdapterHealthState
     }
 
     public var hasChanges: Bool
@@ -157,7 +159,8 @@ public struct ServiceStatus: Codable, Sendable, Equatable {
             return Adapter(
                 name: adapter.name, zone: adapter.zone, hasChanges: adapter.hasChanges, pendingChanges: adapter.pendingChanges,
                 failedRecords: adapter.failedRecords, batchSize: history.batchSize ?? adapter.batchSize,
-                lastSuccessAt: history.lastSuccessAt, consecutiveFailures: history.consecutiveFailures, lastError: history.lastError)
+                lastSuccessAt: history.lastSuccessAt, consecutiveFailures: history.consecutiveFailures, lastError: history.lastError,
+                health: adapter.health(consecutiveFailures: history.consecutiveFailures, lastFailureCode: history.lastErrorCode))
         }
         syncInProgress = monitor.inProgress
     }

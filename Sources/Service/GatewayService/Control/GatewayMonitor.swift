@@ -10,6 +10,8 @@ public final class GatewayMonitor: Sendable {
         public var lastSuccessAt: Date?
         public var consecutiveFailures = 0
         public var lastError: String?
+        /// The code of the last failure (``AdapterSyncReport/failureCode``), `nil` after a success.
+        public var lastErrorCode: String?
         public var batchSize: Int?
     }
 
@@ -117,12 +119,14 @@ public final class GatewayMonitor: Sendable {
                     health.lastSuccessAt = Date()
                     health.consecutiveFailures = 0
                     health.lastError = nil
+                    health.lastErrorCode = nil
                 case .paused(let reason):
                     health.consecutiveFailures += 1
                     health.lastError = "paused: \(reason)"
                 case .failed(let code, let message):
                     health.consecutiveFailures += 1
                     health.lastError = "\(adapter.failureCode ?? code.rawValue): \(message)"
+                    health.lastErrorCode = adapter.failureCode ?? code.rawValue
                 }
                 state.health[adapter.adapter] = health
             }

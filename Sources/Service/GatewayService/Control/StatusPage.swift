@@ -55,15 +55,23 @@ public struct StatusPage: Sendable {
     /// The gateway's version, cloud, state folder and uptime; `nil` leaves the line out.
     public var about: About?
 
-    /// The state an adapter is in, in a word, with why when it is not plainly synced.
+    /// The adapter's health in a word (``AdapterStatus/health(consecutiveFailures:lastFailureCode:)``,
+    /// as `/status` and `gateway status --json` say it), with why when it is not `ok`.
     static func state(of row: AdapterRow) -> (word: String, why: String?) {
-        if let error = row.status.error { return ("failing", error) }
-        if let paused = row.status.pausedReason { return ("paused", paused) }
-        if row.health.consecutiveFailures > 0 { return ("failing", row.health.lastError) }
-        if row.status.failedRecords > 0 { return ("failing", row.status.failedRecords == 1 ? "1 failed record (listed below)" : "\(row.status.failedRecords) failed records (listed below)") }
-        if row.status.hasChanges || row.status.pendingChanges > 0 { return ("pending", row.status.pendingChanges == 1 ? "1 change to send" : "\(row.status.pendingChanges) changes to send") }
-        if !row.status.hasSynced { return ("pending", "not synced yet") }
-        return ("synced", nil)
+        let health = row.status.health(consecutiveFailures: row.health.consecutiveFailures, lastFailureCode: row.health.lastErrorCode)
+        let why: String? =
+            switch health {
+            case .ok: nil
+            case .unreachable: row.status.error
+            case .paused: row.status.pausedReason
+            case .stalled: row.health.lastError
+            case .failing where row.health.consecutiveFailures > 0: row.health.lastError
+            case .failing: row.status.failedRecords == 1 ? "1 failed record (listed below)" : "\(row.status.failedRecords) failed records (listed below)"
+            case .pending:
+                !row.status.hasChanges && row.status.pendingChanges == 0
+                    ? "not synced yet" : row.status.pendingChanges == 1 ? "1 change to send" : "\(row.status.pendingChanges) changes to send"
+            }
+        return (health.rawValue, why)
     }
 
     public func html() -> String {
@@ -251,7 +259,7 @@ public struct StatusPage: Sendable {
         h1{font-size:1.4rem;margin:1rem 0 0}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
         .muted{color:#66707a}table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #e2e6ea;vertical-align:top}
         .num{text-align:right;font-variant-numeric:tabular-nums}.state{font-weight:600;padding:.05rem .4rem;border-radius:.3rem}
-        .synced{background:#dcf5e3;color:#16622e}.pending{background:#fff3cd;color:#7a5a00}.failing{background:#fde2e1;color:#a1221b}.paused{background:#e5e7eb;color:#374151}
+        .ok{background:#dcf5e3;color:#16622e}.pending{background:#fff3cd;color:#7a5a00}.failing,.unreachable,.stalled{background:#fde2e1;color:#a1221b}.paused{background:#e5e7eb;color:#374151}
         .notice{background:#e0efff;padding:.5rem;border-radius:.3rem}.warn{background:#fde2e1;padding:.5rem;border-radius:.3rem}
         .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1rem}figure{margin:0}figcaption{font-size:.85rem;color:#66707a}
         svg{width:100%;height:4rem;background:#f6f8fa;border-radius:.3rem}.actions{display:flex;flex-wrap:wrap;gap:1.5rem}
