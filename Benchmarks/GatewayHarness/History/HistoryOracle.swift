@@ -104,6 +104,14 @@ struct HistoryOracle {
         return !(syncedAt[event.store] ?? []).contains { $0 > restore && $0 < event.step }
     }
 
+    /// Withdraws `store`'s writes of `field` that never left it: the column was dropped, and with
+    /// it the values the cloud never held (an application giving a column up destroys them).
+    mutating func dropColumn(store: String, field: String, seenInCloud: Set<String>) {
+        for event in events where event.store == store && !withdrawn.contains(event.id) {
+            if case .write(let written, let value) = event.kind, written == field, !seenInCloud.contains(value) { withdrawn.insert(event.id) }
+        }
+    }
+
     /// Deletes that left their store: after a sync of it, the cloud no longer held a record it
     /// had held before.
     private var deliveredDeletes = Set<Int>()

@@ -206,6 +206,8 @@ private struct History {
                 outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)")
             case 99 where a.fields.contains("color"):
                 try a.dropColumn()
+                _ = try await lookAtCloud()
+                oracle.dropColumn(store: "a", field: "color", seenInCloud: seenInCloud)
                 outcome.schemaChanges += 1
                 outcome.history.append("\(step): a drops column color")
             default:
