@@ -12,6 +12,16 @@ struct UnacknowledgedWriteTests {
     /// The fixture's device id with fewer attempts: a gateway's device id never changes.
     static let fewAttempts = SyncConfiguration(deviceID: "test", retry: RetryPolicy(maxAttempts: 2))
 
+    /// Syncs `adapter` with its save applied by the cloud but the answer lost, and the retry
+    /// failing too, so the sync gives up with the change still pending.
+    static func syncLosingTheAnswer(_ adapter: InMemoryAdapter, in fixture: SyncFixture, options: AdapterSyncOptions) async throws
+        -> AdapterSyncReport
+    {
+        fixture.cloud.script(.lostResponse, on: .modify)
+        fixture.cloud.script(.error(CloudError(.networkFailure, "reset")), on: .modify)
+        return try await fixture.sync(adapter, options: options, configuration: fewAttempts)
+    }
+
     @Test("a save whose answer was lost, then overwritten by another replica, does not beat a newer local edit")
     func lostAnswerThenOtherWriter() async throws {
         let fixture = try SyncFixture()
@@ -20,9 +30,7 @@ struct UnacknowledgedWriteTests {
         let b = fixture.adapter("b")
         await a.save(F.note("r", ["f0": .int64(1)]))
         // The create is saved but its answer lost; the retry fails too, so the sync gives up.
-        fixture.cloud.script(.lostResponse, on: .modify)
-        fixture.cloud.script(.error(CloudError(.networkFailure, "reset")), on: .modify)
-        let failed = try await fixture.sync(a, options: options, configuration: Self.fewAttempts)
+        let failed = try await Self.syncLosingTheAnswer(a, in: fixture, options: options)
         #expect(failed.error?.code == .retriesExhausted)
         #expect(try await fixture.cloudRecords()["r"] == ["f0": .int64(1)], "the cloud did save it")
 
@@ -55,9 +63,7 @@ struct UnacknowledgedWriteTests {
 
         // a's edit is saved but its answer lost: a keeps it pending.
         await a.save(F.note("r", ["title": .string("from a")]))
-        fixture.cloud.script(.lostResponse, on: .modify)
-        fixture.cloud.script(.error(CloudError(.networkFailure, "reset")), on: .modify)
-        #expect(try await fixture.sync(a, options: options, configuration: Self.fewAttempts).error?.code == .retriesExhausted)
+        #expect(try await Self.syncLosingTheAnswer(a, in: fixture, options: options).error?.code == .retriesExhausted)
 
         // b sees a's edit and overwrites it; c sees b's and overwrites that.
         try await fixture.sync(b, options: options)
@@ -100,9 +106,7 @@ struct UnacknowledgedWriteTests {
         await a.save(F.note("r", ["f0": .int64(1)]))
         try await fixture.sync(a, options: options)
         await a.save(F.note("r", ["f0": .int64(2)]))
-        fixture.cloud.script(.lostResponse, on: .modify)
-        fixture.cloud.script(.error(CloudError(.networkFailure, "reset")), on: .modify)
-        _ = try await fixture.sync(a, options: options, configuration: Self.fewAttempts)
+        _ = try await Self.syncLosingTheAnswer(a, in: fixture, options: options)
         await a.save(F.note("r", ["f0": .int64(3)]))
         let report = try await fixture.sync(a, options: options)
         #expect(report.outcome == .synced)

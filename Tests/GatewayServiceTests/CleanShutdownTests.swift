@@ -25,17 +25,11 @@ struct CleanShutdownTests {
             """
         try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
         for round in 0..<2 {
-            let errors = directory.path("run-\(round).err")
-            let service = try ChildProcess(
-                try BuiltExecutable.path("gateway"), arguments: ["run", "--log-format", "json"], directory: directory.url.path,
-                standardOutput: directory.path("run-\(round).out"), standardError: errors)
+            let running = try RunningGateway(in: directory, name: "run-\(round)")
+            let service = running.process
             defer { if service.isRunning { service.kill() } }
-            func log() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while !log().contains("\"message\":\"sync finished\"") && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            #expect(log().contains("\"message\":\"sync finished\""), "\(log())")
+            let log = running.log
+            try await running.waitFor("the first sync") { log().contains("\"message\":\"sync finished\"") }
             if round == 1 {
                 // A sync with work to do is running when the signal arrives.
                 try await DatabaseQueue(path: directory.path("app.sqlite")).write { db in

@@ -30,19 +30,11 @@ struct ServiceBackoffTests {
               - { name: broken, kind: sqlite, path: broken.sqlite, zone: Broken, tables: [{ table: item }] }
             """
         try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
-        let service = try ChildProcess(
-            try BuiltExecutable.path("gateway"), arguments: ["run", "--log-format", "json"], directory: directory.url.path,
-            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        let running = try RunningGateway(in: directory)
+        let service = running.process
         defer { if service.isRunning { service.kill() } }
-        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
-        func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            throw ConformanceFailure("\(what) did not happen within 60 s; the service logged:\n\(log())")
-        }
+        let log = running.log
+        let waitFor = running.waitFor
         try await waitFor("the first sync") { log().contains("\"message\":\"sync finished\"") }
 
         // The broken store loses its table: its syncs fail from now on.
@@ -96,19 +88,11 @@ struct ServiceBackoffTests {
               - { name: flaky, kind: sqlite, path: flaky.sqlite, zone: Flaky, tables: [{ table: item }] }
             """
         try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
-        let service = try ChildProcess(
-            try BuiltExecutable.path("gateway"), arguments: ["run", "--log-format", "json"], directory: directory.url.path,
-            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        let running = try RunningGateway(in: directory)
+        let service = running.process
         defer { if service.isRunning { service.kill() } }
-        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
-        func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            throw ConformanceFailure("\(what) did not happen within 60 s; the service logged:\n\(log())")
-        }
+        let log = running.log
+        let waitFor = running.waitFor
         try await waitFor("the first sync") { log().contains("\"message\":\"sync finished\"") }
 
         // The store loses its table (its sync fails and backs off), then gets it back with a row
