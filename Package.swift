@@ -271,6 +271,7 @@ let package = Package(
             dependencies: [
                 "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "GatewayCLI", "GatewayTesting", "EmbeddedCloud", "PostgresCloud",
                 "PostgresSupport", "PostgresTesting", "FaultProxy", "SQLiteSupport", "SQLiteAdapter", "JSONFilesAdapter", "AdapterKit",
+                "PostgresAdapter", "PluginAdapter", .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -109,6 +109,27 @@ struct JSONFolderRestoreTests {
         #expect(try setup.document("1").contains("edited in SQLite"))
     }
 
+    @Test("a document edited after the machine's clock was stepped back is an edit, not a restore: it reaches the other stores")
+    func editUnderClockSteppedBack() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        // The gateway last read the documents while the clock was an hour ahead (NTP then stepped
+        // it back): every time it recorded is later than any write made now.
+        let index = try DatabaseQueue(path: JSONFilesBehaviourTests.configuration(setup.folder).indexPath)
+        try await index.write { db in try db.execute(sql: "UPDATE files SET mtime = mtime + 3600000000000") }
+        try index.close()
+
+        try JSONFilesBehaviourTests.write("{\"title\": \"edited in JSON\"}", to: setup.folder.appendingPathComponent("Article/1.json"))
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflictCount == 0, "an edit written under the stepped clock has its ancestor")
+        #expect(report.adapters[0].uploaded == 1)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("1") == "edited in JSON")
+    }
+
     @Test("a new folder at the adapter's path (a typo, a fresh copy without the marker) joins the zone instead of overwriting it")
     func replacedFolder() async throws {
         let setup = try await Setup()

@@ -67,6 +67,88 @@ struct PostgresStoreIdentityTests {
         await pool.close()
     }
 
+    @Test("a table restored with pg_dump --clean (its triggers recreated after its rows) joins the zone; its edits lost with the old table delete nothing")
+    func tableRestoredWithItsTriggers() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("restored_with_triggers")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await PostgresConnectionPool.execute(
+            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
+             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note VALUES (1, 'one'), (2, 'two'), (3, 'three')"],
+            on: endpoint, doing: "setting up")
+        func rows(_ schema: String) async throws -> [Int64: String] {
+            try await pool.withConnection(doing: "reading") { connection in
+                var result: [Int64: String] = [:]
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT id, title FROM \(schema).note"), logger: connection.logger)
+                for try await (id, title) in rows.decode((Int64, String).self) { result[id] = title }
+                return result
+            }
+        }
+        let directory = try TemporaryDirectory(prefix: "pg-restored-triggers")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
+        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
+        try await Synchronizer.syncInTurns([a, b])
+        try await PostgresTestServer.dump(table: "a.note", of: endpoint, to: directory.path("a-note.sql"))
+        #expect(try String(contentsOfFile: directory.path("a-note.sql"), encoding: .utf8).contains("CREATE TRIGGER"), "the dump holds the capture triggers")
+
+        try await PostgresConnectionPool.execute(["INSERT INTO a.note VALUES (4, 'four')"], on: endpoint, doing: "inserting")
+        try await Synchronizer.syncInTurns([a, b])
+        try await PostgresConnectionPool.execute(["UPDATE b.note SET title = 'edited in b' WHERE id = 2"], on: endpoint, doing: "editing b")
+        try await Synchronizer.syncInTurns([b, a])
+        // An edit that never left a, then the restore of the dump taken before row 4 existed.
+        try await PostgresConnectionPool.execute(["UPDATE a.note SET title = 'four, unsent' WHERE id = 4"], on: endpoint, doing: "editing a")
+        try await PostgresTestServer.runScript(directory.path("a-note.sql"), on: endpoint)
+
+        let report = try await a.sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts[.serverWon] == 1, "row 2 met the cloud without a common ancestor and the cloud's version won")
+        #expect(report.adapters[0].deletedRemotely == 0, "row 4, missing from the restored table, was deleted by no one")
+        #expect(report.adapters[0].uploaded == 0)
+        #expect(try await b.sync().succeeded)
+        let expected: [Int64: String] = [1: "one", 2: "edited in b", 3: "three", 4: "four"]
+        #expect(try await rows("a") == expected)
+        #expect(try await rows("b") == expected)
+        await adapterA.close()
+        await adapterB.close()
+        await pool.close()
+    }
+
+    @Test("a dump taken after an edit that had not synced yet brings the edit back as an edit: it reaches the zone")
+    func dumpHoldingAnUnsyncedEdit() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("dump_unsynced_edit")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await PostgresConnectionPool.execute(
+            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
+             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note VALUES (1, 'one'), (2, 'two')"],
+            on: endpoint, doing: "setting up")
+        let directory = try TemporaryDirectory(prefix: "pg-dump-unsynced")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
+        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
+        try await Synchronizer.syncInTurns([a, b])
+        try await PostgresConnectionPool.execute(["UPDATE a.note SET title = 'edited in a' WHERE id = 2"], on: endpoint, doing: "editing a")
+        try await PostgresTestServer.dump(table: "a.note", of: endpoint, to: directory.path("a-note.sql"))
+        try await PostgresTestServer.runScript(directory.path("a-note.sql"), on: endpoint)
+
+        let report = try await a.sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].uploaded == 1, "the edit the dump held was uploaded")
+        #expect(try await b.sync().succeeded)
+        let title = try await pool.withConnection(doing: "reading") { connection in
+            var found: String?
+            for try await value in try await connection.query("SELECT title FROM b.note WHERE id = 2", logger: connection.logger).decode(String.self) {
+                found = value
+            }
+            return found
+        }
+        #expect(title == "edited in a")
+        await adapterA.close()
+        await adapterB.close()
+        await pool.close()
+    }
+
     @Test("a table on an older schema never erases a column it lacks; the column, added later, gets the cloud's values")
     func olderSchema() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("older_schema")

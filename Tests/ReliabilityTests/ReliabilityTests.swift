@@ -33,19 +33,22 @@ struct ReliabilityTests {
     struct HistoryResult: Decodable {
         var seeds: Int
         var syncs: Int
+        var failedSyncs: Int
         var restores: Int
         var schemaChanges: Int
+        var clockSteps: Int
         var anomalies: [String: Int]
         var failingSeeds: [UInt64]
         var passed: Bool
     }
 
-    @Test("random histories of writes, restores, replaced stores and a schema change under cloud faults show no anomaly of any class")
+    @Test("random histories over SQLite, JSON, PostgreSQL and plugin stores (writes, restores, replaced stores, schema changes, plugin deaths, clock steps, cloud faults) show no anomaly of any class")
     func histories() async throws {
         let directory = try TemporaryDirectory(prefix: "reliability-history")
         defer { directory.remove() }
         let status = try await Self.harness(
-            ["history", "--seeds", "200", "--directory", directory.path("run"), "--json", directory.path("result.json")], in: directory)
+            ["history", "--seeds", "200", "--directory", directory.path("run"), "--plugin", Self.csvPlugin, "--json", directory.path("result.json")],
+            in: directory)
         let log = ((try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? "")
             + ((try? String(contentsOfFile: directory.path("harness.err"), encoding: .utf8)) ?? "")
         #expect(status == 0, "\(log)")
@@ -54,6 +57,7 @@ struct ReliabilityTests {
         #expect(result.restores > 0 && result.syncs > result.seeds, "the histories restored stores and synced")
         #expect(result.anomalies.count == 7, "every anomaly class is counted: \(result.anomalies)")
         #expect(result.schemaChanges > 0, "the histories added and dropped columns")
+        #expect(result.clockSteps > 0 && result.failedSyncs > 0, "the clock stepped and faults (of the cloud, of the plugin) failed syncs")
         // `revivedWhole` (the documented cost of "an edit beats a delete") and `lostToRejoin` (a
         // write on a restored store losing a reported rejoin conflict, `join_prefers: cloud`) are
         // counted, not failures.

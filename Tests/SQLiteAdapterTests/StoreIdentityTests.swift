@@ -217,4 +217,29 @@ struct StoreIdentityTests {
         #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 100, "the added column received the cloud's values")
         #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 100)
     }
+
+    @Test("a column dropped and added again between two syncs gets the cloud's values back, and a row edited meanwhile keeps its edit")
+    func columnDroppedAndAddedAgain() async throws {
+        let pair = try Pair(schema: #"CREATE TABLE "Note" (name TEXT PRIMARY KEY, title TEXT, rank INTEGER, color TEXT)"#)
+        defer { pair.directory.remove() }
+        for index in 1...10 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?, 'red')"#, ["\(index)", index]) }
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+
+        // The application gives the column up and takes it back (a migration and its rollback),
+        // with no sync in between; then it edits row 1's title (its color, emptied by the drop,
+        // is not part of that edit) and gives row 2 a new color.
+        try pair.fileB.execute(#"ALTER TABLE "Note" DROP COLUMN color"#)
+        try pair.fileB.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT"#)
+        try pair.fileB.execute(#"UPDATE "Note" SET title = 'edited in b' WHERE name = '1'"#)
+        try pair.fileB.execute(#"UPDATE "Note" SET color = 'blue' WHERE name = '2'"#)
+        let report = try await pair.synchronizer(pair.fileB, name: "b").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].uploaded == 2, "the two edits, and no emptied color, were uploaded")
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 9, "the emptied colors came back from the cloud")
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 9)
+        #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'blue' AND name = '2'"#) == 1)
+        #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE title = 'edited in b'"#) == 1)
+    }
 }

@@ -3,12 +3,17 @@ import EmbeddedCloud
 import Foundation
 import GatewayCore
 import GatewayTesting
+import PostgresAdapter
+import PostgresSupport
+import PostgresTesting
 
-/// Random histories against the gateway's semantics: two SQLite databases and a JSON folder on one
-/// zone, each synced by the same gateway (one device id) through a cloud that injects faults, while
-/// the application writes and deletes, an operator takes backups and restores them (or replaces a
-/// store by a new one: a restore of the empty store), and one database gains a column the others
-/// lack (and may drop again). Then quiet rounds without faults, and `HistoryOracle` counts anomalies by class.
+/// Random histories against the gateway's semantics: two SQLite databases, a JSON folder, a
+/// PostgreSQL table and a process plugin's CSV folder on one zone, each synced by the same gateway
+/// (one device id) through a cloud that injects faults, while the application writes and deletes,
+/// an operator takes backups and restores them (or replaces a store by a new one: a restore of the
+/// empty store), a SQLite database and the PostgreSQL table gain a column the others lack (and may
+/// drop it again), the plugin dies in its writes, and the machine's clock steps back and forth.
+/// Then quiet rounds without faults, and `HistoryOracle` counts anomalies by class.
 struct HistoryRun {
     struct Result: Encodable {
         var seeds: Int
@@ -18,6 +23,8 @@ struct HistoryRun {
         var restores: Int
         /// Columns added to or dropped from a database.
         var schemaChanges: Int
+        /// Steps of the machine's clock.
+        var clockSteps: Int
         var conflictsReported: Int
         var anomalies: [String: Int]
         var failingSeeds: [UInt64]
@@ -36,6 +43,8 @@ struct HistoryRun {
     let seeds: Range<UInt64>
     let faultProbability: Double
     let directory: URL
+    /// `examples/plugins/csv-folder/csv_folder.py`, the plugin of store `e`.
+    let plugin: String
 
     static let zone = ZoneID(zoneName: "History")
     static let records = (0..<5).map { "r\($0)" }
@@ -44,14 +53,16 @@ struct HistoryRun {
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var result = Result(
-            seeds: seeds.count, steps: 0, syncs: 0, failedSyncs: 0, restores: 0, schemaChanges: 0, conflictsReported: 0,
+            seeds: seeds.count, steps: 0, syncs: 0, failedSyncs: 0, restores: 0, schemaChanges: 0, clockSteps: 0, conflictsReported: 0,
             anomalies: Dictionary(uniqueKeysWithValues: HistoryOracle.Anomaly.allCases.map { ($0.rawValue, 0) }), failingSeeds: [],
             shortestFailure: nil, passed: true)
+        let postgres = try await PostgresTestServer.freshDatabase("history")
+        let wrapper = try HistoryPluginStore.writeWrapper(plugin: plugin, in: directory)
         for seed in seeds {
             let folder = directory.appendingPathComponent("seed-\(seed)")
             let outcome: History.Outcome
             do {
-                outcome = try await History(seed: seed, faultProbability: faultProbability, folder: folder).run()
+                outcome = try await History(seed: seed, faultProbability: faultProbability, folder: folder, postgres: postgres, pluginWrapper: wrapper).run()
             } catch {
                 // The harness itself failed (a file, the machine): name the seed and the error.
                 throw HarnessFailure("seed \(seed): \(error)")
@@ -62,6 +73,7 @@ struct HistoryRun {
             result.failedSyncs += outcome.failedSyncs
             result.restores += outcome.restores
             result.schemaChanges += outcome.schemaChanges
+            result.clockSteps += outcome.clockSteps
             result.conflictsReported += outcome.conflicts
             for (anomaly, _) in outcome.anomalies { result.anomalies[anomaly.rawValue, default: 0] += 1 }
             if outcome.anomalies.contains(where: { $0.0.isViolation }) {
@@ -87,6 +99,7 @@ private struct History {
         var failedSyncs = 0
         var restores = 0
         var schemaChanges = 0
+        var clockSteps = 0
         var conflicts = 0
         var history: [String] = []
         var anomalies: [(HistoryOracle.Anomaly, String)] = []
@@ -95,12 +108,26 @@ private struct History {
     let seed: UInt64
     let faultProbability: Double
     let folder: URL
+    let postgres: PostgresEndpoint
+    let pluginWrapper: String
 
     func run() async throws -> Outcome {
+        let d = try await HistoryPostgresStore(name: "d", endpoint: postgres, schema: "history_\(seed)")
+        do {
+            let outcome = try await run(postgres: d)
+            await d.remove()
+            return outcome
+        } catch {
+            await d.remove()
+            throw error
+        }
+    }
+
+    private func run(postgres d: HistoryPostgresStore) async throws -> Outcome {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        var random = SeededGenerator(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 11)
+        var random = SeededGenerator(seed: seed)
         let embedded = try EmbeddedCloud(path: folder.appendingPathComponent("cloud.sqlite").path)
-        let cloud = FaultInjectingCloud(wrapping: embedded, plan: .chaos(probability: faultProbability, operationLimit: 4), seed: seed)
+        let cloud = FaultInjectingCloud(wrapping: embedded, plan: .chaos(probability: faultProbability, operationLimit: 4), seed: seed ^ 0xC10D_0000_0000_0000)
         /// Every value the cloud ever held, read after each sync.
         var seenInCloud = Set<String>()
         /// Every record the cloud ever held.
@@ -116,11 +143,18 @@ private struct History {
         let b = try HistorySQLiteStore(name: "b", path: folder.appendingPathComponent("b.sqlite").path)
         let c = try HistoryJSONStore(
             name: "c", folder: folder.appendingPathComponent("c"), statePath: folder.appendingPathComponent("c-state.sqlite").path)
-        let stores: [any HistoryStore] = [a, b, c]
+        let e = try HistoryPluginStore(
+            name: "e", folder: folder.appendingPathComponent("e"), statePath: folder.appendingPathComponent("e-state.sqlite").path,
+            wrapper: pluginWrapper)
+        let stores: [any HistoryStore] = [a, b, c, d, e]
+        let schemaStores: [any HistorySchemaStore] = [a, d]
+        /// How far the machine's clock is from the true time: it steps back and forth.
+        let clockOffset = LockedValue<TimeInterval>(0)
+        let clock: @Sendable () -> Date = { Date().addingTimeInterval(clockOffset.get()) }
         let prefers: MergePreference = seed.isMultiple(of: 2) ? .server : .client
         let options = AdapterSyncOptions(batchSize: 3, merge: MergeSettings(policy: .merge, prefers: prefers))
         let configuration = SyncConfiguration(deviceID: "gateway", retry: RetryPolicy(maxAttempts: 2))
-        let environment = SyncEnvironment(sleep: { _ in }, now: { Date() }, jitter: { 0 })
+        let environment = SyncEnvironment(sleep: { _ in }, now: clock, jitter: { 0 })
 
         var oracle = HistoryOracle()
         var outcome = Outcome()
@@ -129,19 +163,36 @@ private struct History {
         var backups: [String: [(path: String, step: Int)]] = [:]
         // The gateway watches the databases (its capture triggers are in the files) before the
         // history starts: a delete made in a copy it never opened is invisible to any gateway.
-        for store in [a, b] { _ = try await store.adapter(zone: HistoryRun.zone).pendingChangeCount() }
+        for store in [a, b, d] as [any HistoryStore] {
+            let adapter = try await store.adapter(zone: HistoryRun.zone)
+            _ = try await adapter.pendingChangeCount()
+            await close(adapter)
+        }
         for store in stores {
             let path = folder.appendingPathComponent("\(store.name)-backup-0").path
-            try store.backup(to: path)
+            try await store.backup(to: path)
             backups[store.name] = [(path, 0)]
         }
         let conflicts = LockedValue<[String: [HistoryOracle.Conflict]]>([:])
         let stepNow = LockedValue(0)
 
+        // HISTORY_TRACE=1 prints every sync and conflict of the run, to study one failing seed.
+        let trace = ProcessInfo.processInfo.environment["HISTORY_TRACE"] != nil
+        // The plugin's adapter lives across syncs, as under `gateway run` (its folder is restored
+        // under a running plugin), until the gateway restarts (one in five of its syncs ends so).
+        var runningPlugin: (any ModelAdapter)?
+        var restarts = SeededGenerator(seed: seed ^ 0x5EED_0000_0000_0000)
         func sync(_ store: any HistoryStore, faults: Bool) async throws -> AdapterSyncReport {
             cloud.isEnabled = faults
             let storeName = store.name
-            let adapter = try store.adapter(zone: HistoryRun.zone)
+            let adapter: any ModelAdapter
+            if store === e, let running = runningPlugin {
+                adapter = running
+            } else {
+                e.crashChance = faults ? 0.2 : 0
+                e.crashSeed = seed &* 1000 &+ UInt64(stepNow.get())
+                adapter = try await store.adapter(zone: HistoryRun.zone)
+            }
             let synchronizer = Synchronizer(
                 cloud: cloud, adapters: [SyncedAdapter(adapter, options: options)], configuration: configuration, environment: environment,
                 observer: { event in
@@ -152,13 +203,16 @@ private struct History {
                     }
                 })
             let report = try await synchronizer.sync().adapters[0]
-            if let kit = adapter as? KitAdapter { await kit.close() }
+            if store === e && (!faults || Int.random(in: 0..<5, using: &restarts) > 0) {
+                runningPlugin = adapter
+            } else {
+                runningPlugin = nil
+                await close(adapter)
+            }
             return report
         }
 
-        // HISTORY_TRACE=1 prints every sync and conflict of the run, to study one failing seed.
-        let trace = ProcessInfo.processInfo.environment["HISTORY_TRACE"] != nil
-        let steps = 12 + Int(seed % 29)
+        let steps = 16 + Int(seed % 37)
         outcome.steps = steps
         for step in 1...steps {
             stepNow.withLock { $0 = step }
@@ -166,58 +220,79 @@ private struct History {
             let roll = Int.random(in: 0..<100, using: &random)
             let record = HistoryRun.records.randomElement(using: &random)!
             switch roll {
-            case 0..<42:
-                var fields = store.fields.filter { $0 != "color" || store.name != "b" }
-                if store.name == "a" && !a.fields.contains("color") { fields.removeAll { $0 == "color" } }
-                let field = fields.randomElement(using: &random)!
+            case 0..<40:
+                let field = store.fields.randomElement(using: &random)!
                 let value = "\(store.name)-\(step)-\(field)"
-                let previous = try store.contents()[record]?[field]
-                try store.write(record: record, field: field, value: value)
+                let previous = try await store.contents()[record]?[field]
+                try await store.write(record: record, field: field, value: value)
                 oracle.write(step: step, store: store.name, record: record, field: field, value: value, previous: previous)
                 outcome.history.append("\(step): \(store.name) sets \(record).\(field) = \(value)")
-            case 42..<48:
-                guard let held = try store.contents()[record] else { continue }
-                try store.delete(record: record)
+            case 40..<46:
+                guard let held = try await store.contents()[record] else { continue }
+                try await store.delete(record: record)
                 oracle.delete(step: step, store: store.name, record: record, previous: Array(held.values))
                 outcome.history.append("\(step): \(store.name) deletes \(record)")
-            case 48..<80:
+            case 46..<76:
                 let report = try await sync(store, faults: true)
                 let held = heldInCloud
                 let cloudNow = try await lookAtCloud()
                 oracle.synced(store: store.name, held: held, inCloud: Set(cloudNow.keys))
                 if trace {
                     print("    \(step) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)")
-                    print("      cloud: \(cloudNow.keys.sorted()); store: \(try store.contents().keys.sorted())")
+                    print("      cloud: \(cloudNow.keys.sorted()); store: \(try await store.contents().keys.sorted())")
                 }
                 outcome.syncs += 1
                 if report.outcome != .synced { outcome.failedSyncs += 1 } else { oracle.syncSucceeded(store: store.name, step: step) }
                 outcome.history.append("\(step): \(store.name) syncs (\(report.outcome == .synced ? "synced" : "failed"), \(report.conflictCount) conflicts)")
-            case 80..<90:
+            case 76..<85:
                 let path = folder.appendingPathComponent("\(store.name)-backup-\(step)").path
-                try store.backup(to: path)
+                try await store.backup(to: path)
                 backups[store.name, default: []].append((path, step))
                 outcome.history.append("\(step): backup of \(store.name)")
-            case 90..<97:
+            case 85..<92:
                 let backup = backups[store.name]!.randomElement(using: &random)!
-                try store.restore(from: backup.path)
+                var how = ""
+                if store === d, Bool.random(using: &random) {
+                    try await d.restore(from: backup.path, dataOnly: true)
+                    how = " (rows only, without the triggers)"
+                } else {
+                    try await store.restore(from: backup.path)
+                }
                 _ = try await lookAtCloud()
                 oracle.restore(store: store.name, toStep: backup.step, atStep: step, seenInCloud: seenInCloud)
                 outcome.restores += 1
-                outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)")
-            case 99 where a.fields.contains("color"):
-                try a.dropColumn()
+                outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)\(how)")
+            case 92..<96:
+                // NTP steps the clock, a VM resumes, an operator sets the time: up to two hours
+                // either way from the true time, for the gateway. (Files keep the kernel's time:
+                // a write under a stepped clock stamps its modification and status change times
+                // alike, which a process cannot imitate; `JSONFolderStoreTests` covers that.)
+                let offset = TimeInterval(Int.random(in: -7200...7200, using: &random))
+                clockOffset.withLock { $0 = offset }
+                outcome.clockSteps += 1
+                outcome.history.append("\(step): the clock is set \(Int(offset)) s from the true time")
+            case 96..<98:
+                let changed = schemaStores.randomElement(using: &random)!
+                guard changed.fields.contains("color") else { continue }
+                try await changed.dropColumn()
                 _ = try await lookAtCloud()
-                oracle.dropColumn(store: "a", field: "color", seenInCloud: seenInCloud)
+                oracle.dropColumn(store: changed.name, field: "color", seenInCloud: seenInCloud)
                 outcome.schemaChanges += 1
-                outcome.history.append("\(step): a drops column color")
+                outcome.history.append("\(step): \(changed.name) drops column color")
             default:
-                if !a.fields.contains("color") { outcome.schemaChanges += 1 }
-                try a.addColumn()
-                outcome.history.append("\(step): a gains column color")
+                let changed = schemaStores.randomElement(using: &random)!
+                guard !changed.fields.contains("color") else { continue }
+                try await changed.addColumn()
+                outcome.schemaChanges += 1
+                outcome.history.append("\(step): \(changed.name) gains column color")
             }
         }
 
         // Quiet rounds: no faults, every store in turn, until nothing moves.
+        if let running = runningPlugin {
+            runningPlugin = nil
+            await close(running)
+        }
         stepNow.withLock { $0 = steps + 1 }
         for round in 0..<8 {
             var moved = 0
@@ -242,7 +317,7 @@ private struct History {
             final[record] = values
         }
         for store in stores {
-            let held = try store.contents()
+            let held = try await store.contents()
             var expected: [String: [String: String]] = [:]
             for (record, values) in final { expected[record] = values.filter { store.fields.contains($0.key) } }
             if held != expected {
@@ -256,4 +331,11 @@ private struct History {
         outcome.anomalies += oracle.anomalies(final: final, conflicts: reported)
         return outcome
     }
+}
+
+/// Closes what an adapter holds open (a plugin process, pooled connections), as a gateway that
+/// stops does.
+private func close(_ adapter: any ModelAdapter) async {
+    if let kit = adapter as? KitAdapter { await kit.close() }
+    if let postgres = adapter as? PostgresAdapter { await postgres.close() }
 }

@@ -12,17 +12,25 @@ protocol HistoryStore: AnyObject {
     /// The fields this store has a place for now.
     var fields: [String] { get }
     /// What the store holds: record → field → value (only fields with a value).
-    func contents() throws -> [String: [String: String]]
+    func contents() async throws -> [String: [String: String]]
     /// Sets one field of a record, creating the record when missing.
-    func write(record: String, field: String, value: String) throws
+    func write(record: String, field: String, value: String) async throws
     /// Deletes a record; deleting a missing one does nothing.
-    func delete(record: String) throws
+    func delete(record: String) async throws
     /// An adapter over the store as it is now.
-    func adapter(zone: ZoneID) throws -> any ModelAdapter
+    func adapter(zone: ZoneID) async throws -> any ModelAdapter
     /// Copies the store aside (a backup, as an operator takes one).
-    func backup(to path: String) throws
+    func backup(to path: String) async throws
     /// Puts a backup back in place of the store.
-    func restore(from path: String) throws
+    func restore(from path: String) async throws
+}
+
+/// A store whose application can gain and give up column `color`.
+protocol HistorySchemaStore: HistoryStore {
+    /// Adds column `color` (an upgraded application), once.
+    func addColumn() async throws
+    /// Drops column `color` (an application that gave it up), when it has it.
+    func dropColumn() async throws
 }
 
 /// The values a record's fields hold, as text: the history writes strings only, unique per write.
@@ -31,7 +39,7 @@ private func text(_ value: DatabaseValue) -> String? {
 }
 
 /// A SQLite database with table `Note(name, title, rank)`; `color` is added by a schema change.
-final class HistorySQLiteStore: HistoryStore {
+final class HistorySQLiteStore: HistorySchemaStore {
     let name: String
     let path: String
     private(set) var fields = ["title", "rank"]
@@ -51,21 +59,22 @@ final class HistorySQLiteStore: HistoryStore {
     }
 
     /// Adds column `color` (an upgraded application), once.
-    func addColumn() throws {
+    func addColumn() async throws {
         guard !fields.contains("color") else { return }
-        try database().write { db in try db.execute(sql: "ALTER TABLE Note ADD COLUMN color TEXT") }
+        try await database().write { db in try db.execute(sql: "ALTER TABLE Note ADD COLUMN color TEXT") }
         fields.append("color")
     }
 
     /// Drops column `color` (an application that gave it up), when it has it.
-    func dropColumn() throws {
+    func dropColumn() async throws {
         guard fields.contains("color") else { return }
-        try database().write { db in try db.execute(sql: "ALTER TABLE Note DROP COLUMN color") }
+        try await database().write { db in try db.execute(sql: "ALTER TABLE Note DROP COLUMN color") }
         fields.removeAll { $0 == "color" }
     }
 
-    func contents() throws -> [String: [String: String]] {
-        try database().read { db in
+    func contents() async throws -> [String: [String: String]] {
+        let fields = fields
+        return try await database().read { db in
             var result: [String: [String: String]] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT * FROM Note") {
                 var values: [String: String] = [:]
@@ -76,24 +85,24 @@ final class HistorySQLiteStore: HistoryStore {
         }
     }
 
-    func write(record: String, field: String, value: String) throws {
-        try database().write { db in
+    func write(record: String, field: String, value: String) async throws {
+        try await database().write { db in
             try db.execute(
                 sql: "INSERT INTO Note (name, \(field)) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET \(field) = excluded.\(field)",
                 arguments: [record, value])
         }
     }
 
-    func delete(record: String) throws {
-        try database().write { db in try db.execute(sql: "DELETE FROM Note WHERE name = ?", arguments: [record]) }
+    func delete(record: String) async throws {
+        try await database().write { db in try db.execute(sql: "DELETE FROM Note WHERE name = ?", arguments: [record]) }
     }
 
-    func adapter(zone: ZoneID) throws -> any ModelAdapter {
+    func adapter(zone: ZoneID) async throws -> any ModelAdapter {
         try SQLiteAdapter(
             configuration: SQLiteAdapterConfiguration(name: name, path: path, zoneID: zone, tables: [TableMapping(table: "Note")]))
     }
 
-    func backup(to path: String) throws {
+    func backup(to path: String) async throws {
         let target = try DatabaseQueue(path: path)
         try database().backup(to: target)
         try target.close()
@@ -101,9 +110,9 @@ final class HistorySQLiteStore: HistoryStore {
 
     /// Restores as `sqlite3 .restore` does, through SQLite's backup API into the live file: an
     /// adapter still closing over the old one (its checkpointer) cannot mix its WAL in.
-    func restore(from backup: String) throws {
+    func restore(from backup: String) async throws {
         try DatabaseQueue(path: backup).backup(to: database())
-        let columns = try database().read { db in try db.columns(in: "Note").map(\.name) }
+        let columns = try await database().read { db in try db.columns(in: "Note").map(\.name) }
         fields = ["title", "rank", "color"].filter(columns.contains)
     }
 }
@@ -131,7 +140,7 @@ final class HistoryJSONStore: HistoryStore {
         return object.compactMapValues { $0 as? String }
     }
 
-    func contents() throws -> [String: [String: String]] {
+    func contents() async throws -> [String: [String: String]] {
         var result: [String: [String: String]] = [:]
         for file in (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("Note").path)) ?? []
         where file.hasSuffix(".json") && !file.hasPrefix(".") {
@@ -141,38 +150,28 @@ final class HistoryJSONStore: HistoryStore {
         return result
     }
 
-    func write(record: String, field: String, value: String) throws {
+    func write(record: String, field: String, value: String) async throws {
         var object = try self.object(record) ?? [:]
         object[field] = value
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         try data.write(to: url(record), options: .atomic)
     }
 
-    func delete(record: String) throws {
+    func delete(record: String) async throws {
         try? FileManager.default.removeItem(at: url(record))
     }
 
-    func adapter(zone: ZoneID) throws -> any ModelAdapter {
+    func adapter(zone: ZoneID) async throws -> any ModelAdapter {
         try JSONFilesAdapter.open(
             configuration: JSONFilesAdapterConfiguration(name: name, directory: folder.path, zoneID: zone, statePath: statePath))
     }
 
-    func backup(to path: String) throws {
-        try copy(folder.path, to: path)
+    func backup(to path: String) async throws {
+        try HistoryFiles.copy(folder.path, to: path)
     }
 
-    func restore(from backup: String) throws {
+    func restore(from backup: String) async throws {
         try FileManager.default.removeItem(at: folder)
-        try copy(backup, to: folder.path)
-    }
-
-    /// `cp -a`: the copy keeps the files' times and the folder's dotfiles.
-    private func copy(_ source: String, to target: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/cp")
-        process.arguments = ["-a", source, target]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw HarnessFailure("cp -a \(source) \(target) failed") }
+        try HistoryFiles.copy(backup, to: folder.path)
     }
 }

@@ -47,6 +47,24 @@ public enum PostgresTestServer {
         }
     }
 
+    /// Dumps `table` (schema-qualified) of `endpoint` as an operator's backup does, with
+    /// `pg_dump --clean`: restored with ``runScript(_:on:)``, it drops the table and creates it
+    /// again with its rows and then its triggers.
+    public static func dump(table: String, of endpoint: PostgresEndpoint, to path: String) async throws {
+        guard let pgDump = PostgresTestCluster.program("pg_dump") else {
+            throw ConformanceFailure("pg_dump was not found next to PostgreSQL's server programs or on PATH; install Debian's postgresql-client")
+        }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("pg_dump-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let child = try ChildProcess(
+            pgDump,
+            arguments: ["--clean", "-t", table, "-f", path, "-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username, endpoint.database],
+            environment: ["PATH": "/usr/bin:/bin", "LANG": "C", "PGPASSWORD": endpoint.password ?? ""], standardOutput: log, standardError: log)
+        guard try await child.wait(timeout: .seconds(120)) == 0 else {
+            throw ConformanceFailure("pg_dump of \(table) failed:\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        }
+    }
+
     /// A new, empty database on the server of `admin`, named after `label`.
     public static func freshDatabase(_ label: String, on admin: PostgresEndpoint) async throws -> PostgresEndpoint {
         let safe = label.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }

@@ -209,6 +209,18 @@ public struct JSONFolderStore: KitStore {
 
     func stamp(_ path: String) -> JSONFolderIndex.Stamp? { Self.stamp(path: rootPath + "/" + path) }
 
+    /// Whether the file's modification time was set rather than written: older than its status
+    /// change time (which no program can set) by more than a second. A copy that keeps times
+    /// (`cp -a`, `rsync -t`, `tar x`) or `touch -d` sets it; a write, even under a clock that was
+    /// stepped back, stamps both alike (an atomic save's rename moves the status time by far less).
+    static func timesWereSet(path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        let changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        return changed - modified > 1_000_000_000
+    }
+
     /// The documents on disk: relative path (by bytes: "é.json" and "e\u{301}.json" are two files)
     /// → record type.
     func documentFiles() -> [ExactText.Key: String] {
@@ -347,9 +359,10 @@ public struct JSONFolderStore: KitStore {
             return nil
         }
         let hashes = objects.mapValues(Self.hash)
-        if let previousStamp, stamp.mtime < previousStamp.mtime {
-            // Older than when it was last read, and different: a copy from before was put back
-            // (`cp -a`, `rsync -t`, `tar x` of a backup), not an edit.
+        if let previousStamp, stamp.mtime < previousStamp.mtime, Self.timesWereSet(path: rootPath + "/" + path) {
+            // Older than when it was last read, different, and its time was set, not written: a
+            // copy from before was put back (`cp -a`, `rsync -t`, `tar x` of a backup), not an
+            // edit. (An edit made after the clock was stepped back is older too, but written.)
             try JSONFolderIndex.markRolledBack(hashes.filter { knownNames[$0.key] != $0.value }.map(\.key), db: db)
         }
         try JSONFolderIndex.setRecords(hashes, type: recordType, path: path, db: db)

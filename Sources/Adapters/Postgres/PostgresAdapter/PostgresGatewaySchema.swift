@@ -115,6 +115,10 @@ struct PostgresGatewaySchema: Sendable {
         // earlier releases): a column added since gets the cloud's values through a fresh download.
         try await connection.query(
             PostgresQuery(unsafeSQL: "ALTER TABLE \(tables) ADD COLUMN IF NOT EXISTS value_columns text"), logger: connection.logger)
+        // The table's object id when last installed: a table dropped and created again with its
+        // triggers (a `pg_dump --clean` restore recreates them after the rows) gets a new one.
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "ALTER TABLE \(tables) ADD COLUMN IF NOT EXISTS table_oid bigint"), logger: connection.logger)
     }
 
     /// Installs (or replaces, when outdated or missing) the capture trigger of `table`. Queues the
@@ -126,7 +130,7 @@ struct PostgresGatewaySchema: Sendable {
         let columns = table.valueColumns.map(\.name).joined(separator: "\n")
         let rows = try await connection.query(
             """
-            SELECT t.trigger_version, t.record_name_sql, t.value_columns,
+            SELECT t.trigger_version, t.record_name_sql, t.value_columns, t.table_oid IS NOT NULL AND t.table_oid <> to_regclass(\(table.qualifiedName))::oid::bigint,
                    (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
                     AND g.tgname = ANY(\(Self.triggers.map(\.name)))) = \(Self.triggers.count),
                    EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
@@ -135,10 +139,11 @@ struct PostgresGatewaySchema: Sendable {
             """,
             logger: connection.logger)
         // `complete`: this version's triggers are all there. `present`: some capture trigger is,
-        // of this version or an earlier one; with none, the table was recreated behind our back.
+        // of this version or an earlier one, on the table the gateway installed them on; with
+        // none, or on a table with another object id, the table was recreated behind our back.
         var installed: (version: Int, sql: String, columns: String?, complete: Bool, present: Bool)?
-        for try await (version, sql, known, complete, present) in rows.decode((Int, String, String?, Bool, Bool).self) {
-            installed = (version, sql, known, complete, present)
+        for try await (version, sql, known, recreated, complete, present) in rows.decode((Int, String, String?, Bool, Bool, Bool).self) {
+            installed = (version, sql, known, complete && !recreated, present && !recreated)
         }
         if let installed, installed.present, let known = installed.columns, known != columns {
             // A column the store did not have may hold values in the cloud: download them.
@@ -150,11 +155,14 @@ struct PostgresGatewaySchema: Sendable {
             }
         }
         if let installed, installed.complete, installed.version == Self.version, installed.sql == newName {
-            if installed.columns != columns {
-                try await connection.query(
-                    "UPDATE \(unescaped: tables) SET value_columns = \(columns) WHERE scope = \(scope) AND table_name = \(table.table)",
-                    logger: connection.logger)
-            }
+            // (State of an earlier release has no object id yet: it is recorded now.)
+            try await connection.query(
+                """
+                UPDATE \(unescaped: tables) SET value_columns = \(columns), table_oid = to_regclass(\(table.qualifiedName))::oid::bigint
+                WHERE scope = \(scope) AND table_name = \(table.table)
+                  AND (value_columns IS DISTINCT FROM \(columns) OR table_oid IS DISTINCT FROM to_regclass(\(table.qualifiedName))::oid::bigint)
+                """,
+                logger: connection.logger)
             return
         }
 
@@ -207,13 +215,28 @@ struct PostgresGatewaySchema: Sendable {
                         """), logger: connection.logger)
         }
         if let installed, !installed.present {
-            // No capture trigger at all: the table was dropped and created again behind the
-            // gateway's back (restored from a dump, rebuilt). Its rows share no history with what
-            // was synced, so the table joins the zone again (DESIGN D4): its records lose their
-            // metadata, its rows are queued, and the zone is downloaded again, so a row the cloud
-            // also holds is a conflict without a common ancestor (`join_prefers`), never an edit.
+            // No capture trigger at all, or triggers on a table with another object id: the
+            // table was dropped and created again behind the gateway's back (restored from a
+            // dump, rebuilt). Its rows share no history with what was synced, so the table joins
+            // the zone again (DESIGN D4): its records lose their metadata, its rows are queued,
+            // and the zone is downloaded again, so a row the cloud also holds is a conflict
+            // without a common ancestor (`join_prefers`), never an edit. One exception: a record
+            // the old table had changed since its last sync and that the restored table holds
+            // keeps its ancestor, so a dump taken after that edit brings the edit back as one
+            // (a value of it the zone has replaced since still loses, as superseded). The
+            // changes captured before describe rows of the table that is gone: a row they name
+            // that the restored table lacks was deleted by no one.
             try await connection.query(
-                "DELETE FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
+                """
+                DELETE FROM \(unescaped: records) AS r WHERE r.scope = \(scope) AND r.table_name = \(table.table)
+                  AND NOT (r.record_name IN (SELECT record_name FROM \(unescaped: changes) WHERE scope = \(scope) AND table_name = \(table.table)
+                                             UNION SELECT record_name FROM \(unescaped: changeLog) WHERE scope = \(scope) AND table_name = \(table.table))
+                           AND r.record_name IN (SELECT \(unescaped: table.nameSQL("source")) FROM \(unescaped: table.qualifiedName) AS source))
+                """, logger: connection.logger)
+            for state in [changes, changeLog] {
+                try await connection.query(
+                    "DELETE FROM \(unescaped: state) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
+            }
             try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
             try await backfill(table, connection: connection)
         } else if let installed, installed.version == Self.version && !installed.complete {
@@ -231,10 +254,10 @@ struct PostgresGatewaySchema: Sendable {
         }
         try await connection.query(
             """
-            INSERT INTO \(unescaped: tables) (scope, table_name, trigger_version, record_name_sql, value_columns)
-            VALUES (\(scope), \(table.table), \(Self.version), \(newName), \(columns))
+            INSERT INTO \(unescaped: tables) (scope, table_name, trigger_version, record_name_sql, value_columns, table_oid)
+            VALUES (\(scope), \(table.table), \(Self.version), \(newName), \(columns), to_regclass(\(table.qualifiedName))::oid::bigint)
             ON CONFLICT (scope, table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql,
-                value_columns = excluded.value_columns
+                value_columns = excluded.value_columns, table_oid = excluded.table_oid
             """, logger: connection.logger)
     }
 

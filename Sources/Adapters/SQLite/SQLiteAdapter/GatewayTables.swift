@@ -59,6 +59,60 @@ enum GatewayTables {
         if !columns.contains("value_columns") {
             try db.execute(sql: #"ALTER TABLE "_gateway_tables" ADD COLUMN value_columns TEXT"#)
         }
+        // The database's schema version when the gateway last checked its tables: a schema
+        // changed since may have changed values without a captured change.
+        if !columns.contains("schema_version") {
+            try db.execute(sql: #"ALTER TABLE "_gateway_tables" ADD COLUMN schema_version INTEGER"#)
+        }
+    }
+
+    /// Records that every table was checked against the database's schema as of `version`.
+    static func noteSchemaChecked(_ version: Int, db: Database) throws {
+        try db.execute(sql: #"UPDATE "_gateway_tables" SET schema_version = ? WHERE schema_version IS NOT ?"#, arguments: [version, version])
+    }
+
+    /// Forgets the synced values of fields a schema change altered without a captured change —
+    /// a column dropped and added again between two syncs comes back empty (or filled with its
+    /// default), and no trigger fires for that — so that the next download fills them with the
+    /// cloud's values, as for a column added later, instead of the store keeping them empty. In
+    /// a row with a captured change the values are the application's, except an emptied field:
+    /// a NULL where a value was synced, in a window where the schema changed, is taken for the
+    /// column's loss rather than a deliberate clear (the cloud's value comes back).
+    /// - Returns: whether any field was forgotten (the caller downloads the zone again).
+    static func forgetUncapturedValues(of table: ResolvedTable, db: Database) throws -> Bool {
+        var pending = Set<String>()
+        for name in try String.fetchAll(
+            db, sql: #"SELECT record_name FROM "_gateway_changes" WHERE table_name = ? UNION SELECT record_name FROM "_gateway_log" WHERE table_name = ?"#,
+            arguments: [table.table, table.table])
+        { pending.insert(name) }
+        var synced: [String: RecordMetadata] = [:]
+        for row in try Row.fetchAll(db, sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table]) {
+            synced[row["record_name"]] = try RecordMetadata(decoding: row["metadata"] as Data)
+        }
+        guard !synced.isEmpty else { return false }
+        let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
+        let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)")
+        let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
+        var forgot = false
+        while let row = try rows.next() {
+            let name: String = row[0]
+            guard var metadata = synced[name] else { continue }
+            let record = table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1)
+            var changed = false
+            let edited = pending.contains(name)
+            for column in table.valueColumns {
+                let value = record[column.name]
+                guard let known = metadata.fingerprints[column.name], known != value.map(FieldFingerprint.init), !edited || value == nil else { continue }
+                metadata.fingerprints[column.name] = nil
+                changed = true
+            }
+            guard changed else { continue }
+            metadata.changeTag = nil
+            try update.execute(arguments: [metadata.encoded(), name])
+            forgot = true
+        }
+        return forgot
     }
 
     /// Makes the next download write the table's records again even where nothing changed in
@@ -93,13 +147,18 @@ enum GatewayTables {
         let newName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "NEW")
         let oldName = table.template.sqlExpression(keyColumns: table.keyColumns, row: "OLD")
         let installed = try Row.fetchOne(
-            db, sql: #"SELECT trigger_version, record_name_sql, value_columns FROM "_gateway_tables" WHERE table_name = ?"#,
+            db, sql: #"SELECT trigger_version, record_name_sql, value_columns, schema_version FROM "_gateway_tables" WHERE table_name = ?"#,
             arguments: [table.table])
         let kinds = ["insert", "update", "delete"]
         let present = try Int.fetchOne(
             db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?)",
             arguments: StatementArguments(kinds.map { plainTriggerName($0, table.table) })) == kinds.count
         let columns = table.valueColumns.map(\.name).joined(separator: "\n")
+        if let installed, present, let checked = installed["schema_version"] as Int?, checked != (try Int.fetchOne(db, sql: "PRAGMA schema_version")),
+            try forgetUncapturedValues(of: table, db: db)
+        {
+            try forgetDownloadPosition(db)
+        }
         if let installed, present, let known = installed["value_columns"] as String?, known != columns {
             // A column the store did not have may hold values in the cloud: download them.
             let knownColumns = Set(known.split(separator: "\n").map(String.init))

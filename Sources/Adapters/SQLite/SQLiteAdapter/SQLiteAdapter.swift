@@ -581,6 +581,7 @@ public final class SQLiteAdapter: ModelAdapter {
             try GatewayTables.install(table, db: db)
         }
         try GatewayTables.compact(db)
+        try GatewayTables.noteSchemaChecked(try Self.schemaVersion(db), db: db)
         fresh.schemaVersion = try Self.schemaVersion(db)
         catalog.withLock { $0 = fresh }
         return fresh
@@ -647,6 +648,7 @@ public final class SQLiteAdapter: ModelAdapter {
             for table in catalog.byTable.values { try GatewayTables.backfill(table, db: db) }
         }
         try GatewayTables.compact(db)
+        try GatewayTables.noteSchemaChecked(try schemaVersion(db), db: db)
     }
 
     private static func guarded<T>(_ path: String, _ body: () throws -> T) throws -> T {
