@@ -111,7 +111,7 @@ struct HarnessCommand: AsyncParsableCommand {
 
     struct History: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Random histories of writes, deletes, backups, restores, replaced stores, schema changes, plugin deaths and clock steps over SQLite, JSON, PostgreSQL and plugin stores on one zone, under cloud faults; anomalies counted by class.",
+            abstract: "Random histories of writes, deletes, backups, restores, replaced stores, schema changes, plugin deaths, gateway crashes and clock steps over SQLite, JSON, PostgreSQL and plugin stores on one zone, under cloud faults; anomalies counted by class.",
             discussion: "PostgreSQL is the server named by GATEWAY_TEST_POSTGRES_URL, or a private cluster started for the run (Debian's postgresql).")
 
         @Option(help: "How many seeds (one history each), starting at --first-seed.") var seeds: UInt64 = 200
@@ -119,18 +119,20 @@ struct HarnessCommand: AsyncParsableCommand {
         @Option(help: "Probability of each injected fault per call.") var faultProbability = 0.08
         @Option(help: "Working folder (replaced).") var directory = ".gateway/harness/history"
         @Option(help: "The example plugin of store e.") var plugin = "examples/plugins/csv-folder/csv_folder.py"
+        @Option(help: "The gateway executable of the syncs killed mid-way; default: the one next to this harness.") var gateway: String?
         @Option(help: "Also write the result as JSON here.") var json: String?
 
         func run() async throws {
             let started = ContinuousClock.now
             let result = try await HistoryRun(
                 seeds: firstSeed..<(firstSeed + seeds), faultProbability: faultProbability, directory: URL(fileURLWithPath: directory),
-                plugin: URL(fileURLWithPath: plugin).standardizedFileURL.path
+                plugin: URL(fileURLWithPath: plugin).standardizedFileURL.path,
+                gateway: gateway.map { URL(fileURLWithPath: $0).path } ?? HarnessCommand.sibling("gateway")
             ).run { seed, anomalies in
                 if anomalies > 0 { FileHandle.standardError.write(Data("seed \(seed): \(anomalies) anomalies\n".utf8)) }
             }
             let elapsed = ContinuousClock.now - started
-            print("\(result.seeds) histories, \(result.steps) steps, \(result.syncs) syncs (\(result.failedSyncs) failed under faults), \(result.restores) restores, \(result.schemaChanges) columns added or dropped, \(result.clockSteps) clock steps, \(result.conflictsReported) conflicts reported, in \(elapsed)")
+            print("\(result.seeds) histories, \(result.steps) steps, \(result.syncs) syncs (\(result.failedSyncs) failed under faults), \(result.restores) restores, \(result.schemaChanges) columns added or dropped, \(result.clockSteps) clock steps, \(result.gatewayCrashes) gateway processes killed, \(result.conflictsReported) conflicts reported, in \(elapsed)")
             for (anomaly, count) in result.anomalies.sorted(by: { $0.key < $1.key }) { print("  \(anomaly): \(count)") }
             if let failure = result.shortestFailure {
                 print("shortest failing history: seed \(failure.seed), \(failure.steps) steps")

@@ -179,6 +179,33 @@ struct StoreIdentityTests {
         #expect(try Notes.contents(pair.fileB)["2"]?["title"] == .string("edited in b"))
     }
 
+    @Test("a table restored from a dump taken after an unsynced edit brings the edit back as one; a row the dump lacks was deleted by no one")
+    func dumpHoldingAnUnsyncedEdit() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        for index in 1...3 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?)"#, ["\(index)", index]) }
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'edited in a' WHERE name = '2'"#)
+        // The dump holds rows 1 and 2 (with the edit); row 3 is edited after it, then the table
+        // is rebuilt from the dump.
+        let dump = try pair.fileA.rows(#"SELECT name, title, rank FROM "Note" WHERE name <> '3'"#)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'lost with the old table' WHERE name = '3'"#)
+        try pair.fileA.execute(#"DROP TABLE "Note""#)
+        try pair.fileA.execute(Notes.schema)
+        for row in dump {
+            try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [row[0] as String, row[1] as String, row[2] as Int64])
+        }
+        let report = try await pair.synchronizer(pair.fileA, name: "a").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].uploaded == 1, "the edit the dump held was uploaded")
+        #expect(report.adapters[0].deletedRemotely == 0, "row 3, missing from the dump, was deleted by no one")
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        #expect(try Notes.contents(pair.fileB)["2"]?["title"] == .string("edited in a"))
+        #expect(try Notes.contents(pair.fileA)["3"]?["title"] == .string("one"), "row 3 came back from the cloud")
+        #expect(try Notes.contents(pair.fileB)["3"]?["title"] == .string("one"))
+    }
+
     @Test("a store on an older schema never erases a column it does not have; the column, added later, gets the cloud's values")
     func olderSchema() async throws {
         let pair = try Pair()

@@ -84,6 +84,20 @@ final class HistoryPluginStore: HistoryStore {
         try save(header: header, rows: rows.filter { $0.0 != record })
     }
 
+    /// (Its state must be at `<state_dir>/adapters/<name>.sqlite` for the gateway process.)
+    func configuration(zone: String) -> String {
+        """
+          - name: \(name)
+            kind: plugin
+            command: \(HistoryGatewayProcess.quoted(Self.python))
+            args: ["-S", \(HistoryGatewayProcess.quoted(wrapper))]
+            zone: \(zone)
+            settings:
+              directory: \(HistoryGatewayProcess.quoted(folder.path))
+              record_types: [Note]
+        """
+    }
+
     func adapter(zone: ZoneID) async throws -> any ModelAdapter {
         let configuration = PluginConfiguration(
             adapterName: name, zoneID: zone, command: Self.python, arguments: ["-S", wrapper],

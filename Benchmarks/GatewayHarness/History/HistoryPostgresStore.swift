@@ -95,6 +95,23 @@ final class HistoryPostgresStore: HistorySchemaStore {
         try await execute(["DELETE FROM \(table) WHERE name = \(SQLQuoting.literal(record))"])
     }
 
+    func configuration(zone: String) -> String {
+        var url = "postgres://\(endpoint.username)@\(endpoint.host):\(endpoint.port)/\(endpoint.database)?sslmode=disable"
+        if let socket = endpoint.socketDirectory { url += "&host=\(socket)" }
+        return """
+              - name: \(name)
+                kind: postgres
+                url: \(HistoryGatewayProcess.quoted(url))
+                schema: \(HistoryGatewayProcess.quoted(schema))
+                state_schema: \(HistoryGatewayProcess.quoted(stateSchema))
+                max_connections: 1
+                zone: \(zone)
+                tables:
+                  - table: note
+                    record_type: Note
+            """
+    }
+
     func adapter(zone: ZoneID) async throws -> any ModelAdapter {
         try await PostgresAdapter.open(
             PostgresAdapterConfiguration(

@@ -25,6 +25,8 @@ struct HistoryRun {
         var schemaChanges: Int
         /// Steps of the machine's clock.
         var clockSteps: Int
+        /// `gateway sync` processes killed with SIGKILL mid-sync.
+        var gatewayCrashes: Int
         var conflictsReported: Int
         var anomalies: [String: Int]
         var failingSeeds: [UInt64]
@@ -45,6 +47,8 @@ struct HistoryRun {
     let directory: URL
     /// `examples/plugins/csv-folder/csv_folder.py`, the plugin of store `e`.
     let plugin: String
+    /// The `gateway` executable, for syncs killed by SIGKILL.
+    let gateway: String
 
     static let zone = ZoneID(zoneName: "History")
     static let records = (0..<5).map { "r\($0)" }
@@ -53,7 +57,7 @@ struct HistoryRun {
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var result = Result(
-            seeds: seeds.count, steps: 0, syncs: 0, failedSyncs: 0, restores: 0, schemaChanges: 0, clockSteps: 0, conflictsReported: 0,
+            seeds: seeds.count, steps: 0, syncs: 0, failedSyncs: 0, restores: 0, schemaChanges: 0, clockSteps: 0, gatewayCrashes: 0, conflictsReported: 0,
             anomalies: Dictionary(uniqueKeysWithValues: HistoryOracle.Anomaly.allCases.map { ($0.rawValue, 0) }), failingSeeds: [],
             shortestFailure: nil, passed: true)
         let postgres = try await PostgresTestServer.freshDatabase("history")
@@ -62,7 +66,9 @@ struct HistoryRun {
             let folder = directory.appendingPathComponent("seed-\(seed)")
             let outcome: History.Outcome
             do {
-                outcome = try await History(seed: seed, faultProbability: faultProbability, folder: folder, postgres: postgres, pluginWrapper: wrapper).run()
+                outcome = try await History(
+                    seed: seed, faultProbability: faultProbability, folder: folder, postgres: postgres, pluginWrapper: wrapper, gateway: gateway
+                ).run()
             } catch {
                 // The harness itself failed (a file, the machine): name the seed and the error.
                 throw HarnessFailure("seed \(seed): \(error)")
@@ -74,6 +80,7 @@ struct HistoryRun {
             result.restores += outcome.restores
             result.schemaChanges += outcome.schemaChanges
             result.clockSteps += outcome.clockSteps
+            result.gatewayCrashes += outcome.crashes
             result.conflictsReported += outcome.conflicts
             for (anomaly, _) in outcome.anomalies { result.anomalies[anomaly.rawValue, default: 0] += 1 }
             if outcome.anomalies.contains(where: { $0.0.isViolation }) {
@@ -100,6 +107,7 @@ private struct History {
         var restores = 0
         var schemaChanges = 0
         var clockSteps = 0
+        var crashes = 0
         var conflicts = 0
         var history: [String] = []
         var anomalies: [(HistoryOracle.Anomaly, String)] = []
@@ -110,6 +118,7 @@ private struct History {
     let folder: URL
     let postgres: PostgresEndpoint
     let pluginWrapper: String
+    let gateway: String
 
     func run() async throws -> Outcome {
         let d = try await HistoryPostgresStore(name: "d", endpoint: postgres, schema: "history_\(seed)")
@@ -139,12 +148,15 @@ private struct History {
             for fields in contents.values { for value in fields.values { if case .string(let text) = value { seenInCloud.insert(text) } } }
             return contents
         }
+        // Kit stores keep their state where a gateway process over the same folder finds it.
+        let kitState = HistoryGatewayProcess.stateDirectory(in: folder).appendingPathComponent("adapters")
+        try FileManager.default.createDirectory(at: kitState, withIntermediateDirectories: true)
         let a = try HistorySQLiteStore(name: "a", path: folder.appendingPathComponent("a.sqlite").path)
         let b = try HistorySQLiteStore(name: "b", path: folder.appendingPathComponent("b.sqlite").path)
         let c = try HistoryJSONStore(
-            name: "c", folder: folder.appendingPathComponent("c"), statePath: folder.appendingPathComponent("c-state.sqlite").path)
+            name: "c", folder: folder.appendingPathComponent("c"), statePath: kitState.appendingPathComponent("c.sqlite").path)
         let e = try HistoryPluginStore(
-            name: "e", folder: folder.appendingPathComponent("e"), statePath: folder.appendingPathComponent("e-state.sqlite").path,
+            name: "e", folder: folder.appendingPathComponent("e"), statePath: kitState.appendingPathComponent("e.sqlite").path,
             wrapper: pluginWrapper)
         let stores: [any HistoryStore] = [a, b, c, d, e]
         let schemaStores: [any HistorySchemaStore] = [a, d]
@@ -155,6 +167,7 @@ private struct History {
         let options = AdapterSyncOptions(batchSize: 3, merge: MergeSettings(policy: .merge, prefers: prefers))
         let configuration = SyncConfiguration(deviceID: "gateway", retry: RetryPolicy(maxAttempts: 2))
         let environment = SyncEnvironment(sleep: { _ in }, now: clock, jitter: { 0 })
+        let process = HistoryGatewayProcess(gateway: gateway, folder: folder, prefers: prefers == .server ? "server" : "client")
 
         var oracle = HistoryOracle()
         var outcome = Outcome()
@@ -232,6 +245,29 @@ private struct History {
                 try await store.delete(record: record)
                 oracle.delete(step: step, store: store.name, record: record, previous: Array(held.values))
                 outcome.history.append("\(step): \(store.name) deletes \(record)")
+            case 46..<76 where Int.random(in: 0..<8, using: &random) == 0:
+                // The gateway crashes in this sync: a `gateway sync` process, SIGKILLed.
+                if let running = runningPlugin {
+                    runningPlugin = nil
+                    await close(running)
+                }
+                let skip = Int.random(in: 0..<4, using: &random)
+                let delay = Duration.microseconds(Int.random(in: 0..<3_000, using: &random))
+                let result = try await process.crashingSync(entry: store.configuration(zone: HistoryRun.zone.zoneName), skip: skip, delay: delay, run: step)
+                let held = heldInCloud
+                let cloudNow = try await lookAtCloud()
+                oracle.synced(store: store.name, held: held, inCloud: Set(cloudNow.keys))
+                outcome.syncs += 1
+                switch result {
+                case .killed(let phases):
+                    outcome.crashes += 1
+                    outcome.failedSyncs += 1
+                    outcome.history.append("\(step): \(store.name) syncs in a gateway process, SIGKILLed after \(phases) phase starts")
+                case .finished(let status):
+                    if status == 0 { oracle.syncSucceeded(store: store.name, step: step) } else { outcome.failedSyncs += 1 }
+                    outcome.history.append("\(step): \(store.name) syncs in a gateway process (exit \(status), before its kill)")
+                }
+                if trace { print("    \(step) \(store.name) gateway process \(result)\n      cloud: \(cloudNow.keys.sorted()); store: \(try await store.contents().keys.sorted())") }
             case 46..<76:
                 let report = try await sync(store, faults: true)
                 let held = heldInCloud

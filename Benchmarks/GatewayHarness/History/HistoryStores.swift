@@ -23,6 +23,8 @@ protocol HistoryStore: AnyObject {
     func backup(to path: String) async throws
     /// Puts a backup back in place of the store.
     func restore(from path: String) async throws
+    /// The store as an item of `adapters` in a `gateway` configuration (YAML), on `zone`.
+    func configuration(zone: String) -> String
 }
 
 /// A store whose application can gain and give up column `color`.
@@ -97,6 +99,17 @@ final class HistorySQLiteStore: HistorySchemaStore {
         try await database().write { db in try db.execute(sql: "DELETE FROM Note WHERE name = ?", arguments: [record]) }
     }
 
+    func configuration(zone: String) -> String {
+        """
+          - name: \(name)
+            kind: sqlite
+            path: \(HistoryGatewayProcess.quoted(path))
+            zone: \(zone)
+            tables:
+              - table: Note
+        """
+    }
+
     func adapter(zone: ZoneID) async throws -> any ModelAdapter {
         try SQLiteAdapter(
             configuration: SQLiteAdapterConfiguration(name: name, path: path, zoneID: zone, tables: [TableMapping(table: "Note")]))
@@ -159,6 +172,16 @@ final class HistoryJSONStore: HistoryStore {
 
     func delete(record: String) async throws {
         try? FileManager.default.removeItem(at: url(record))
+    }
+
+    /// (Its state must be at `<state_dir>/adapters/<name>.sqlite` for the gateway process.)
+    func configuration(zone: String) -> String {
+        """
+          - name: \(name)
+            kind: json
+            directory: \(HistoryGatewayProcess.quoted(folder.path))
+            zone: \(zone)
+        """
     }
 
     func adapter(zone: ZoneID) async throws -> any ModelAdapter {
