@@ -19,11 +19,17 @@ struct HistoryGatewayProcess {
     static func stateDirectory(in folder: URL) -> URL { folder.appendingPathComponent("gw") }
 
     /// What a run came to.
-    enum Outcome: Equatable {
+    enum Ending: Equatable {
         /// SIGKILL landed after the `n`-th phase start (download, apply, upload or commit).
         case killed(afterPhaseStarts: Int)
         /// The sync ended before its kill point, with this exit status.
         case finished(status: Int32)
+    }
+
+    /// How a run ended, and the records it reported conflicts for before it did.
+    struct Outcome {
+        var ending: Ending
+        var conflicts: [String]
     }
 
     /// Runs `gateway sync` over the adapter `entry` (YAML of one `adapters` item) and kills it
@@ -58,7 +64,7 @@ struct HistoryGatewayProcess {
         var seen = 0
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
-            if let status = child.poll() { return .finished(status: status) }
+            if let status = child.poll() { return Outcome(ending: .finished(status: status), conflicts: Self.conflicts(in: events)) }
             let data = (try? Data(contentsOf: URL(fileURLWithPath: events))) ?? Data()
             if data.count > offset, let end = data.lastIndex(of: UInt8(ascii: "\n")), end >= offset {
                 for line in data[offset...end].split(separator: UInt8(ascii: "\n")) {
@@ -72,7 +78,9 @@ struct HistoryGatewayProcess {
                     child.kill()
                     let status = try await child.wait()
                     try await Self.waitForExit(of: plugins)
-                    return status == 128 + SIGKILL ? .killed(afterPhaseStarts: seen) : .finished(status: status)
+                    return Outcome(
+                        ending: status == 128 + SIGKILL ? .killed(afterPhaseStarts: seen) : .finished(status: status),
+                        conflicts: Self.conflicts(in: events))
                 }
                 offset = end + 1
             }
@@ -81,6 +89,16 @@ struct HistoryGatewayProcess {
         child.kill()
         _ = try await child.wait()
         throw HarnessFailure("gateway sync of \(config.path) neither reached its kill point nor ended in 120 s")
+    }
+
+    /// The records of the conflicts a run reported (`--progress json` events).
+    private static func conflicts(in events: String) -> [String] {
+        let data = (try? Data(contentsOf: URL(fileURLWithPath: events))) ?? Data()
+        return data.split(separator: UInt8(ascii: "\n")).compactMap { line in
+            guard let event = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], event["event"] as? String == "conflict"
+            else { return nil }
+            return event["record"] as? String
+        }
     }
 
     /// Waits until each of `pids` has exited (an orphan that the container's init does not reap

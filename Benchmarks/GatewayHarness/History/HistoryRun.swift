@@ -258,7 +258,10 @@ private struct History {
                 let cloudNow = try await lookAtCloud()
                 oracle.synced(store: store.name, held: held, inCloud: Set(cloudNow.keys))
                 outcome.syncs += 1
-                switch result {
+                for record in result.conflicts {
+                    conflicts.withLock { $0[record, default: []].append(HistoryOracle.Conflict(step: step, store: store.name)) }
+                }
+                switch result.ending {
                 case .killed(let phases):
                     outcome.crashes += 1
                     outcome.failedSyncs += 1
@@ -267,7 +270,7 @@ private struct History {
                     if status == 0 { oracle.syncSucceeded(store: store.name, step: step) } else { outcome.failedSyncs += 1 }
                     outcome.history.append("\(step): \(store.name) syncs in a gateway process (exit \(status), before its kill)")
                 }
-                if trace { print("    \(step) \(store.name) gateway process \(result)\n      cloud: \(cloudNow.keys.sorted()); store: \(try await store.contents().keys.sorted())") }
+                if trace { print("    \(step) \(store.name) gateway process \(result.ending), conflicts \(result.conflicts)\n      cloud: \(cloudNow.keys.sorted()); store: \(try await store.contents().keys.sorted())") }
             case 46..<76:
                 let report = try await sync(store, faults: true)
                 let held = heldInCloud
@@ -275,7 +278,10 @@ private struct History {
                 oracle.synced(store: store.name, held: held, inCloud: Set(cloudNow.keys))
                 if trace {
                     print("    \(step) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)")
-                    print("      cloud: \(cloudNow.keys.sorted()); store: \(try await store.contents().keys.sorted())")
+                    for (record, fields) in cloudNow.sorted(by: { $0.key < $1.key }) {
+                        print("      cloud \(record): \(fields.compactMapValues { if case .string(let text) = $0 { text } else { nil } }.sorted { $0.key < $1.key })")
+                    }
+                    print("      store \(try await store.contents().sorted { $0.key < $1.key })")
                 }
                 outcome.syncs += 1
                 if report.outcome != .synced { outcome.failedSyncs += 1 } else { oracle.syncSucceeded(store: store.name, step: step) }
@@ -334,7 +340,14 @@ private struct History {
             var moved = 0
             for store in stores {
                 let report = try await sync(store, faults: false)
-                if trace { print("    quiet \(round) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)") }
+                if trace {
+                    print("    quiet \(round) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)")
+                    let cloudNow = try await zoneContents(of: embedded, zone: HistoryRun.zone)
+                    for (record, fields) in cloudNow.sorted(by: { $0.key < $1.key }) {
+                        print("      cloud \(record): \(fields.compactMapValues { if case .string(let text) = $0 { text } else { nil } }.sorted { $0.key < $1.key })")
+                    }
+                    print("      store \(try await store.contents().sorted { $0.key < $1.key })")
+                }
                 outcome.syncs += 1
                 guard report.outcome == .synced else {
                     outcome.anomalies.append((.divergence, "a quiet sync of \(store.name) failed: \(String(describing: report.error))"))

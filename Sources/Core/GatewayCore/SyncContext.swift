@@ -53,7 +53,9 @@ struct SyncContext: Sendable {
             let described = "\(error)"
             let prefix = "adapter \(name): "
             let detail = described.hasPrefix(prefix) ? String(described.dropFirst(prefix.count)) : described
-            throw SyncError(.adapterFailed, "the store failed: \(detail)", adapter: name, underlying: error)
+            // A store that could not be opened says so itself ("cannot open its store: …").
+            let opening = (error as? any FailureCoded)?.failureCode == "storeUnavailable"
+            throw SyncError(.adapterFailed, opening ? detail : "the store failed: \(detail)", adapter: name, underlying: error)
         }
     }
 

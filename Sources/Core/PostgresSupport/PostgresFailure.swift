@@ -91,12 +91,29 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
                 .authenticationFailed,
                 "\(endpoint) asks for a login the gateway cannot give (\(error.code)); set the password in PGPASSWORD or password_env",
                 underlying: error)
-        default:
-            let cause = error.underlying.map { " (\($0))" } ?? ""
+        case .connectionError:
             return PostgresFailure(
-                .connectionFailed, "\(what) on \(endpoint) failed: \(error.code)\(cause); is the server running and reachable?",
+                .connectionFailed,
+                "\(what): cannot connect to \(endpoint) (\(connectionReason(error.underlying))); is the server running and reachable?",
                 underlying: error)
+        default:
+            return PostgresFailure(
+                .connectionFailed, "\(what) on \(endpoint) failed: \(error.code); is the server running and reachable?", underlying: error)
         }
+    }
+
+    /// Why a connection could not be made, in a few words (the networking library's own
+    /// description is for its developers).
+    static func connectionReason(_ underlying: (any Error)?) -> String {
+        let text = underlying.map { "\($0)" } ?? ""
+        let reasons: [(String, String)] = [
+            ("Connection refused", "connection refused"), ("No route to host", "no route to host"),
+            ("Network is unreachable", "network unreachable"), ("timed out", "the connection timed out"),
+            ("Timeout", "the connection timed out"), ("No such file or directory", "no server socket there"),
+            ("resolve", "the host name could not be resolved"), ("NXDOMAIN", "the host name could not be resolved"),
+            ("TLS", "the TLS handshake failed"), ("SSL", "the TLS handshake failed"),
+        ]
+        return reasons.first { text.contains($0.0) }?.1 ?? "the connection failed"
     }
 
     /// The same problem as the cloud reports it to the synchronizer.

@@ -21,6 +21,10 @@ public enum SQLiteFailureReason {
         case .SQLITE_FULL:
             return "the disk holding \(path) is full; free space, then sync again (the failed transaction was rolled back)"
         case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_IOERR, .SQLITE_PERM, .SQLITE_AUTH:
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                return "\(path) is a folder, not a SQLite database; point the path at the database file"
+            }
             if let unwritable = unwritableReason(path) { return "\(path) cannot be written: \(unwritable)" }
             if error.resultCode == .SQLITE_CANTOPEN { return "\(path) cannot be opened\(detail); check that it exists and its folder is accessible" }
             if error.resultCode == .SQLITE_IOERR { return "an I/O error on \(path)\(detail); check the disk" }
@@ -38,7 +42,7 @@ public enum SQLiteFailureReason {
     /// rather than a file (a seed script).
     public static func detail(_ error: any Error) -> String {
         guard let error = error as? DatabaseError else { return "\(error)" }
-        return "\(error.resultCode)" + (error.message.map { " (\($0))" } ?? "")
+        return error.message ?? "\(error.resultCode)"
     }
 
     /// Whether the filesystem holding `path` has (almost) no space left.

@@ -42,9 +42,12 @@ public struct JSONFilesAdapterKind: AdapterKind {
             seedPath = path
         } else {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) else {
                 throw directory.problem(
                     .unreadableFile, "the folder \(directory.value) does not exist; create it, or give 'seed: FOLDER' to copy one")
+            }
+            guard isDirectory.boolValue else {
+                throw directory.problem(.unreadableFile, "\(directory.value) is a file, not a folder; point 'directory' at the folder of documents")
             }
         }
         let statePath = context.adapterStatePath(named: settings.name.value)

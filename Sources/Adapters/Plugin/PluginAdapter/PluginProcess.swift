@@ -114,7 +114,10 @@ final class PluginProcess: Sendable {
         guard line.count <= configuration.maxMessageBytes else {
             throw error(.oversizedMessage, "the \(method) request would be \(line.count) bytes, more than max_message_bytes (\(configuration.maxMessageBytes)); lower max_records_per_message")
         }
-        let timedOut = error(.timedOut, "no answer to \(method) within \(timeout.formatted(.units(allowed: [.seconds, .milliseconds]))); the process was stopped")
+        let setting = method == "hello" ? "start_timeout" : "request_timeout"
+        let timedOut = error(
+            .timedOut,
+            "no answer to \(method) within \(timeout.formatted(.units(allowed: [.seconds, .milliseconds]))); the process was stopped (raise \(setting) if it needs longer)")
         return try await withThrowingTaskGroup(of: JSONValue?.self) { group in
             group.addTask { try await self.send(line, id: id) }
             group.addTask {
@@ -283,10 +286,13 @@ final class PluginProcess: Sendable {
         if command.contains("/") {
             let base = configuration.workingDirectory ?? FileManager.default.currentDirectoryPath
             let absolute = command.hasPrefix("/") ? command : URL(fileURLWithPath: base).appendingPathComponent(command).standardizedFileURL.path
-            guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), !isDirectory.boolValue else {
-                throw failure("no such file")
+            guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else {
+                throw failure("\(absolute) does not exist (a relative command is resolved against working_directory, or the config file's folder)")
             }
-            guard access(absolute, X_OK) == 0 else { throw failure("the file is not executable (chmod +x it, or name its interpreter as the command)") }
+            guard !isDirectory.boolValue else { throw failure("\(absolute) is a folder; name the program in it") }
+            guard access(absolute, X_OK) == 0 else {
+                throw failure("\(absolute) is not executable (chmod +x it, or name its interpreter as the command)")
+            }
             return absolute
         }
         for folder in path.split(separator: ":") where !folder.isEmpty {

@@ -21,7 +21,8 @@ import PostgresSupport
 struct PostgresGatewaySchema: Sendable {
     /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
     /// 3: statement-level triggers upserting into `changes`. 4: they append to `change_log`.
-    static let version = 4
+    /// 5: with the object id of the table they capture (`relid`).
+    static let version = 5
     /// The capture triggers, one per event, each with the transition tables its event has.
     static let triggers: [(name: String, event: String, transitionTables: String)] = [
         ("_gateway_capture_insert", "INSERT", "NEW TABLE AS new_rows"),
@@ -119,6 +120,10 @@ struct PostgresGatewaySchema: Sendable {
         // triggers (a `pg_dump --clean` restore recreates them after the rows) gets a new one.
         try await connection.query(
             PostgresQuery(unsafeSQL: "ALTER TABLE \(tables) ADD COLUMN IF NOT EXISTS table_oid bigint"), logger: connection.logger)
+        // The table each change was captured on: after a table was recreated with its triggers,
+        // the old table's changes are told apart from the new one's.
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "ALTER TABLE \(changeLog) ADD COLUMN IF NOT EXISTS relid oid"), logger: connection.logger)
     }
 
     /// Installs (or replaces, when outdated or missing) the capture trigger of `table`. Queues the
@@ -130,7 +135,8 @@ struct PostgresGatewaySchema: Sendable {
         let columns = table.valueColumns.map(\.name).joined(separator: "\n")
         let rows = try await connection.query(
             """
-            SELECT t.trigger_version, t.record_name_sql, t.value_columns, t.table_oid IS NOT NULL AND t.table_oid <> to_regclass(\(table.qualifiedName))::oid::bigint,
+            SELECT t.trigger_version, t.record_name_sql, t.value_columns, t.table_oid,
+                   t.table_oid IS NOT NULL AND t.table_oid <> to_regclass(\(table.qualifiedName))::oid::bigint,
                    (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
                     AND g.tgname = ANY(\(Self.triggers.map(\.name)))) = \(Self.triggers.count),
                    EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
@@ -142,8 +148,11 @@ struct PostgresGatewaySchema: Sendable {
         // of this version or an earlier one, on the table the gateway installed them on; with
         // none, or on a table with another object id, the table was recreated behind our back.
         var installed: (version: Int, sql: String, columns: String?, complete: Bool, present: Bool)?
-        for try await (version, sql, known, recreated, complete, present) in rows.decode((Int, String, String?, Bool, Bool, Bool).self) {
+        /// The object id of the table the triggers were installed on.
+        var installedOID: Int64?
+        for try await (version, sql, known, oid, recreated, complete, present) in rows.decode((Int, String, String?, Int64?, Bool, Bool, Bool).self) {
             installed = (version, sql, known, complete && !recreated, present && !recreated)
+            installedOID = oid
         }
         if let installed, installed.present, let known = installed.columns, known != columns {
             // A column the store did not have may hold values in the cloud: download them.
@@ -174,8 +183,8 @@ struct PostgresGatewaySchema: Sendable {
         // statement orders the log and moves the sequence, which the change signals watch.
         let log = { (names: String) in
             """
-            INSERT INTO \(changeLog) (scope, record_name, table_name, statement)
-                SELECT \(SQLQuoting.literal(scope)), logged.name, \(SQLQuoting.literal(table.table)), statement_number
+            INSERT INTO \(changeLog) (scope, record_name, table_name, statement, relid)
+                SELECT \(SQLQuoting.literal(scope)), logged.name, \(SQLQuoting.literal(table.table)), statement_number, TG_RELID
                 FROM (\(names)) AS logged(name);
             """
         }
@@ -224,19 +233,25 @@ struct PostgresGatewaySchema: Sendable {
             // the old table had changed since its last sync and that the restored table holds
             // keeps its ancestor, so a dump taken after that edit brings the edit back as one
             // (a value of it the zone has replaced since still loses, as superseded). The
-            // changes captured before describe rows of the table that is gone: a row they name
-            // that the restored table lacks was deleted by no one.
+            // changes captured on the old table are dropped, since they describe rows of a table
+            // that is gone (a row they name that the new table lacks was deleted by no one): all
+            // of `changes` (the log is folded only after this check) and the log's rows of the old
+            // object id (or of none: logged by an earlier release). Rows the recreated triggers
+            // logged since belong to the new table and stay.
+            let oldTable = "relid IS NULL" + (installedOID.map { " OR relid = \($0)" } ?? "")
             try await connection.query(
                 """
                 DELETE FROM \(unescaped: records) AS r WHERE r.scope = \(scope) AND r.table_name = \(table.table)
                   AND NOT (r.record_name IN (SELECT record_name FROM \(unescaped: changes) WHERE scope = \(scope) AND table_name = \(table.table)
-                                             UNION SELECT record_name FROM \(unescaped: changeLog) WHERE scope = \(scope) AND table_name = \(table.table))
+                                             UNION SELECT record_name FROM \(unescaped: changeLog)
+                                             WHERE scope = \(scope) AND table_name = \(table.table) AND (\(unescaped: oldTable)))
                            AND r.record_name IN (SELECT \(unescaped: table.nameSQL("source")) FROM \(unescaped: table.qualifiedName) AS source))
                 """, logger: connection.logger)
-            for state in [changes, changeLog] {
-                try await connection.query(
-                    "DELETE FROM \(unescaped: state) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
-            }
+            try await connection.query(
+                "DELETE FROM \(unescaped: changes) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
+            try await connection.query(
+                "DELETE FROM \(unescaped: changeLog) WHERE scope = \(scope) AND table_name = \(table.table) AND (\(unescaped: oldTable))",
+                logger: connection.logger)
             try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
             try await backfill(table, connection: connection)
         } else if let installed, installed.version == Self.version && !installed.complete {

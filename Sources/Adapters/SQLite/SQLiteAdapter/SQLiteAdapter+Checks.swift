@@ -35,7 +35,10 @@ extension SQLiteAdapter {
         } catch let error as SQLiteAdapterError {
             throw error
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, "the seed script \(seedName) failed: \(SQLiteFailureReason.detail(error))", underlying: error)
+            throw SQLiteAdapterError(
+                .databaseFailed,
+                "the seed script \(seedName) failed: \(SQLiteFailureReason.detail(error)); fix the script (\(configuration.path) was not created)",
+                underlying: error)
         }
     }
 

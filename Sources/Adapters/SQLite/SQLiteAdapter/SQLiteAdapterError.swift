@@ -25,10 +25,9 @@ public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
         [.missingTable, .missingColumn, .noPrimaryKey, .invalidMapping].contains(code)
     }
 
-    /// The code and the message, which already says what the underlying error was.
-    public var description: String {
-        "\(code): \(message)"
-    }
+    /// The message, which already says what the underlying error was (reports show the code
+    /// beside it).
+    public var description: String { message }
 }
 
 

@@ -53,7 +53,8 @@ public struct CloudKitCloudKind: CloudKind {
             do {
                 authentication = .serverToServer(try CloudKitRequestSigner(keyID: keyID.value, pem: String(decoding: data, as: UTF8.self)))
             } catch {
-                throw file.problem(.invalidValue, error.message)
+                throw file.problem(
+                    .invalidValue, "\(path) is not a P-256 private key in PEM (key \(keyID.value)); create one with `gateway cloud keygen \(path)`")
             }
         case "web_token":
             let variable = try container.decodeIfPresent(String.self, forKey: .apiTokenEnv) ?? "CLOUDKIT_API_TOKEN"

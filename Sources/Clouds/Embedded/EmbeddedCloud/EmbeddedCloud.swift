@@ -54,7 +54,7 @@ public final class EmbeddedCloud: CloudDatabase {
             throw error
         } catch {
             throw CloudError(
-                .internalError, "cannot open the embedded cloud: \(SQLiteFailureReason.describe(error, path: path))", underlying: error)
+                .internalError, SQLiteFailureReason.describe(error, path: path), underlying: error)
         }
     }
 

@@ -91,8 +91,12 @@ struct EmbeddedCloudPlan: CloudPlan {
     func check() async throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: path) else {
-                throw GatewayError(.cloudUnavailable, "the embedded cloud \(path) is not a readable file")
+            guard !isDirectory.boolValue else {
+                throw GatewayError(
+                    .cloudUnavailable, "the embedded cloud \(path) is a folder; point cloud.path at the cloud's file (or leave it out for <state_dir>/cloud.sqlite)")
+            }
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw GatewayError(.cloudUnavailable, "the embedded cloud \(path) cannot be read; check its permissions and cloud.path")
             }
         }
     }
@@ -100,6 +104,10 @@ struct EmbeddedCloudPlan: CloudPlan {
     func open() async throws -> any CloudDatabase {
         try FileManager.default.createDirectory(
             at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
-        return try EmbeddedCloud(path: path, configuration: configuration)
+        do {
+            return try EmbeddedCloud(path: path, configuration: configuration)
+        } catch let error as CloudError {
+            throw GatewayError(.cloudUnavailable, "cannot open the embedded cloud: \(error.message) (cloud.path)", underlying: error)
+        }
     }
 }

@@ -38,7 +38,9 @@ public struct GatewayConfiguration: Sendable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            let reason = FileManager.default.fileExists(atPath: url.path) ? "it cannot be read" : "it does not exist"
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+            let reason = !exists ? "it does not exist" : isDirectory.boolValue ? "it is a folder, not a file" : "it cannot be read (check its permissions)"
             throw ConfigError(
                 .unreadableFile, "\(file): cannot read the configuration: \(reason); pass --config PATH or run `gateway init`",
                 underlying: error)

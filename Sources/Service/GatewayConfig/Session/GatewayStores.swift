@@ -114,8 +114,12 @@ public enum GatewayStores {
             return try await configuration.cloud.plan.open()
         } catch let error as ConfigError {
             throw error
+        } catch let error as GatewayError {
+            throw error
         } catch {
-            throw GatewayError(.cloudUnavailable, "cannot open the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
+            // A cloud error's message says what happened; its code and cause stay in `underlying`.
+            let detail = (error as? CloudError)?.message ?? "\(error)"
+            throw GatewayError(.cloudUnavailable, "cannot open the \(configuration.cloud.kind) cloud: \(detail)", underlying: error)
         }
     }
 

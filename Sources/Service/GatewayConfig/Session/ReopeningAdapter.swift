@@ -33,7 +33,11 @@ final class ReopeningAdapter: ModelAdapter {
         } catch let error as ConfigError {
             throw error
         } catch {
-            throw GatewayError(.storeUnavailable, "adapter \(name): its store cannot be opened yet: \(error)", underlying: error)
+            // The store's message may name the adapter already.
+            let described = "\(error)"
+            let prefix = "adapter \(name): "
+            let detail = described.hasPrefix(prefix) ? String(described.dropFirst(prefix.count)) : described
+            throw GatewayError(.storeUnavailable, "adapter \(name): cannot open its store: \(detail)", underlying: error)
         }
     }
 
