@@ -102,7 +102,7 @@ let operatorMistakes: [OperatorMistake] = [
         says: ["template", "does not exist"]),
     OperatorMistake(
         name: "JSON document that is not JSON", yaml: "adapters:\n  - name: docs\n    kind: json\n    directory: docs\n    zone: AppZone",
-        files: ["docs/Note/1.json": "{\"title\": \"broken"], status: 1, says: ["docs", "Note/1.json", "JSON"]),
+        files: ["docs/Note/1.json": "{\"title\": \"broken"], status: 0, says: ["adapter docs has 1 failed record(s)", "Note/1.json", "JSON"]),
     // Plugins.
     OperatorMistake(
         name: "plugin program not on PATH", yaml: plugin(command: "crm-plugin"), status: 1,
@@ -147,13 +147,13 @@ let operatorMistakes: [OperatorMistake] = [
     OperatorMistake(
         name: "CloudKit endpoint down",
         yaml: """
+            gateway:
+              retry: { max_attempts: 2, base_delay: 50ms }
             cloud:
               kind: cloudkit
               container: iCloud.com.example.notes
               base_url: http://127.0.0.1:1
               auth: server_to_server
-            gateway:
-              retry: { max_attempts: 2, base_delay: 50ms }
               key_id: k1
               private_key_file: key.pem
             adapters: []

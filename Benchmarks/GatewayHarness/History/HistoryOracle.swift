@@ -20,6 +20,8 @@ struct HistoryOracle {
         /// Events this one causally follows: per field, the write it overwrote and, transitively,
         /// what that one followed; for a delete, the writes of every field it removed.
         let dependencies: Set<Int>
+        /// For a delete, the values the record held when it was deleted.
+        var removedValues: [String] = []
     }
 
     /// A conflict the gateway reported: the step and the store whose sync reported it.
@@ -84,7 +86,8 @@ struct HistoryOracle {
             dependencies.insert(id)
             dependencies.formUnion(events[id].dependencies)
         }
-        events.append(Event(id: events.count, step: step, store: store, record: record, kind: .delete, dependencies: dependencies))
+        events.append(
+            Event(id: events.count, step: step, store: store, record: record, kind: .delete, dependencies: dependencies, removedValues: previous))
     }
 
     /// Steps at which each store was restored from a backup (or replaced).
@@ -116,12 +119,15 @@ struct HistoryOracle {
     /// had held before.
     private var deliveredDeletes = Set<Int>()
 
-    /// Notes what a sync of `store` did to the cloud: its deletes of records the cloud `held`
-    /// once and no longer holds (`inCloud`) left the store.
-    mutating func synced(store: String, held: Set<String>, inCloud: Set<String>) {
+    /// Notes what a sync of `store` did to the cloud (`cloud`: record → the values it holds): its
+    /// deletes of records the cloud `held` once and no longer holds left the store, and so did
+    /// a delete the store followed by creating the record again (its sync sends an update that
+    /// clears what the delete removed), once the cloud's record holds none of the removed values.
+    mutating func synced(store: String, held: Set<String>, cloud: [String: Set<String>]) {
         for event in events where event.store == store && !deliveredDeletes.contains(event.id) && !withdrawn.contains(event.id) {
-            guard case .delete = event.kind, held.contains(event.record), !inCloud.contains(event.record) else { continue }
-            deliveredDeletes.insert(event.id)
+            guard case .delete = event.kind, held.contains(event.record) else { continue }
+            let delivered = cloud[event.record].map { !event.removedValues.isEmpty && $0.isDisjoint(with: event.removedValues) } ?? true
+            if delivered { deliveredDeletes.insert(event.id) }
         }
     }
 

@@ -141,6 +141,10 @@ private struct History {
         var seenInCloud = Set<String>()
         /// Every record the cloud ever held.
         var heldInCloud = Set<String>()
+        /// Record → the text values it holds.
+        func values(of contents: [String: [String: FieldValue]]) -> [String: Set<String>] {
+            contents.mapValues { fields in Set(fields.values.compactMap { if case .string(let text) = $0 { text } else { nil } }) }
+        }
         func lookAtCloud() async throws -> [String: [String: FieldValue]] {
             guard try await embedded.zones().contains(HistoryRun.zone) else { return [:] }
             let contents = try await zoneContents(of: embedded, zone: HistoryRun.zone)
@@ -256,7 +260,7 @@ private struct History {
                 let result = try await process.crashingSync(entry: store.configuration(zone: HistoryRun.zone.zoneName), skip: skip, delay: delay, run: step)
                 let held = heldInCloud
                 let cloudNow = try await lookAtCloud()
-                oracle.synced(store: store.name, held: held, inCloud: Set(cloudNow.keys))
+                oracle.synced(store: store.name, held: held, cloud: values(of: cloudNow))
                 outcome.syncs += 1
                 for record in result.conflicts {
                     conflicts.withLock { $0[record, default: []].append(HistoryOracle.Conflict(step: step, store: store.name)) }
@@ -275,7 +279,7 @@ private struct History {
                 let report = try await sync(store, faults: true)
                 let held = heldInCloud
                 let cloudNow = try await lookAtCloud()
-                oracle.synced(store: store.name, held: held, inCloud: Set(cloudNow.keys))
+                oracle.synced(store: store.name, held: held, cloud: values(of: cloudNow))
                 if trace {
                     print("    \(step) \(store.name) sync \(report.outcome) up \(report.uploaded) del \(report.deletedRemotely) down \(report.downloaded)")
                     for (record, fields) in cloudNow.sorted(by: { $0.key < $1.key }) {

@@ -43,6 +43,13 @@ public struct AdapterSyncReport: Sendable {
     public var conflicts: [ConflictOutcome: Int] = [:]
     /// Records that failed permanently in this sync.
     public var failedRecords = 0
+    /// Records of the store that stay unsynced after this sync, failed in it or before (a
+    /// failure mark, a document that does not parse), as the store lists them: the first few, for
+    /// the summary (the count is ``failingRecordCount``). Filled by callers that ask the store
+    /// after the sync (`gateway sync`); empty otherwise.
+    public var failingRecords: [FailedRecord] = []
+    /// How many records stay unsynced after this sync (see ``failingRecords``).
+    public var failingRecordCount = 0
     /// The upload batch size at the end.
     public var batchSize = 0
     /// Whether the upload stopped at its bound (twice what was pending when it began) while

@@ -211,19 +211,13 @@ enum GatewayTables {
             // dump, rebuilt): its rows share no history with what was synced, so the table joins
             // the zone again (DESIGN D4). Its records lose their metadata, its rows are queued,
             // and the zone is downloaded again: a row the cloud also holds is a conflict without
-            // a common ancestor (`join_prefers`), never an edit of the synced version. A record
-            // the old table had changed since its last sync and the new one holds keeps its
-            // ancestor (a copy taken after that edit brings it back as an edit); the changes
-            // captured on the old table are dropped: a row they name that the new table lacks
-            // was deleted by no one, so the cloud's version comes back.
+            // a common ancestor (`join_prefers`), never an edit of the synced version. (Without
+            // triggers, a row edited since the table came back cannot be told from one the copy
+            // held, so no row keeps an ancestor.) The changes captured on the old table are
+            // dropped: a row they name that the new table lacks was deleted by no one, so the
+            // cloud's version comes back.
             try compact(db)
-            let name = table.template.sqlExpression(keyColumns: table.keyColumns, row: "source")
-            try db.execute(
-                sql: """
-                    DELETE FROM "_gateway_records" WHERE table_name = ?1
-                      AND NOT (record_name IN (SELECT record_name FROM "_gateway_changes" WHERE table_name = ?1)
-                               AND record_name IN (SELECT \(name) FROM \(table.quotedTable) AS source))
-                    """, arguments: [table.table])
+            try db.execute(sql: #"DELETE FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table])
             try db.execute(sql: #"DELETE FROM "_gateway_changes" WHERE table_name = ?"#, arguments: [table.table])
             try backfill(table, db: db)
             try forgetDownloadPosition(db)

@@ -6,7 +6,8 @@ public enum SyncSummary {
     public static func isNothingToDo(_ report: SyncReport) -> Bool {
         report.succeeded
             && report.adapters.allSatisfy {
-                $0.downloaded + $0.deletedLocally + $0.uploaded + $0.deletedRemotely + $0.conflictCount + $0.failedRecords + $0.matched == 0
+                $0.downloaded + $0.deletedLocally + $0.uploaded + $0.deletedRemotely + $0.conflictCount + $0.failedRecords + $0.matched
+                    + $0.failingRecordCount == 0
             }
     }
 
@@ -40,8 +41,15 @@ public enum SyncSummary {
             if adapter.matched > 0 {
                 text += "note: adapter \(adapter.adapter): \(adapter.matched) record(s) held the same values as the cloud and were adopted as synced (nothing written)\n"
             }
-            if adapter.failedRecords > 0 {
-                text += "note: adapter \(adapter.adapter) has \(adapter.failedRecords) failed record(s); see `gateway status`, fix them, then `gateway retry`\n"
+            let failing = max(adapter.failedRecords, adapter.failingRecordCount)
+            if failing > 0 {
+                text += "note: adapter \(adapter.adapter) has \(failing) failed record(s); see `gateway status`, fix them, then `gateway retry`\n"
+                for record in adapter.failingRecords {
+                    text += "  \(record.recordID.recordName): \(record.failure.message) (\(record.failure.code))\n"
+                }
+                if adapter.failingRecordCount > adapter.failingRecords.count {
+                    text += "  … and \(adapter.failingRecordCount - adapter.failingRecords.count) more: see `gateway status --json`\n"
+                }
             }
         }
         return text

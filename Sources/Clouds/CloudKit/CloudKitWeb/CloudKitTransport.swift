@@ -130,7 +130,7 @@ struct CloudKitTransport: Sendable {
         if method != .get { request.body = .bytes(ByteBuffer(data: body)) }
         let timeout = configuration.requestTimeout.components
         do {
-            let response = try await HTTPClient.shared.execute(
+            let response = try await cloudKitHTTPClient.execute(
                 request, timeout: .milliseconds(timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000))
             let buffer = try await response.body.collect(upTo: maximumResponseSize)
             return RawAnswer(
@@ -169,3 +169,14 @@ struct CloudKitTransport: Sendable {
         return token.addingPercentEncoding(withAllowedCharacters: allowed) ?? token
     }
 }
+
+/// The HTTP client of every CloudKit transport, one per process like `HTTPClient.shared`, but a
+/// refused connection fails the request at once instead of being tried again until the request's
+/// deadline (60 s): the gateway's retry policy tries again with back-off, and an endpoint that is
+/// down is reported within seconds.
+private let cloudKitHTTPClient: HTTPClient = {
+    var configuration = HTTPClient.Configuration.singletonConfiguration
+    configuration.connectionPool.retryConnectionEstablishment = false
+    configuration.timeout.connect = .seconds(10)
+    return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+}()

@@ -19,7 +19,16 @@ public enum ManualSync {
             configuration, adapters: try GatewayStores.select(names, in: configuration), tolerateUnavailableStores: true)
         do {
             try await beforeSync(session.adapters)
-            let report = try await session.synchronizer(configuration, observer: observer).sync()
+            var report = try await session.synchronizer(configuration, observer: observer).sync()
+            // What stays unsynced, whenever it failed: a document that never parsed fails in no
+            // sync, yet an operator running one must hear of it.
+            for (index, adapter) in report.adapters.enumerated() where adapter.outcome == .synced {
+                guard let opened = session.adapters.first(where: { $0.name == adapter.adapter }),
+                    let failing = try? await opened.adapter.failedRecords()
+                else { continue }
+                report.adapters[index].failingRecordCount = failing.count
+                report.adapters[index].failingRecords = Array(failing.sorted { $0.recordID.recordName < $1.recordID.recordName }.prefix(3))
+            }
             await session.end()
             return report
         } catch {
