@@ -219,11 +219,18 @@ private struct History {
                         if trace { print("    \(step) \(storeName) conflict \(id.recordName) \(policy) \(resolution)") }
                     }
                 })
-            let report = try await synchronizer.sync().adapters[0]
+            let report: AdapterSyncReport
+            do {
+                report = try await synchronizer.sync().adapters[0]
+            } catch {
+                if store === e { runningPlugin = nil }
+                await close(adapter)
+                throw error
+            }
             if store === e && (!faults || Int.random(in: 0..<5, using: &restarts) > 0) {
                 runningPlugin = adapter
             } else {
-                runningPlugin = nil
+                if store === e { runningPlugin = nil }
                 await close(adapter)
             }
             return report
@@ -361,6 +368,11 @@ private struct History {
             }
             if moved == 0 { break }
             if round == 7 { outcome.anomalies.append((.divergence, "the stores kept exchanging changes after 8 quiet rounds")) }
+        }
+
+        if let running = runningPlugin {
+            runningPlugin = nil
+            await close(running)
         }
 
         var final: [String: [String: String]] = [:]
