@@ -23,11 +23,11 @@ struct ReliabilityTests {
         var checksums: [String: String]
     }
 
-    static func harness(_ arguments: [String], in directory: TemporaryDirectory) async throws -> Int32 {
+    static func harness(_ arguments: [String], in directory: TemporaryDirectory, timeout: Duration = .seconds(600)) async throws -> Int32 {
         let child = try ChildProcess(
             try BuiltExecutable.path("gateway-harness"), arguments: arguments, directory: directory.url.path,
             standardOutput: directory.path("harness.out"), standardError: directory.path("harness.err"))
-        return try await child.wait(timeout: .seconds(600))
+        return try await child.wait(timeout: timeout)
     }
 
     struct HistoryResult: Decodable {
@@ -48,7 +48,8 @@ struct ReliabilityTests {
         defer { directory.remove() }
         let status = try await Self.harness(
             ["history", "--seeds", "200", "--directory", directory.path("run"), "--plugin", Self.csvPlugin, "--json", directory.path("result.json")],
-            in: directory)
+            // About five minutes in a debug build on two cores; more beside other heavy tests.
+            in: directory, timeout: .seconds(1200))
         let log = ((try? String(contentsOfFile: directory.path("harness.out"), encoding: .utf8)) ?? "")
             + ((try? String(contentsOfFile: directory.path("harness.err"), encoding: .utf8)) ?? "")
         #expect(status == 0, "\(log)")

@@ -50,7 +50,8 @@ struct HistoryOracle {
 
         /// Not an anomaly of the gateway's rules but their documented cost: a write made on a
         /// restored or replaced store before it synced again lost to the cloud's version, in a
-        /// conflict reported by that store's sync. Without a common ancestor the rejoin cannot
+        /// conflict reported by that store's sync (or a delete made there, which the rejoin may
+        /// not see at all: a table restored without its capture triggers records no delete). Without a common ancestor the rejoin cannot
         /// tell an edit made after the restore from a stale value the backup held, and the
         /// default (`join_prefers: cloud`) keeps the cloud's. Counted, never a failure.
         case lostToRejoin
@@ -193,8 +194,13 @@ struct HistoryOracle {
                             continue
                         }
                         let firstLater = later.first
+                        // A delete made on a restored store before it synced again may be one no
+                        // gateway can see (a table restored without its capture triggers): the
+                        // rejoin brings the cloud's version back, unreported.
                         let reportedAtRejoin = later.allSatisfy { event in
-                            madeBeforeRejoin(event) && (conflicts[record] ?? []).contains { $0.store == event.store && $0.step >= event.step }
+                            guard madeBeforeRejoin(event) else { return false }
+                            if case .delete = event.kind { return true }
+                            return (conflicts[record] ?? []).contains { $0.store == event.store && $0.step >= event.step }
                         }
                         if reportedAtRejoin {
                             found.append((.lostToRejoin, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)); the later write of a store restored before it lost in a reported rejoin conflict"))
