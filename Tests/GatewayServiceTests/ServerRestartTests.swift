@@ -101,7 +101,7 @@ struct ServerRestartTests {
         let result = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url)
         #expect(result.status == 1, "\(result)")
         #expect(result.stdout.contains("app") && result.stdout.contains("synced"), "\(result)")
-        #expect(result.stdout.contains("adapter crm") && result.stdout.contains("cannot be opened"), "\(result)")
+        #expect(result.stdout.contains("adapter crm") && result.stdout.contains("cannot open its store"), "\(result)")
         await cluster.destroy()
     }
 
@@ -127,7 +127,7 @@ struct ServerRestartTests {
         #expect(log().contains("store not reachable yet"), "\(log())")
         // The two adapters sync side by side: crm's failed attempt may be logged after app's sync.
         try await Self.wait(for: "crm never failed alone", while: service, timeout: .seconds(30), log: log) {
-            log().contains("adapter=crm") && log().contains("cannot be opened yet")
+            log().contains("adapter=crm") && log().contains("cannot open its store")
         }
         try await cluster.start()
         try await Self.wait(for: "the rows never arrived", while: service, timeout: .seconds(90), log: log, every: .milliseconds(200)) {

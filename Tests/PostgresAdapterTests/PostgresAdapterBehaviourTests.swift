@@ -352,7 +352,7 @@ struct PostgresAdapterBehaviourTests {
             for try await value in rows.decode(Int.self) { found.append(value) }
             return found
         }
-        #expect(version == [4])
+        #expect(version == [5])
         await reopened.close()
     }
 

@@ -51,7 +51,9 @@ struct HistoryOracle {
         /// Not an anomaly of the gateway's rules but their documented cost: a write made on a
         /// restored or replaced store before it synced again lost to the cloud's version, in a
         /// conflict reported by that store's sync (or a delete made there, which the rejoin may
-        /// not see at all: a table restored without its capture triggers records no delete). Without a common ancestor the rejoin cannot
+        /// not see at all: a table restored without its capture triggers records no delete), or a
+        /// write still pending when a backup holding it was restored: the restored copy brings it
+        /// back without a common ancestor, and the rejoin cannot tell it from an older value. Without a common ancestor the rejoin cannot
         /// tell an edit made after the restore from a stale value the backup held, and the
         /// default (`join_prefers: cloud`) keeps the cloud's. Counted, never a failure.
         case lostToRejoin
@@ -93,12 +95,23 @@ struct HistoryOracle {
 
     /// Steps at which each store was restored from a backup (or replaced).
     private var restoredAt: [String: [Int]] = [:]
+    /// Each restore of a store: when, and the step its backup was taken at.
+    private var restores: [String: [(at: Int, from: Int)]] = [:]
     /// Steps at which a sync of each store succeeded.
     private var syncedAt: [String: [Int]] = [:]
 
     /// Notes a sync of `store` that succeeded.
     mutating func syncSucceeded(store: String, step: Int) {
         syncedAt[store, default: []].append(step)
+    }
+
+    /// Whether `event` was still pending in its store when the store was restored from a backup
+    /// that held it: the restored copy brings it back without a common ancestor.
+    private func heldAtRejoin(_ event: Event) -> Bool {
+        (restores[event.store] ?? []).contains { restore in
+            restore.from >= event.step && restore.at > event.step
+                && !(syncedAt[event.store] ?? []).contains { $0 > event.step && $0 < restore.at }
+        }
     }
 
     /// Whether `event`'s store was restored before it and had not synced since: the event was
@@ -137,6 +150,7 @@ struct HistoryOracle {
     /// cloud holds the record now says nothing: another store may have created it again.)
     mutating func restore(store: String, toStep step: Int, atStep now: Int, seenInCloud: Set<String>) {
         restoredAt[store, default: []].append(now)
+        restores[store, default: []].append((now, step))
         for event in events where event.store == store && event.step > step && !withdrawn.contains(event.id) {
             switch event.kind {
             case .write(_, let value): if !seenInCloud.contains(value) { withdrawn.insert(event.id) }
@@ -198,7 +212,7 @@ struct HistoryOracle {
                         // gateway can see (a table restored without its capture triggers): the
                         // rejoin brings the cloud's version back, unreported.
                         let reportedAtRejoin = later.allSatisfy { event in
-                            guard madeBeforeRejoin(event) else { return false }
+                            guard madeBeforeRejoin(event) || heldAtRejoin(event) else { return false }
                             if case .delete = event.kind { return true }
                             return (conflicts[record] ?? []).contains { $0.store == event.store && $0.step >= event.step }
                         }

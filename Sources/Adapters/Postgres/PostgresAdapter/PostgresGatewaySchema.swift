@@ -148,12 +148,8 @@ struct PostgresGatewaySchema: Sendable {
         // of this version or an earlier one, on the table the gateway installed them on; with
         // none, or on a table with another object id, the table was recreated behind our back.
         var installed: (version: Int, sql: String, columns: String?, complete: Bool, present: Bool)?
-        /// The table was recreated with its triggers (`pg_dump --clean`): they logged every change
-        /// made to it since, so a row they did not log is as the dump holds it.
-        var recreatedWithTriggers = false
         for try await (version, sql, known, recreated, complete, present) in rows.decode((Int, String, String?, Bool, Bool, Bool).self) {
             installed = (version, sql, known, complete && !recreated, present && !recreated)
-            recreatedWithTriggers = recreated && present
         }
         if let installed, installed.present, let known = installed.columns, known != columns {
             // A column the store did not have may hold values in the cloud: download them.
@@ -230,12 +226,10 @@ struct PostgresGatewaySchema: Sendable {
             // dump, rebuilt). Its rows share no history with what was synced, so the table joins
             // the zone again (DESIGN D4): its records lose their metadata, its rows are queued,
             // and the zone is downloaded again, so a row the cloud also holds is a conflict
-            // without a common ancestor (`join_prefers`), never an edit. One exception, when the
-            // triggers came back with the table: a record the old table had changed since its
-            // last sync and that the restored table holds keeps its ancestor, unless it changed
-            // again since the restore (without the triggers that cannot be told), so a dump taken
-            // after that edit brings the edit back as one (a value of it the zone has replaced
-            // since still loses, as superseded). The changes captured on the old table are
+            // without a common ancestor (`join_prefers`), never an edit — even a row the old
+            // table had pending: whether the dump was taken after that edit or before it (its
+            // values older than what was synced, its empty fields never filled) cannot be told,
+            // and taking it for an edit uploads those. The changes captured on the old table are
             // dropped, since they describe rows of a table that is gone (a row they name that the
             // new table lacks was deleted by no one): all of `changes` (the log is folded only
             // after this check) and the log's rows of another object id (or of none: logged by
@@ -244,15 +238,7 @@ struct PostgresGatewaySchema: Sendable {
             let current = "to_regclass(\(SQLQuoting.literal(table.qualifiedName)))::oid"
             let oldTable = "relid IS DISTINCT FROM \(current)"
             try await connection.query(
-                """
-                DELETE FROM \(unescaped: records) AS r WHERE r.scope = \(scope) AND r.table_name = \(table.table)
-                  AND NOT (\(recreatedWithTriggers) AND r.record_name IN (SELECT record_name FROM \(unescaped: changes) WHERE scope = \(scope) AND table_name = \(table.table)
-                                             UNION SELECT record_name FROM \(unescaped: changeLog)
-                                             WHERE scope = \(scope) AND table_name = \(table.table) AND (\(unescaped: oldTable)))
-                           AND r.record_name IN (SELECT \(unescaped: table.nameSQL("source")) FROM \(unescaped: table.qualifiedName) AS source)
-                           AND r.record_name NOT IN (SELECT record_name FROM \(unescaped: changeLog)
-                                                     WHERE scope = \(scope) AND table_name = \(table.table) AND relid = \(unescaped: current)))
-                """, logger: connection.logger)
+                "DELETE FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
             try await connection.query(
                 "DELETE FROM \(unescaped: changes) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
             try await connection.query(

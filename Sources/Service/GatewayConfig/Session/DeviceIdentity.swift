@@ -22,7 +22,10 @@ public enum DeviceIdentity {
         do {
             try Data((created + "\n").utf8).write(to: file, options: .atomic)
         } catch {
-            throw GatewayError(.stateUnavailable, "cannot write \(file.path): \(error.localizedDescription)", underlying: error)
+            let full = (error as? CocoaError)?.code == .fileWriteOutOfSpace
+                || ((error as NSError).domain == NSPOSIXErrorDomain && (error as NSError).code == Int(ENOSPC))
+            let reason = full ? "the disk holding it is full; free space, then sync again" : error.localizedDescription
+            throw GatewayError(.stateUnavailable, "cannot write \(file.path): \(reason)", underlying: error)
         }
         return created
     }
