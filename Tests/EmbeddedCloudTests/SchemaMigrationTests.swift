@@ -8,6 +8,14 @@ import Testing
 /// Cloud files written by earlier releases (schemas 1 to 3) are upgraded in place when opened.
 @Suite("Embedded cloud schema migration")
 struct SchemaMigrationTests {
+    /// The cloud's file, opened as another program would; it waits for the lock a cloud that
+    /// just went out of scope may still hold (its background checkpoint) instead of failing.
+    static func file(_ path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        return try DatabaseQueue(path: path, configuration: configuration)
+    }
+
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/previous-release/cloud.sqlite")
 
@@ -17,7 +25,7 @@ struct SchemaMigrationTests {
         defer { directory.remove() }
         let path = directory.path("cloud.sqlite")
         try FileManager.default.copyItem(atPath: Self.fixture.path, toPath: path)
-        let before = try await DatabaseQueue(path: path).read { db in
+        let before = try await Self.file(path).read { db in
             (try Int.fetchOne(db, sql: "PRAGMA user_version"), try Int.fetchOne(db, sql: "SELECT count(*) FROM records JOIN zones USING (zone_key) WHERE zone_name = 'Notes'"),
              try Int.fetchOne(db, sql: "SELECT count(*) FROM records JOIN zones USING (zone_key) WHERE zone_name = 'Notes' AND deleted = 1"))
         }
@@ -28,7 +36,7 @@ struct SchemaMigrationTests {
         let page = try await cloud.fetchChanges(in: zone, since: nil, limit: 2_000)
         #expect(page.modified.count + page.deleted.count == before.1)
         #expect(page.deleted.count == before.2)
-        let after = try await DatabaseQueue(path: path).read { db in
+        let after = try await Self.file(path).read { db in
             (try Int.fetchOne(db, sql: "PRAGMA user_version"),
              try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'records'") ?? "")
         }
@@ -60,7 +68,7 @@ struct SchemaMigrationTests {
                 [.create(Record(id: RecordID(recordName: "old", zoneID: zone), recordType: "Note", fields: ["n": .int64(1)]))], in: zone, atomic: true)
         }
         // What the schema 2 code wrote: the same table without created_at.
-        try await DatabaseQueue(path: path).write { db in
+        try await Self.file(path).write { db in
             try db.execute(sql: "ALTER TABLE records DROP COLUMN created_at; PRAGMA user_version = 2")
         }
         clock.set(Date(timeIntervalSince1970: 1_700_000_100))
@@ -105,7 +113,7 @@ struct SchemaMigrationTests {
             token = try await cloud.fetchChanges(in: zone, since: nil, limit: 10).token
         }
         // What the schema 3 code wrote: the same columns in a WITHOUT ROWID table keyed by name.
-        try await DatabaseQueue(path: path).write { db in
+        try await Self.file(path).write { db in
             try db.execute(
                 sql: """
                     CREATE TABLE records_v3 (
@@ -123,7 +131,7 @@ struct SchemaMigrationTests {
         }
         clock.set(Date(timeIntervalSince1970: 1_700_000_100))
         let cloud = try EmbeddedCloud(path: path, configuration: configuration)
-        let schema = try await DatabaseQueue(path: path).read { db in
+        let schema = try await Self.file(path).read { db in
             (try Int.fetchOne(db, sql: "PRAGMA user_version"),
              try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'records'") ?? "",
              try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'records_by_name'"))

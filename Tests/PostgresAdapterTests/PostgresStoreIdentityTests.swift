@@ -22,6 +22,16 @@ struct PostgresStoreIdentityTests {
         return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
     }
 
+    /// Row id → title of table `note` in `schema`.
+    static func titles(_ schema: String, pool: PostgresConnectionPool) async throws -> [Int64: String] {
+        try await pool.withConnection(doing: "reading") { connection in
+            var result: [Int64: String] = [:]
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT id, title FROM \(schema).note"), logger: connection.logger)
+            for try await (id, title) in rows.decode((Int64, String).self) { result[id] = title }
+            return result
+        }
+    }
+
     @Test("a table dropped, created again and filled from an older dump joins the zone: the newer edit made elsewhere survives")
     func tableRestoredFromDump() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("restored_table")
@@ -32,14 +42,6 @@ struct PostgresStoreIdentityTests {
             ["CREATE SCHEMA a", "CREATE SCHEMA b"] + ["a", "b"].map { create.replacingOccurrences(of: "%@", with: $0) }
                 + [seed.replacingOccurrences(of: "%@", with: "a")],
             on: endpoint, doing: "setting up")
-        func rows(_ schema: String) async throws -> [Int64: String] {
-            try await pool.withConnection(doing: "reading") { connection in
-                var result: [Int64: String] = [:]
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT id, title FROM \(schema).note"), logger: connection.logger)
-                for try await (id, title) in rows.decode((Int64, String).self) { result[id] = title }
-                return result
-            }
-        }
         let directory = try TemporaryDirectory(prefix: "pg-restored")
         defer { directory.remove() }
         let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
@@ -48,7 +50,7 @@ struct PostgresStoreIdentityTests {
         try await Synchronizer.syncInTurns([a, b])
         try await PostgresConnectionPool.execute(["UPDATE b.note SET title = 'edited in b' WHERE id = 2"], on: endpoint, doing: "editing")
         try await Synchronizer.syncInTurns([b, a])
-        #expect(try await rows("a")[2] == "edited in b")
+        #expect(try await Self.titles("a", pool: pool)[2] == "edited in b")
 
         // The operator restores a.note from a dump taken before the edit.
         try await PostgresConnectionPool.execute(
@@ -60,8 +62,8 @@ struct PostgresStoreIdentityTests {
         #expect(report.adapters[0].uploaded == 0)
         #expect(try await b.sync().succeeded)
         let expected: [Int64: String] = [1: "one", 2: "edited in b", 3: "three"]
-        #expect(try await rows("a") == expected)
-        #expect(try await rows("b") == expected)
+        #expect(try await Self.titles("a", pool: pool) == expected)
+        #expect(try await Self.titles("b", pool: pool) == expected)
         await adapterA.close()
         await adapterB.close()
         await pool.close()
@@ -75,14 +77,6 @@ struct PostgresStoreIdentityTests {
             ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
              "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note VALUES (1, 'one'), (2, 'two'), (3, 'three')"],
             on: endpoint, doing: "setting up")
-        func rows(_ schema: String) async throws -> [Int64: String] {
-            try await pool.withConnection(doing: "reading") { connection in
-                var result: [Int64: String] = [:]
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT id, title FROM \(schema).note"), logger: connection.logger)
-                for try await (id, title) in rows.decode((Int64, String).self) { result[id] = title }
-                return result
-            }
-        }
         let directory = try TemporaryDirectory(prefix: "pg-restored-triggers")
         defer { directory.remove() }
         let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
@@ -107,8 +101,8 @@ struct PostgresStoreIdentityTests {
         #expect(report.adapters[0].uploaded == 0)
         #expect(try await b.sync().succeeded)
         let expected: [Int64: String] = [1: "one", 2: "edited in b", 3: "three", 4: "four"]
-        #expect(try await rows("a") == expected)
-        #expect(try await rows("b") == expected)
+        #expect(try await Self.titles("a", pool: pool) == expected)
+        #expect(try await Self.titles("b", pool: pool) == expected)
         await adapterA.close()
         await adapterB.close()
         await pool.close()
@@ -140,14 +134,7 @@ struct PostgresStoreIdentityTests {
         #expect(report.adapters[0].conflicts[.serverWon] == 1)
         #expect(report.adapters[0].uploaded == 0)
         #expect(try await b.sync().succeeded)
-        let title = try await pool.withConnection(doing: "reading") { connection in
-            var found: String?
-            for try await value in try await connection.query("SELECT title FROM b.note WHERE id = 2", logger: connection.logger).decode(String.self) {
-                found = value
-            }
-            return found
-        }
-        #expect(title == "two")
+        #expect(try await Self.titles("b", pool: pool)[2] == "two")
         await adapterA.close()
         await adapterB.close()
         await pool.close()

@@ -33,35 +33,29 @@ public enum PostgresTestServer {
     /// Runs a SQL script (such as a `pg_dump` output) on `endpoint` with `psql`, stopping at the
     /// first error.
     public static func runScript(_ path: String, on endpoint: PostgresEndpoint) async throws {
-        guard let psql = PostgresTestCluster.program("psql") else {
-            throw ConformanceFailure("psql was not found next to PostgreSQL's server programs or on PATH; install Debian's postgresql-client")
-        }
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("psql-\(UUID().uuidString).log").path
-        defer { try? FileManager.default.removeItem(atPath: log) }
-        let child = try ChildProcess(
-            psql,
-            arguments: ["-q", "-v", "ON_ERROR_STOP=1", "-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username, "-d", endpoint.database, "-f", path],
-            environment: ["PATH": "/usr/bin:/bin", "LANG": "C", "PGPASSWORD": endpoint.password ?? ""], standardOutput: log, standardError: log)
-        guard try await child.wait(timeout: .seconds(120)) == 0 else {
-            throw ConformanceFailure("psql failed on \(path):\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        }
+        try await runClient(
+            "psql", arguments: ["-q", "-v", "ON_ERROR_STOP=1", "-d", endpoint.database, "-f", path], on: endpoint, doing: "running \(path)")
     }
 
     /// Dumps `table` (schema-qualified) of `endpoint` as an operator's backup does, with
     /// `pg_dump --clean`: restored with ``runScript(_:on:)``, it drops the table and creates it
     /// again with its rows and then its triggers.
     public static func dump(table: String, of endpoint: PostgresEndpoint, to path: String) async throws {
-        guard let pgDump = PostgresTestCluster.program("pg_dump") else {
-            throw ConformanceFailure("pg_dump was not found next to PostgreSQL's server programs or on PATH; install Debian's postgresql-client")
+        try await runClient("pg_dump", arguments: ["--clean", "-t", table, "-f", path, endpoint.database], on: endpoint, doing: "dumping \(table)")
+    }
+
+    /// Runs one of PostgreSQL's client programs against `endpoint`, failing with its output.
+    private static func runClient(_ program: String, arguments: [String], on endpoint: PostgresEndpoint, doing what: String) async throws {
+        guard let executable = PostgresTestCluster.program(program) else {
+            throw ConformanceFailure("\(program) was not found next to PostgreSQL's server programs or on PATH; install Debian's postgresql-client")
         }
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("pg_dump-\(UUID().uuidString).log").path
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(program)-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: log) }
         let child = try ChildProcess(
-            pgDump,
-            arguments: ["--clean", "-t", table, "-f", path, "-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username, endpoint.database],
+            executable, arguments: ["-h", endpoint.host, "-p", "\(endpoint.port)", "-U", endpoint.username] + arguments,
             environment: ["PATH": "/usr/bin:/bin", "LANG": "C", "PGPASSWORD": endpoint.password ?? ""], standardOutput: log, standardError: log)
         guard try await child.wait(timeout: .seconds(120)) == 0 else {
-            throw ConformanceFailure("pg_dump of \(table) failed:\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            throw ConformanceFailure("\(program) failed \(what):\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
     }
 
