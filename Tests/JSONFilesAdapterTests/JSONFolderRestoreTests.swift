@@ -1,4 +1,4 @@
-import AdapterKit
+@testable import AdapterKit
 import EmbeddedCloud
 import Foundation
 import GRDB
@@ -128,6 +128,43 @@ struct JSONFolderRestoreTests {
         #expect(report.adapters[0].uploaded == 1)
         #expect(try await setup.sqliteSync.sync().succeeded)
         #expect(try setup.title("1") == "edited in JSON")
+    }
+
+    @Test("a folder restored after the gateway died writing a download rejoins: the interrupted write is not replayed into the copy")
+    func restoredAfterInterruptedDownload() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        let original = setup.directory.url.appendingPathComponent("docs-original")
+        try setup.copy(setup.folder, to: original)
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('3', 'three'), ('4', 'four')")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+
+        // The gateway was killed writing the page that held document 4 (its journal stays), and
+        // the operator then put back the folder as it was before the first sync.
+        let state = try DatabaseQueue(path: JSONFilesBehaviourTests.configuration(setup.folder).statePath)
+        try await state.write { db in
+            let zoneState = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
+            let four = Record(id: RecordID(recordName: "4", zoneID: JSONFilesBehaviourTests.zone), recordType: "Article", fields: ["title": .string("four")])
+            let journal = KitJournal(saves: [four], deletes: [], before: [:], update: SyncStateUpdate(zoneState: zoneState), skipped: [])
+            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+        }
+        try state.close()
+        try FileManager.default.removeItem(at: setup.folder)
+        try setup.copy(original, to: setup.folder)
+
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].deletedRemotely == 0, "a document the copy predates is no delete")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("3") == "three")
+        #expect(try setup.title("4") == "four")
+        #expect(try setup.document("3").contains("three"), "the rejoin downloaded the zone from the start")
+        #expect(try setup.document("4").contains("four"))
     }
 
     @Test("a new folder at the adapter's path (a typo, a fresh copy without the marker) joins the zone instead of overwriting it")

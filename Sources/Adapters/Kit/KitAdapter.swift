@@ -233,11 +233,14 @@ public final class KitAdapter: ModelAdapter {
     /// Runs `body` alone, after replaying a write a crash interrupted.
     private func exclusively<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         try await gate.run {
+            // The identity first: a write interrupted in a store since replaced or restored
+            // belongs to a store that is gone. Replayed into the copy, it would stamp the copy
+            // with the current epoch and hide the restore.
+            try await checkIdentity()
             if !journalChecked.withLock({ $0 }) {
                 try await replayJournal()
                 journalChecked.withLock { $0 = true }
             }
-            try await checkIdentity()
             return try await body()
         }
     }
@@ -299,7 +302,8 @@ public final class KitAdapter: ModelAdapter {
                 let present = KitStateDatabase.jsonArray(listing.entries.map(\.key.recordName) + listing.problems.map(\.recordName))
                 try db.execute(sql: "DELETE FROM records WHERE record_name NOT IN (SELECT value FROM json_each(?))", arguments: [present])
                 try db.execute(sql: "DELETE FROM changes WHERE record_name NOT IN (SELECT value FROM json_each(?))", arguments: [present])
-                try db.execute(sql: "DELETE FROM zone; DELETE FROM failures; DELETE FROM cursor;")
+                // An interrupted write goes too: the download starts again from the beginning.
+                try db.execute(sql: "DELETE FROM zone; DELETE FROM failures; DELETE FROM cursor; DELETE FROM journal;")
             }
             try db.execute(sql: "INSERT OR REPLACE INTO identity (id, store, epoch) VALUES (1, ?, ?)", arguments: [fresh.store, fresh.epoch])
         }
