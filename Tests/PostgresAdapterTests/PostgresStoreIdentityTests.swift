@@ -176,4 +176,43 @@ struct PostgresStoreIdentityTests {
         await adapterB.close()
         await pool.close()
     }
+
+    @Test("a renamed column keeps its values: they are uploaded under the new name, and the old field stays in the zone")
+    func columnRenamed() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("renamed_column")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await PostgresConnectionPool.execute(
+            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text, color text)",
+             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text, color text)",
+             "INSERT INTO a.note SELECT g, 'one', 'red' FROM generate_series(1, 10) g"],
+            on: endpoint, doing: "setting up")
+        func count(_ sql: String) async throws -> Int64 {
+            try await pool.withConnection(doing: "counting") { connection in
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+                for try await value in rows.decode(Int64.self) { return value }
+                return 0
+            }
+        }
+        let directory = try TemporaryDirectory(prefix: "pg-renamed-column")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
+        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
+        try await Synchronizer.syncInTurns([a, b])
+
+        try await PostgresConnectionPool.execute(
+            ["ALTER TABLE a.note RENAME COLUMN color TO hue", "UPDATE a.note SET title = 'edited in a' WHERE id = 1"], on: endpoint, doing: "renaming")
+        let report = try await a.sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflictCount == 0)
+        #expect(try await count("SELECT count(*) FROM a.note WHERE hue = 'red'") == 10, "the renamed column kept its values")
+        #expect(try await b.sync().succeeded)
+        #expect(try await count("SELECT count(*) FROM b.note WHERE color = 'red'") == 10, "the old field stayed in the zone")
+        #expect(try await count("SELECT count(*) FROM b.note WHERE title = 'edited in a'") == 1)
+        let records = try await zoneContents(of: cloud, zone: Self.zone)
+        #expect(records.values.filter { $0["hue"] == .string("red") }.count == 10, "the values travel under the new name")
+        await adapterA.close()
+        await adapterB.close()
+        await pool.close()
+    }
 }

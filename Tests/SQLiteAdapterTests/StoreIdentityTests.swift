@@ -273,4 +273,31 @@ struct StoreIdentityTests {
         #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'blue' AND name = '2'"#) == 1)
         #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE title = 'edited in b'"#) == 1)
     }
+
+    @Test("a renamed column keeps its values: they are the store's, uploaded under the new name, and the old field stays in the zone")
+    func columnRenamed() async throws {
+        let pair = try Pair(schema: #"CREATE TABLE "Note" (name TEXT PRIMARY KEY, title TEXT, rank INTEGER, color TEXT)"#)
+        defer { pair.directory.remove() }
+        for index in 1...10 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?, 'red')"#, ["\(index)", index]) }
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+
+        // Store a's application renames the column (no trigger fires for that) and edits a title.
+        try pair.fileA.execute(#"ALTER TABLE "Note" RENAME COLUMN color TO hue"#)
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'edited in a' WHERE name = '1'"#)
+        let report = try await pair.synchronizer(pair.fileA, name: "a").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflictCount == 0)
+        #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE hue = 'red'"#) == 10, "the renamed column kept its values")
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE color = 'red'"#) == 10, "the old field stayed in the zone")
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE title = 'edited in a'"#) == 1)
+
+        // Store b renames too: both hold the values under the new name, and nothing moves.
+        try pair.fileB.execute(#"ALTER TABLE "Note" RENAME COLUMN color TO hue"#)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE hue = 'red'"#) == 10)
+        let records = try await zoneContents(of: pair.cloud, zone: Notes.zone)
+        #expect(records.values.filter { $0["hue"] == .string("red") && $0["color"] == .string("red") }.count == 10, "a store on the new schema uploads its values under the new name")
+    }
 }

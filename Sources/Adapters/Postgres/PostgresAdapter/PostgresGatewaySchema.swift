@@ -157,6 +157,7 @@ struct PostgresGatewaySchema: Sendable {
             let added = table.valueColumns.map(\.name).filter { !knownColumns.contains($0) }
             if !added.isEmpty {
                 try await forgetChangeTags(of: table.table, forgettingFields: added, connection: connection)
+                try await queueRows(holdingValuesIn: added, of: table, connection: connection)
                 try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
             }
         }
@@ -290,6 +291,35 @@ struct PostgresGatewaySchema: Sendable {
             UPDATE \(unescaped: records) AS r SET metadata = u.m
             FROM unnest(\(names)::text[], \(blobs)::bytea[]) AS u(n, m)
             WHERE r.scope = \(scope) AND r.record_name = u.n
+            """, logger: connection.logger)
+    }
+
+    /// Queues the rows that hold a value of their own in a column the gateway did not sync
+    /// before: a renamed column (no trigger fires for `RENAME COLUMN`) or one filled by the
+    /// migration that added it. Those values are the application's: queued, they are uploaded
+    /// and merged (the field has no ancestor, so the cloud's absence of it is no edit) instead of
+    /// the download writing the cloud's record, which lacks them, over them. An empty field, or
+    /// the column's default, is what the store did not know yet: it receives the cloud's value.
+    func queueRows(holdingValuesIn added: [String], of table: PostgresResolvedTable, connection: PooledConnection) async throws {
+        let rows = try await connection.query(
+            """
+            SELECT a.attname::text, pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a
+            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            WHERE a.attrelid = to_regclass(\(table.qualifiedName)) AND a.attname = ANY(\(added)) AND NOT a.attisdropped
+            """, logger: connection.logger)
+        var held: [String] = []
+        for try await (column, defaultExpression) in rows.decode((String, String?).self) {
+            let quoted = "source." + SQLQuoting.identifier(column)
+            // The default is an expression from the table's own definition.
+            held.append(defaultExpression.map { "(\(quoted) IS NOT NULL AND \(quoted) IS DISTINCT FROM (\($0)))" } ?? "\(quoted) IS NOT NULL")
+        }
+        guard !held.isEmpty else { return }
+        try await connection.query(
+            """
+            INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)
+            SELECT \(scope), \(unescaped: table.nameSQL("source")), \(table.table), nextval(\(versions)::regclass)
+            FROM \(unescaped: table.qualifiedName) AS source WHERE \(unescaped: held.joined(separator: " OR "))
+            ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
             """, logger: connection.logger)
     }
 

@@ -132,6 +132,30 @@ enum GatewayTables {
         }
     }
 
+    /// Queues the rows that hold a value of their own in a column the gateway did not sync
+    /// before: a renamed column (no trigger fires for a rename) or one filled by the migration
+    /// that added it. Those values are the application's: queued, they are uploaded and merged
+    /// (the field has no ancestor, so the cloud's absence of it is no edit) instead of the
+    /// download writing the cloud's record, which lacks them, over them. An empty field, or the
+    /// column's declared default, is what the store did not know yet: it receives the cloud's
+    /// value.
+    static func queueRows(holdingValuesIn added: [String], of table: ResolvedTable, db: Database) throws {
+        var defaults: [String: String] = [:]
+        for row in try Row.fetchAll(db, sql: "PRAGMA table_info(\(table.quotedTable))") {
+            if let value = row["dflt_value"] as String? { defaults[row["name"]] = value }
+        }
+        let held = added.map { column in
+            let quoted = "\(table.quotedTable).\(SQLQuoting.identifier(column))"
+            // A default is a constant expression (SQLite refuses others in ADD COLUMN), read from
+            // the database's own schema.
+            return defaults[column].map { "(\(quoted) IS NOT NULL AND \(quoted) IS NOT (\($0)))" } ?? "\(quoted) IS NOT NULL"
+        }
+        let name = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
+        try db.execute(
+            sql: #"INSERT INTO "_gateway_log" (record_name, table_name) SELECT "# + name + ", " + SQLQuoting.literal(table.table)
+                + " FROM \(table.quotedTable) WHERE " + held.joined(separator: " OR "))
+    }
+
     /// Makes the next sync download the whole zone again (the zone state is the synchronizer's
     /// blob; without it the change token starts over). Records whose metadata still matches the
     /// cloud are skipped as already synced; the others are merged.
@@ -165,6 +189,7 @@ enum GatewayTables {
             let added = table.valueColumns.map(\.name).filter { !knownColumns.contains($0) }
             if !added.isEmpty {
                 try forgetChangeTags(of: table.table, forgettingFields: added, db: db)
+                try queueRows(holdingValuesIn: added, of: table, db: db)
                 try forgetDownloadPosition(db)
             }
         }
