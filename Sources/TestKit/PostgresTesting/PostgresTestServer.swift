@@ -145,6 +145,7 @@ public final class PostgresTestCluster: Sendable {
                 data: data, folder: folder, runAs: runAs, options: options)
             do {
                 try await cluster.start()
+                try await cluster.stopWhenThisProcessEnds()
                 return cluster
             } catch {
                 lastError = error
@@ -164,6 +165,25 @@ public final class PostgresTestCluster: Sendable {
             installed = true
             atexit { PostgresTestCluster.stopAllAtExit() }
         }
+    }
+
+    /// Starts a watcher in its own session that stops the cluster and deletes its folder once
+    /// this process is gone: `atexit` does not run when a test run or harness is killed (a
+    /// timeout, SIGKILL), and a server must not outlive the run that started it. The watcher looks
+    /// for this process every second; it is a separate program, so it polls.
+    private func stopWhenThisProcessEnds() async throws {
+        let stop = (runAs + ["\(programs)/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"]).map(Self.shellWord).joined(separator: " ")
+        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(Self.shellWord(folder))"
+        guard let setsid = ["/usr/bin/setsid", "/bin/setsid"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return }
+        let child = try ChildProcess(
+            setsid, arguments: ["-f", "/bin/sh", "-c", script], environment: ["PATH": "/usr/bin:/bin:/usr/sbin:/sbin"],
+            standardOutput: "/dev/null", standardError: "/dev/null")
+        _ = try await child.wait(timeout: .seconds(30))
+    }
+
+    /// `word` quoted for /bin/sh.
+    private static func shellWord(_ word: String) -> String {
+        "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     /// Stops the cluster. `immediately` stops it as a crash would: connections are cut, and the
