@@ -132,7 +132,7 @@ struct HarnessCommand: AsyncParsableCommand {
                 if anomalies > 0 { FileHandle.standardError.write(Data("seed \(seed): \(anomalies) anomalies\n".utf8)) }
             }
             let elapsed = ContinuousClock.now - started
-            print("\(result.seeds) histories, \(result.steps) steps, \(result.syncs) syncs (\(result.failedSyncs) failed under faults), \(result.restores) restores, \(result.schemaChanges) columns added or dropped, \(result.clockSteps) clock steps, \(result.gatewayCrashes) gateway processes killed, \(result.conflictsReported) conflicts reported, in \(elapsed)")
+            print("\(result.seeds) histories, \(result.steps) steps, \(result.syncs) syncs (\(result.failedSyncs) failed under faults), \(result.restores) restores, \(result.schemaChanges) columns added, dropped or renamed, \(result.clockSteps) clock steps, \(result.gatewayCrashes) gateway processes killed, \(result.conflictsReported) conflicts reported, in \(elapsed)")
             for (anomaly, count) in result.anomalies.sorted(by: { $0.key < $1.key }) { print("  \(anomaly): \(count)") }
             if let failure = result.shortestFailure {
                 print("shortest failing history: seed \(failure.seed), \(failure.steps) steps")

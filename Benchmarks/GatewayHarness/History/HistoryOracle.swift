@@ -3,8 +3,9 @@ import Foundation
 /// What the history checker knows of every acknowledged write, and the anomalies it finds in the
 /// state a history converged to.
 ///
-/// Modelled on Elle's approach: every written value is unique, so a value read back names the
-/// write that produced it, and each write records the value it overwrote (what its store held of
+/// Modelled on Elle's approach: every written value is unique in its field (values are known by
+/// ``tag(_:_:)``, field and value: a renamed column holds the same texts under another name), so
+/// a value read back names the write that produced it, and each write records the value it overwrote (what its store held of
 /// that field when the application wrote it). That gives the version order of each field without
 /// trusting the gateway's own account; a store restored from a backup holds an old value again,
 /// and a write made on top of it depends on that old value, not on the newer ones it lost.
@@ -20,7 +21,7 @@ struct HistoryOracle {
         /// Events this one causally follows: per field, the write it overwrote and, transitively,
         /// what that one followed; for a delete, the writes of every field it removed.
         let dependencies: Set<Int>
-        /// For a delete, the values the record held when it was deleted.
+        /// For a delete, the values the record held when it was deleted (tagged).
         var removedValues: [String] = []
     }
 
@@ -58,30 +59,51 @@ struct HistoryOracle {
         /// default (`join_prefers: cloud`) keeps the cloud's. Counted, never a failure.
         case lostToRejoin
 
-        /// Whether the class is a violation (everything but ``revivedWhole`` and ``lostToRejoin``).
-        var isViolation: Bool { self != .revivedWhole && self != .lostToRejoin }
+        /// Not an anomaly of the gateway's rules but their documented cost: a delete undone by an
+        /// edit it had seen, whose store never had the answer to its upload (the sync failed after
+        /// the cloud took it) and had not synced since when the delete was made. That store cannot
+        /// tell whether its upload landed before the delete or never did; an edit beats a delete,
+        /// so it keeps the record, in a conflict its sync reports. Counted, never a failure.
+        case revivedByUnansweredEdit
+
+        /// Whether the class is a violation (every class but the documented costs).
+        var isViolation: Bool { ![.revivedWhole, .lostToRejoin, .revivedByUnansweredEdit].contains(self) }
     }
 
     private(set) var events: [Event] = []
     /// Events an operator undid before they left their store: a restore of a backup taken
     /// before them, while the cloud had never held what they wrote. Not the gateway's to keep.
     private(set) var withdrawn = Set<Int>()
-    /// For each value written, the event that wrote it.
+    /// For each value written (tagged), the event that wrote it.
     private var eventByValue: [String: Int] = [:]
 
-    /// The event whose value `value` is, `nil` for a value no acknowledged write produced.
-    func event(writing value: String) -> Event? {
-        eventByValue[value].map { events[$0] }
+    /// How the oracle knows a value: by its field and its text.
+    static func tag(_ field: String, _ value: String) -> String { field + "=" + value }
+
+    /// The event that wrote `value` into `field`, `nil` for a value no acknowledged write produced.
+    func event(writing value: String, in field: String) -> Event? {
+        eventByValue[Self.tag(field, value)].map { events[$0] }
     }
 
     /// Records a write of `value` into `field` of `record` at `store`, which held `previous` there.
     mutating func write(step: Int, store: String, record: String, field: String, value: String, previous: String?) {
-        let dependencies = previous.flatMap { eventByValue[$0] }.map { Set([$0]).union(events[$0].dependencies) } ?? []
-        eventByValue[value] = events.count
+        let dependencies = previous.flatMap { eventByValue[Self.tag(field, $0)] }.map { Set([$0]).union(events[$0].dependencies) } ?? []
+        eventByValue[Self.tag(field, value)] = events.count
         events.append(Event(id: events.count, step: step, store: store, record: record, kind: .write(field: field, value: value), dependencies: dependencies))
     }
 
-    /// Records a delete of `record` at `store`, which held `previous` (its field values).
+    /// Records a column of `store` renamed from `field` to `newName`, holding `values` (record →
+    /// text): the old field is given up (``dropColumn(store:field:seenInCloud:)``), and each value
+    /// is a write of the new field, which the store did not have. A value another store's rename
+    /// already wrote there is that same write (the texts are equal).
+    mutating func renameColumn(step: Int, store: String, field: String, to newName: String, values: [String: String], seenInCloud: Set<String>) {
+        dropColumn(store: store, field: field, seenInCloud: seenInCloud)
+        for (record, value) in values.sorted(by: { $0.key < $1.key }) where eventByValue[Self.tag(newName, value)] == nil {
+            write(step: step, store: store, record: record, field: newName, value: value, previous: nil)
+        }
+    }
+
+    /// Records a delete of `record` at `store`, which held `previous` (its field values, tagged).
     mutating func delete(step: Int, store: String, record: String, previous: [String]) {
         var dependencies = Set<Int>()
         for value in previous {
@@ -114,6 +136,17 @@ struct HistoryOracle {
         }
     }
 
+    /// Whether `delete` was undone by a write it followed whose store had no successful sync
+    /// between that write and the delete (so no answer to the upload that carried it), in a
+    /// conflict that store reported after the delete.
+    private func undoneByUnansweredEdit(_ delete: Event, writes: [Event], conflicts: [Conflict]) -> Bool {
+        writes.contains { write in
+            delete.dependencies.contains(write.id)
+                && !(syncedAt[write.store] ?? []).contains { $0 > write.step && $0 < delete.step }
+                && conflicts.contains { $0.store == write.store && $0.step > delete.step }
+        }
+    }
+
     /// Whether `event`'s store was restored before it and had not synced since: the event was
     /// made on a store that had yet to rejoin the zone.
     private func madeBeforeRejoin(_ event: Event) -> Bool {
@@ -125,7 +158,7 @@ struct HistoryOracle {
     /// it the values the cloud never held (an application giving a column up destroys them).
     mutating func dropColumn(store: String, field: String, seenInCloud: Set<String>) {
         for event in events where event.store == store && !withdrawn.contains(event.id) {
-            if case .write(let written, let value) = event.kind, written == field, !seenInCloud.contains(value) { withdrawn.insert(event.id) }
+            if case .write(let written, let value) = event.kind, written == field, !seenInCloud.contains(Self.tag(field, value)) { withdrawn.insert(event.id) }
         }
     }
 
@@ -133,7 +166,7 @@ struct HistoryOracle {
     /// had held before.
     private var deliveredDeletes = Set<Int>()
 
-    /// Notes what a sync of `store` did to the cloud (`cloud`: record → the values it holds): its
+    /// Notes what a sync of `store` did to the cloud (`cloud`: record → the values it holds, tagged): its
     /// deletes of records the cloud `held` once and no longer holds left the store, and so did
     /// a delete the store followed by creating the record again (its sync sends an update that
     /// clears what the delete removed), once the cloud's record holds none of the removed values.
@@ -146,14 +179,14 @@ struct HistoryOracle {
     }
 
     /// Withdraws the events of `store` after `step` that never left it: writes whose value the
-    /// cloud never held (`seenInCloud`), deletes no sync of the store delivered. (Whether the
+    /// cloud never held (`seenInCloud`, tagged), deletes no sync of the store delivered. (Whether the
     /// cloud holds the record now says nothing: another store may have created it again.)
     mutating func restore(store: String, toStep step: Int, atStep now: Int, seenInCloud: Set<String>) {
         restoredAt[store, default: []].append(now)
         restores[store, default: []].append((now, step))
         for event in events where event.store == store && event.step > step && !withdrawn.contains(event.id) {
             switch event.kind {
-            case .write(_, let value): if !seenInCloud.contains(value) { withdrawn.insert(event.id) }
+            case .write(let field, let value): if !seenInCloud.contains(Self.tag(field, value)) { withdrawn.insert(event.id) }
             case .delete: if !deliveredDeletes.contains(event.id) { withdrawn.insert(event.id) }
             }
         }
@@ -173,7 +206,11 @@ struct HistoryOracle {
             for event in writes { if case .write(let field, _) = event.kind { fields.insert(field) } }
             if let present = final[record], !present.isEmpty {
                 for delete in deletes where writes.allSatisfy({ delete.dependencies.contains($0.id) }) {
-                    found.append((.resurrectedDelete, "record \(record) deleted at step \(delete.step) by \(delete.store) after every write it had, yet present"))
+                    if undoneByUnansweredEdit(delete, writes: writes, conflicts: conflicts[record] ?? []) {
+                        found.append((.revivedByUnansweredEdit, "record \(record) deleted at step \(delete.step) by \(delete.store), revived by an edit whose upload was never answered"))
+                    } else {
+                        found.append((.resurrectedDelete, "record \(record) deleted at step \(delete.step) by \(delete.store) after every write it had, yet present"))
+                    }
                     break
                 }
             }
@@ -188,7 +225,7 @@ struct HistoryOracle {
                 let maximal = ofField.filter { !followed.contains($0.id) }
                 let value = final[record]?[field]
                 if let value {
-                    guard let winner = event(writing: value), !withdrawn.contains(winner.id) else { continue }
+                    guard let winner = event(writing: value, in: field), !withdrawn.contains(winner.id) else { continue }
                     if followed.contains(winner.id) {
                         let later = ofField.filter { $0.dependencies.contains(winner.id) }
                         // An edit beats a delete and brings the record back whole, as SyncKit does:
@@ -196,7 +233,7 @@ struct HistoryOracle {
                         // can predate what the deleting side overwrote and deleted (a tombstone has
                         // no values to merge with; a record kept with only its edited fields breaks
                         // NOT NULL columns). Counted apart as `revivedWhole`, not as a lost update.
-                        let survivors = Set((final[record] ?? [:]).values.compactMap { eventByValue[$0] })
+                        let survivors = Set((final[record] ?? [:]).compactMap { eventByValue[Self.tag($0.key, $0.value)] })
                         let revived = later.contains { event in
                             guard case .delete = event.kind else { return false }
                             return survivors.contains { survivor in
@@ -215,6 +252,14 @@ struct HistoryOracle {
                             guard madeBeforeRejoin(event) || heldAtRejoin(event) else { return false }
                             if case .delete = event.kind { return true }
                             return (conflicts[record] ?? []).contains { $0.store == event.store && $0.step >= event.step }
+                        }
+                        let undoneDeletes = later.allSatisfy { event in
+                            guard case .delete = event.kind else { return false }
+                            return undoneByUnansweredEdit(event, writes: writes, conflicts: conflicts[record] ?? [])
+                        }
+                        if undoneDeletes {
+                            found.append((.revivedByUnansweredEdit, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)) in a record an edit whose upload was never answered revived"))
+                            continue
                         }
                         if reportedAtRejoin {
                             found.append((.lostToRejoin, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)); the later write of a store restored before it lost in a reported rejoin conflict"))

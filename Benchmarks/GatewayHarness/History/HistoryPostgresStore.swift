@@ -4,7 +4,7 @@ import PostgresAdapter
 import PostgresNIO
 import PostgresSupport
 
-/// A PostgreSQL table `note(name, title, rank)` in a schema of its own; `color` comes and goes with
+/// A PostgreSQL table `note(name, title, rank)` in a schema of its own; `color` and `hue` come and go with
 /// schema changes. Backups are what `pg_dump --clean -t note` saves (the rows and, unless
 /// `dataOnly`, the table's triggers, which it recreates after the rows, so the restored rows are
 /// never captured), and a restore is what `psql` does with that dump: the table is dropped and
@@ -62,16 +62,19 @@ final class HistoryPostgresStore: HistorySchemaStore {
         }
     }
 
-    func addColumn() async throws {
-        guard !fields.contains("color") else { return }
-        try await execute(["ALTER TABLE \(table) ADD COLUMN color text"])
-        fields.append("color")
+    func addColumn(_ column: String) async throws {
+        try await execute(["ALTER TABLE \(table) ADD COLUMN \(column) text"])
+        fields.append(column)
     }
 
-    func dropColumn() async throws {
-        guard fields.contains("color") else { return }
-        try await execute(["ALTER TABLE \(table) DROP COLUMN color"])
-        fields.removeAll { $0 == "color" }
+    func dropColumn(_ column: String) async throws {
+        try await execute(["ALTER TABLE \(table) DROP COLUMN \(column)"])
+        fields.removeAll { $0 == column }
+    }
+
+    func renameColumn(_ column: String, to newName: String) async throws {
+        try await execute(["ALTER TABLE \(table) RENAME COLUMN \(column) TO \(newName)"])
+        fields = fields.map { $0 == column ? newName : $0 }
     }
 
     func contents() async throws -> [String: [String: String]] {
@@ -143,7 +146,7 @@ final class HistoryPostgresStore: HistorySchemaStore {
                 "CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))",
                 "INSERT INTO \(table) SELECT * FROM \(backup.table)",
             ] + (dataOnly ? [] : backup.triggers))
-        fields = ["title", "rank", "color"].filter(columns.contains)
+        fields = (["title", "rank"] + historyOptionalColumns).filter(columns.contains)
     }
 
     func restore(from path: String) async throws {

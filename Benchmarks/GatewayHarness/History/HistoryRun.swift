@@ -11,8 +11,8 @@ import PostgresTesting
 /// PostgreSQL table and a process plugin's CSV folder on one zone, each synced by the same gateway
 /// (one device id) through a cloud that injects faults, while the application writes and deletes,
 /// an operator takes backups and restores them (or replaces a store by a new one: a restore of the
-/// empty store), a SQLite database and the PostgreSQL table gain a column the others lack (and may
-/// drop it again), the plugin dies in its writes, and the machine's clock steps back and forth.
+/// empty store), a SQLite database and the PostgreSQL table gain columns the others lack, drop
+/// them and rename them, the plugin dies in its writes, and the machine's clock steps back and forth.
 /// Then quiet rounds without faults, and `HistoryOracle` counts anomalies by class.
 struct HistoryRun {
     struct Result: Encodable {
@@ -21,7 +21,7 @@ struct HistoryRun {
         var syncs: Int
         var failedSyncs: Int
         var restores: Int
-        /// Columns added to or dropped from a database.
+        /// Columns added to, dropped from or renamed in a database.
         var schemaChanges: Int
         /// Steps of the machine's clock.
         var clockSteps: Int
@@ -137,19 +137,21 @@ private struct History {
         var random = SeededGenerator(seed: seed)
         let embedded = try EmbeddedCloud(path: folder.appendingPathComponent("cloud.sqlite").path)
         let cloud = FaultInjectingCloud(wrapping: embedded, plan: .chaos(probability: faultProbability, operationLimit: 4), seed: seed ^ 0xC10D_0000_0000_0000)
-        /// Every value the cloud ever held, read after each sync.
+        /// Every value the cloud ever held (tagged with its field), read after each sync.
         var seenInCloud = Set<String>()
         /// Every record the cloud ever held.
         var heldInCloud = Set<String>()
-        /// Record → the text values it holds.
+        /// Record → the text values it holds, tagged with their fields.
         func values(of contents: [String: [String: FieldValue]]) -> [String: Set<String>] {
-            contents.mapValues { fields in Set(fields.values.compactMap { if case .string(let text) = $0 { text } else { nil } }) }
+            contents.mapValues { fields in Set(fields.compactMap { if case .string(let text) = $1 { HistoryOracle.tag($0, text) } else { nil } }) }
         }
         func lookAtCloud() async throws -> [String: [String: FieldValue]] {
             guard try await embedded.zones().contains(HistoryRun.zone) else { return [:] }
             let contents = try await zoneContents(of: embedded, zone: HistoryRun.zone)
             heldInCloud.formUnion(contents.keys)
-            for fields in contents.values { for value in fields.values { if case .string(let text) = value { seenInCloud.insert(text) } } }
+            for fields in contents.values {
+                for (field, value) in fields { if case .string(let text) = value { seenInCloud.insert(HistoryOracle.tag(field, text)) } }
+            }
             return contents
         }
         // Kit stores keep their state where a gateway process over the same folder finds it.
@@ -254,7 +256,7 @@ private struct History {
             case 40..<46:
                 guard let held = try await store.contents()[record] else { continue }
                 try await store.delete(record: record)
-                oracle.delete(step: step, store: store.name, record: record, previous: Array(held.values))
+                oracle.delete(step: step, store: store.name, record: record, previous: held.map { HistoryOracle.tag($0.key, $0.value) })
                 outcome.history.append("\(step): \(store.name) deletes \(record)")
             case 46..<76 where Int.random(in: 0..<8, using: &random) == 0:
                 // The gateway crashes in this sync: a `gateway sync` process, SIGKILLed.
@@ -315,7 +317,7 @@ private struct History {
                 oracle.restore(store: store.name, toStep: backup.step, atStep: step, seenInCloud: seenInCloud)
                 outcome.restores += 1
                 outcome.history.append("\(step): \(store.name) restored from its backup of step \(backup.step)\(how)")
-            case 92..<96:
+            case 92..<95:
                 // NTP steps the clock, a VM resumes, an operator sets the time: up to two hours
                 // either way from the true time, for the gateway. (Files keep the kernel's time:
                 // a write under a stepped clock stamps its modification and status change times
@@ -324,20 +326,31 @@ private struct History {
                 clockOffset.withLock { $0 = offset }
                 outcome.clockSteps += 1
                 outcome.history.append("\(step): the clock is set \(Int(offset)) s from the true time")
-            case 96..<98:
-                let changed = schemaStores.randomElement(using: &random)!
-                guard changed.fields.contains("color") else { continue }
-                try await changed.dropColumn()
-                _ = try await lookAtCloud()
-                oracle.dropColumn(store: changed.name, field: "color", seenInCloud: seenInCloud)
-                outcome.schemaChanges += 1
-                outcome.history.append("\(step): \(changed.name) drops column color")
             default:
+                // A column added, dropped or renamed (values and all, as `RENAME COLUMN` does).
                 let changed = schemaStores.randomElement(using: &random)!
-                guard !changed.fields.contains("color") else { continue }
-                try await changed.addColumn()
+                let present = historyOptionalColumns.filter(changed.fields.contains)
+                let absent = historyOptionalColumns.filter { !changed.fields.contains($0) }
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0:
+                    guard let column = absent.randomElement(using: &random) else { continue }
+                    try await changed.addColumn(column)
+                    outcome.history.append("\(step): \(changed.name) gains column \(column)")
+                case 1:
+                    guard let column = present.randomElement(using: &random) else { continue }
+                    try await changed.dropColumn(column)
+                    _ = try await lookAtCloud()
+                    oracle.dropColumn(store: changed.name, field: column, seenInCloud: seenInCloud)
+                    outcome.history.append("\(step): \(changed.name) drops column \(column)")
+                default:
+                    guard let column = present.randomElement(using: &random), let newName = absent.randomElement(using: &random) else { continue }
+                    let values = try await changed.contents().compactMapValues { $0[column] }
+                    try await changed.renameColumn(column, to: newName)
+                    _ = try await lookAtCloud()
+                    oracle.renameColumn(step: step, store: changed.name, field: column, to: newName, values: values, seenInCloud: seenInCloud)
+                    outcome.history.append("\(step): \(changed.name) renames column \(column) to \(newName)")
+                }
                 outcome.schemaChanges += 1
-                outcome.history.append("\(step): \(changed.name) gains column color")
             }
         }
 

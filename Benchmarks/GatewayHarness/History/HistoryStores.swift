@@ -27,20 +27,26 @@ protocol HistoryStore: AnyObject {
     func configuration(zone: String) -> String
 }
 
-/// A store whose application can gain and give up column `color`.
+/// A store whose application can gain, give up and rename the columns `color` and `hue`.
 protocol HistorySchemaStore: HistoryStore {
-    /// Adds column `color` (an upgraded application), once.
-    func addColumn() async throws
-    /// Drops column `color` (an application that gave it up), when it has it.
-    func dropColumn() async throws
+    /// Adds `column` (an upgraded application).
+    func addColumn(_ column: String) async throws
+    /// Drops `column` (an application that gave it up).
+    func dropColumn(_ column: String) async throws
+    /// Renames `column` to `newName`, values and all (no trigger fires for that).
+    func renameColumn(_ column: String, to newName: String) async throws
 }
+
+/// The columns a schema change adds, drops or renames; the others are always there.
+let historyOptionalColumns = ["color", "hue"]
 
 /// The values a record's fields hold, as text: the history writes strings only, unique per write.
 private func text(_ value: DatabaseValue) -> String? {
     String.fromDatabaseValue(value)
 }
 
-/// A SQLite database with table `Note(name, title, rank)`; `color` is added by a schema change.
+/// A SQLite database with table `Note(name, title, rank)`; `color` and `hue` come and go with
+/// schema changes.
 final class HistorySQLiteStore: HistorySchemaStore {
     let name: String
     let path: String
@@ -60,18 +66,19 @@ final class HistorySQLiteStore: HistorySchemaStore {
         return try DatabaseQueue(path: path, configuration: configuration)
     }
 
-    /// Adds column `color` (an upgraded application), once.
-    func addColumn() async throws {
-        guard !fields.contains("color") else { return }
-        try await database().write { db in try db.execute(sql: "ALTER TABLE Note ADD COLUMN color TEXT") }
-        fields.append("color")
+    func addColumn(_ column: String) async throws {
+        try await database().write { db in try db.execute(sql: "ALTER TABLE Note ADD COLUMN \(column) TEXT") }
+        fields.append(column)
     }
 
-    /// Drops column `color` (an application that gave it up), when it has it.
-    func dropColumn() async throws {
-        guard fields.contains("color") else { return }
-        try await database().write { db in try db.execute(sql: "ALTER TABLE Note DROP COLUMN color") }
-        fields.removeAll { $0 == "color" }
+    func dropColumn(_ column: String) async throws {
+        try await database().write { db in try db.execute(sql: "ALTER TABLE Note DROP COLUMN \(column)") }
+        fields.removeAll { $0 == column }
+    }
+
+    func renameColumn(_ column: String, to newName: String) async throws {
+        try await database().write { db in try db.execute(sql: "ALTER TABLE Note RENAME COLUMN \(column) TO \(newName)") }
+        fields = fields.map { $0 == column ? newName : $0 }
     }
 
     func contents() async throws -> [String: [String: String]] {
@@ -126,7 +133,7 @@ final class HistorySQLiteStore: HistorySchemaStore {
     func restore(from backup: String) async throws {
         try DatabaseQueue(path: backup).backup(to: database())
         let columns = try await database().read { db in try db.columns(in: "Note").map(\.name) }
-        fields = ["title", "rank", "color"].filter(columns.contains)
+        fields = (["title", "rank"] + historyOptionalColumns).filter(columns.contains)
     }
 }
 
@@ -136,7 +143,8 @@ final class HistoryJSONStore: HistoryStore {
     let name: String
     let folder: URL
     let statePath: String
-    let fields = ["title", "rank", "color"]
+    /// A document holds any field: the optional columns of the databases too.
+    let fields = ["title", "rank"] + historyOptionalColumns
 
     init(name: String, folder: URL, statePath: String) throws {
         self.name = name
