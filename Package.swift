@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "GatewayCore", targets: ["GatewayCore"]),
         .library(name: "EmbeddedCloud", targets: ["EmbeddedCloud"]),
+        .library(name: "AdapterConformance", targets: ["AdapterConformance"]),
         .library(name: "GatewayTesting", targets: ["GatewayTesting"]),
         .library(name: "SQLiteAdapter", targets: ["SQLiteAdapter"]),
         .library(name: "PostgresCloud", targets: ["PostgresCloud"]),
@@ -62,9 +63,20 @@ let package = Package(
             path: "Sources/Clouds/Embedded/EmbeddedCloud",
             swiftSettings: strictSettings
         ),
+        // The adapter conformance suite: what `gateway check-adapter` runs against a store of any
+        // kind. Shipped in the gateway, so it holds no test double, process driver or browser.
+        .target(
+            name: "AdapterConformance",
+            dependencies: ["GatewayCore"],
+            path: "Sources/Core/AdapterConformance",
+            swiftSettings: strictSettings
+        ),
+        // The gateway's own test kit: the cloud conformance suite, a fault-injecting cloud, an
+        // in-memory adapter, child processes, temporary folders, a headless browser. Never linked
+        // by the shipped gateway.
         .target(
             name: "GatewayTesting",
-            dependencies: ["GatewayCore"],
+            dependencies: ["GatewayCore", "AdapterConformance"],
             path: "Sources/TestKit/GatewayTesting",
             swiftSettings: strictSettings
         ),
@@ -237,7 +249,7 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb", "GatewayTesting",
+                "GatewayCore", "GatewayConfig", "GatewayService", "GatewayKinds", "CloudKitServer", "CloudKitWeb", "AdapterConformance",
                 "SQLiteSupport", "AdapterKit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

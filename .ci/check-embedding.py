@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A program that embeds the gateway's sync (GatewayConfig and GatewayKinds) must not compile the
 server: no Hummingbird, Prometheus, swift-metrics or ServiceLifecycle anywhere in what those
-modules depend on. Reads `swift package describe --type json` on standard input."""
+modules depend on. And the shipped `gateway` links no test kit (GatewayTesting, PostgresTesting,
+FaultProxy, TestScheduling). Reads `swift package describe --type json` on standard input."""
 import json
 import sys
 
 SERVER_PRODUCTS = {"Hummingbird", "Prometheus", "Metrics", "ServiceLifecycle", "UnixSignals", "HTTPTypes"}
 EMBEDDING = ["GatewayConfig", "GatewayKinds"]
+TEST_KITS = {"GatewayTesting", "PostgresTesting", "FaultProxy", "TestScheduling"}
 
 package = json.load(sys.stdin)
 targets = {target["name"]: target for target in package["targets"]}
@@ -26,6 +28,22 @@ for root in EMBEDDING:
         stack.extend(target.get("target_dependencies", []))
     if len(failures) == found:
         print(f"{root}: {len(seen)} modules, none of them the server's")
+
+def closure(root):
+    seen, stack = set(), [root]
+    while stack:
+        name = stack.pop()
+        if name not in seen:
+            seen.add(name)
+            stack.extend(targets[name].get("target_dependencies", []))
+    return seen
+
+
+linked_kits = sorted(closure("gateway") & TEST_KITS)
+if linked_kits:
+    failures.append(f"the gateway executable links the test kit {', '.join(linked_kits)}")
+else:
+    print("gateway: links no test kit")
 if failures:
-    print("error: an embedding program would compile the server:\n  " + "\n  ".join(failures), file=sys.stderr)
+    print("error:\n  " + "\n  ".join(failures), file=sys.stderr)
     sys.exit(1)

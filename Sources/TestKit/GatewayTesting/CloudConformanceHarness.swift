@@ -21,3 +21,6 @@ public protocol CloudConformanceHarness: Sendable {
     /// How many distinct asset blobs the store holds.
     func storedAssetCount(in cloud: any CloudDatabase) async throws -> Int
 }
+
+/// One behaviour every `CloudDatabase` must show.
+public typealias CloudConformanceCase = ConformanceCase<any CloudConformanceHarness>

@@ -1,9 +1,9 @@
+import AdapterConformance
 import AdapterKit
 import ArgumentParser
 import Foundation
 import GatewayCore
 import GatewayConfig
-import GatewayTesting
 import Synchronization
 
 /// `gateway check-adapter NAME`: the adapter conformance suite against a configured adapter, each

@@ -4,7 +4,7 @@ public struct ConformanceCase<Harness: Sendable>: Sendable, CustomStringConverti
     public let name: String
     let body: @Sendable (Harness) async throws -> Void
 
-    init(_ name: String, _ body: @escaping @Sendable (Harness) async throws -> Void) {
+    package init(_ name: String, _ body: @escaping @Sendable (Harness) async throws -> Void) {
         self.name = name
         self.body = body
     }
@@ -16,9 +16,6 @@ public struct ConformanceCase<Harness: Sendable>: Sendable, CustomStringConverti
 
     public var description: String { name }
 }
-
-/// One behaviour every `CloudDatabase` must show.
-public typealias CloudConformanceCase = ConformanceCase<any CloudConformanceHarness>
 
 /// One behaviour every `ModelAdapter` must show.
 public typealias AdapterConformanceCase = ConformanceCase<any AdapterConformanceHarness>
