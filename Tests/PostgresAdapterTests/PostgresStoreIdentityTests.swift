@@ -215,4 +215,46 @@ struct PostgresStoreIdentityTests {
         await adapterB.close()
         await pool.close()
     }
+
+    @Test("a column dropped and added again between two syncs gets the cloud's values back, and a row edited meanwhile keeps its edit")
+    func columnDroppedAndAddedAgain() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("readded_column")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        try await PostgresConnectionPool.execute(
+            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text, color text)",
+             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text, color text)",
+             "INSERT INTO a.note SELECT g, 'one', 'red' FROM generate_series(1, 10) g"],
+            on: endpoint, doing: "setting up")
+        func count(_ sql: String) async throws -> Int64 {
+            try await pool.withConnection(doing: "counting") { connection in
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+                for try await value in rows.decode(Int64.self) { return value }
+                return 0
+            }
+        }
+        let directory = try TemporaryDirectory(prefix: "pg-readded-column")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
+        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
+        try await Synchronizer.syncInTurns([a, b])
+
+        // A migration and its rollback with no sync in between; then row 1's title and row 2's
+        // color are edited.
+        try await PostgresConnectionPool.execute(
+            ["ALTER TABLE b.note DROP COLUMN color", "ALTER TABLE b.note ADD COLUMN color text", "UPDATE b.note SET title = 'edited in b' WHERE id = 1",
+             "UPDATE b.note SET color = 'blue' WHERE id = 2"],
+            on: endpoint, doing: "migrating b")
+        let report = try await b.sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].uploaded == 2, "the two edits, and no emptied color, were uploaded")
+        #expect(try await count("SELECT count(*) FROM b.note WHERE color = 'red'") == 9, "the emptied colors came back from the cloud")
+        #expect(try await a.sync().succeeded)
+        #expect(try await count("SELECT count(*) FROM a.note WHERE color = 'red'") == 9)
+        #expect(try await count("SELECT count(*) FROM a.note WHERE color = 'blue' AND id = 2") == 1)
+        #expect(try await count("SELECT count(*) FROM a.note WHERE title = 'edited in b' AND color = 'red'") == 1)
+        await adapterA.close()
+        await adapterB.close()
+        await pool.close()
+    }
 }

@@ -132,7 +132,7 @@ struct PostgresGatewaySchema: Sendable {
     /// again; a table missing some of its triggers has its rows and synced records compared again.
     func install(_ table: PostgresResolvedTable, connection: PooledConnection) async throws {
         let newName = table.nameSQL("NEW")
-        let columns = table.valueColumns.map(\.name).joined(separator: "\n")
+        let columns = try await columnIdentities(of: table, connection: connection)
         let rows = try await connection.query(
             """
             SELECT t.trigger_version, t.record_name_sql, t.value_columns,
@@ -152,11 +152,21 @@ struct PostgresGatewaySchema: Sendable {
             installed = (version, sql, known, complete && !recreated, present && !recreated)
         }
         if let installed, installed.present, let known = installed.columns, known != columns {
-            // A column the store did not have may hold values in the cloud: download them.
+            // A column the store did not have may hold values in the cloud: download them. A
+            // column is known by name and number, so one dropped and added again between two
+            // syncs (emptied, and no trigger fires for that) is a new column too. (State of an
+            // earlier release lists names only: those compare by name.)
             let knownColumns = Set(known.split(separator: "\n").map(String.init))
-            let added = table.valueColumns.map(\.name).filter { !knownColumns.contains($0) }
+            let identities = columns.split(separator: "\n").map(String.init)
+            let added = zip(table.valueColumns.map(\.name), identities)
+                .filter { name, identity in !knownColumns.contains(identity) && !knownColumns.contains(name) }.map(\.0)
             if !added.isEmpty {
-                try await forgetChangeTags(of: table.table, forgettingFields: added, connection: connection)
+                // A column dropped and added again (its name was known) keeps its ancestor in the
+                // rows the application changed since and gave a value: that value is an edit of
+                // the synced one, as the SQLite adapter decides through `schema_version`.
+                let readded = added.filter { name in knownColumns.contains { $0.hasPrefix(name + "@") } }
+                let keeping = try await rowsEditedWithValues(in: readded, of: table, connection: connection)
+                try await forgetChangeTags(of: table.table, forgettingFields: added, keeping: keeping, connection: connection)
                 try await queueRows(holdingValuesIn: added, of: table, connection: connection)
                 try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
             }
@@ -272,8 +282,11 @@ struct PostgresGatewaySchema: Sendable {
     /// Makes the next download write the table's records again even where nothing changed in
     /// the cloud: their metadata keeps its fields (the merge's common ancestor) and loses its
     /// change tag, so the cloud's version is no longer taken for the one already stored. The
-    /// `added` columns leave the ancestor: a row's NULL there is not an edit.
-    func forgetChangeTags(of table: String, forgettingFields added: [String], connection: PooledConnection) async throws {
+    /// `added` columns leave the ancestor: a row's NULL there is not an edit. `keeping` names, per
+    /// column, the records whose ancestor keeps it.
+    func forgetChangeTags(
+        of table: String, forgettingFields added: [String], keeping: [String: Set<String>] = [:], connection: PooledConnection
+    ) async throws {
         let rows = try await connection.query(
             "SELECT record_name, metadata FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table)", logger: connection.logger)
         var names: [String] = []
@@ -281,7 +294,7 @@ struct PostgresGatewaySchema: Sendable {
         for try await (name, blob) in rows.decode((String, ByteBuffer).self) {
             var metadata = try RecordMetadata(decoding: Data(buffer: blob))
             metadata.changeTag = nil
-            for field in added { metadata.fingerprints[field] = nil }
+            for field in added where keeping[field]?.contains(name) != true { metadata.fingerprints[field] = nil }
             names.append(name)
             blobs.append(ByteBuffer(data: metadata.encoded()))
         }
@@ -321,6 +334,36 @@ struct PostgresGatewaySchema: Sendable {
             FROM \(unescaped: table.qualifiedName) AS source WHERE \(unescaped: held.joined(separator: " OR "))
             ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
             """, logger: connection.logger)
+    }
+
+    /// Per column of `columns`, the records whose row has a captured change and a value there.
+    func rowsEditedWithValues(in columns: [String], of table: PostgresResolvedTable, connection: PooledConnection) async throws -> [String: Set<String>] {
+        var result: [String: Set<String>] = [:]
+        for column in columns {
+            let rows = try await connection.query(
+                """
+                SELECT \(unescaped: table.nameSQL("source")) FROM \(unescaped: table.qualifiedName) AS source
+                WHERE source.\(unescaped: SQLQuoting.identifier(column)) IS NOT NULL AND \(unescaped: table.nameSQL("source")) IN (
+                    SELECT record_name FROM \(unescaped: changes) WHERE scope = \(scope) AND table_name = \(table.table)
+                    UNION SELECT record_name FROM \(unescaped: changeLog) WHERE scope = \(scope) AND table_name = \(table.table))
+                """, logger: connection.logger)
+            for try await name in rows.decode(String.self) { result[column, default: []].insert(name) }
+        }
+        return result
+    }
+
+    /// The synced columns of `table` as `name@number`, one per line: a column dropped and added
+    /// again under its name gets another number.
+    func columnIdentities(of table: PostgresResolvedTable, connection: PooledConnection) async throws -> String {
+        let names = table.valueColumns.map(\.name)
+        let rows = try await connection.query(
+            """
+            SELECT a.attname::text, a.attnum::int8 FROM pg_attribute a
+            WHERE a.attrelid = to_regclass(\(table.qualifiedName)) AND a.attname = ANY(\(names)) AND NOT a.attisdropped
+            """, logger: connection.logger)
+        var numbers: [String: Int64] = [:]
+        for try await (name, number) in rows.decode((String, Int64).self) { numbers[name] = number }
+        return names.map { name in numbers[name].map { "\(name)@\($0)" } ?? name }.joined(separator: "\n")
     }
 
     /// Removes the trigger of a table no longer synced, and its pending changes.
