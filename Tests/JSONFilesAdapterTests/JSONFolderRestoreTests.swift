@@ -167,6 +167,38 @@ struct JSONFolderRestoreTests {
         #expect(try setup.document("4").contains("four"))
     }
 
+    @Test("a document deleted in a folder restored from a copy that held it is deleted everywhere; one the copy predates comes back")
+    func deletedAfterRestore() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        let backup = setup.directory.url.appendingPathComponent("docs-backup")
+        try setup.copy(setup.folder, to: backup)
+
+        // After the copy: an edit and a new row arrive from SQLite.
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "UPDATE Article SET title = 'edited in SQLite' WHERE name = '1'")
+            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('3', 'three')")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+
+        // The operator restores the copy, then the application deletes document 2, which the
+        // copy held.
+        try FileManager.default.removeItem(at: setup.folder)
+        try setup.copy(backup, to: setup.folder)
+        try FileManager.default.removeItem(at: setup.folder.appendingPathComponent("Article/2.json"))
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].deletedRemotely == 1, "the delete made after the restore was uploaded")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("2") == nil, "the delete reached the other store")
+        #expect(try setup.title("1") == "edited in SQLite", "the newer edit was not rolled back")
+        #expect(try setup.title("3") == "three", "the row the copy predates is no delete")
+        #expect(try setup.document("3").contains("three"))
+    }
+
     @Test("a new folder at the adapter's path (a typo, a fresh copy without the marker) joins the zone instead of overwriting it")
     func replacedFolder() async throws {
         let setup = try await Setup()

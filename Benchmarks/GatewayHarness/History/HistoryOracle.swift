@@ -206,7 +206,9 @@ struct HistoryOracle {
             for event in writes { if case .write(let field, _) = event.kind { fields.insert(field) } }
             if let present = final[record], !present.isEmpty {
                 for delete in deletes where writes.allSatisfy({ delete.dependencies.contains($0.id) }) {
-                    if undoneByUnansweredEdit(delete, writes: writes, conflicts: conflicts[record] ?? []) {
+                    if madeBeforeRejoin(delete) || heldAtRejoin(delete) {
+                        found.append((.lostToRejoin, "record \(record) deleted at step \(delete.step) by \(delete.store), a restored store that had not synced since, yet present"))
+                    } else if undoneByUnansweredEdit(delete, writes: writes, conflicts: conflicts[record] ?? []) {
                         found.append((.revivedByUnansweredEdit, "record \(record) deleted at step \(delete.step) by \(delete.store), revived by an edit whose upload was never answered"))
                     } else {
                         found.append((.resurrectedDelete, "record \(record) deleted at step \(delete.step) by \(delete.store) after every write it had, yet present"))

@@ -271,9 +271,11 @@ public final class KitAdapter: ModelAdapter {
     /// metadata, so where it differs from the cloud it is a conflict without a common ancestor
     /// (`join_prefers`), never an edit of the synced version. A record the store still holds as
     /// the kit last saw it is the same record the kit synced: it keeps its metadata, and a
-    /// change the kit had noticed but not yet uploaded stays an edit. The zone state and the
-    /// listing cursor go, so the next sync lists the whole store and downloads the zone from the
-    /// start.
+    /// change the kit had noticed but not yet uploaded stays an edit. A record the store lacks
+    /// comes back from the cloud, unless the store is a copy of itself (its identity, an older
+    /// epoch) taken after the kit recorded that record: the copy held it, so the application
+    /// deleted it since, and the delete is uploaded. The zone state and the listing cursor go, so
+    /// the next sync lists the whole store and downloads the zone from the start.
     private func checkIdentity() async throws {
         guard try await store.keepsIdentity() else { return }
         let marker = try await store.readIdentity()
@@ -281,9 +283,25 @@ public final class KitAdapter: ModelAdapter {
         if let known, let marker, marker.store == known.store, marker.epoch >= known.epoch { return }
         let fresh = KitStoreIdentity(store: UUID().uuidString.lowercased(), epoch: 1)
         let listing = known == nil ? nil : try await store.list(since: nil)
+        // A copy of this same store (its identity, an older epoch) was taken after the kit last
+        // recorded, at an earlier epoch, the records it saw then: the copy held them.
+        let copyEpoch = marker.flatMap { marker in known?.store == marker.store ? marker.epoch : nil }
         try await state.write { db in
             if let listing {
-                var unchanged: [String] = []
+                // A record the kit saw that the copy lacks is no delete when the copy may predate
+                // it: the kit forgets it, and any change of it still pending (a save, or a delete
+                // the restore undid along with everything after the copy), so the download brings
+                // the cloud's version back: when it cannot tell, a rejoin keeps data rather than
+                // deleting it everywhere. One the kit recorded at an epoch older than the copy's
+                // was in the copy: the application deleted it since, a local delete of the synced
+                // record (it keeps its metadata).
+                let present = KitStateDatabase.jsonArray(listing.entries.map(\.key.recordName) + listing.problems.map(\.recordName))
+                let deletedSinceCopy = try copyEpoch.map { epoch in
+                    try String.fetchAll(
+                        db, sql: "SELECT record_name FROM records WHERE seen_epoch < ? AND record_name NOT IN (SELECT value FROM json_each(?))",
+                        arguments: [epoch, present])
+                } ?? []
+                var unchanged = deletedSinceCopy
                 for entry in listing.entries {
                     guard let observed = KitRecordObservation.observed(entry) else { continue }
                     let seen = try String.fetchOne(
@@ -294,14 +312,11 @@ public final class KitAdapter: ModelAdapter {
                 try db.execute(
                     sql: "DELETE FROM metadata WHERE record_name NOT IN (SELECT value FROM json_each(?))",
                     arguments: [KitStateDatabase.jsonArray(unchanged)])
-                // A record the kit saw that the copy lacks is no delete: the copy may predate it.
-                // The kit forgets it, and any change of it still pending (a save, or a delete the
-                // restore undid along with everything after the copy), so the download brings the
-                // cloud's version back: when it cannot tell, a rejoin keeps data rather than
-                // deleting it everywhere.
-                let present = KitStateDatabase.jsonArray(listing.entries.map(\.key.recordName) + listing.problems.map(\.recordName))
                 try db.execute(sql: "DELETE FROM records WHERE record_name NOT IN (SELECT value FROM json_each(?))", arguments: [present])
                 try db.execute(sql: "DELETE FROM changes WHERE record_name NOT IN (SELECT value FROM json_each(?))", arguments: [present])
+                for name in deletedSinceCopy { try KitStateDatabase.logChange(name, recordType: nil, db: db) }
+                // What the kit keeps was present before the new identity's first epoch.
+                try db.execute(sql: "UPDATE records SET seen_epoch = 0")
                 // An interrupted write goes too: the download starts again from the beginning.
                 try db.execute(sql: "DELETE FROM zone; DELETE FROM failures; DELETE FROM cursor; DELETE FROM journal;")
             }

@@ -49,6 +49,19 @@ struct KitStateDatabase: Sendable {
                 CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
                 CREATE TABLE IF NOT EXISTS identity (id INTEGER PRIMARY KEY CHECK (id = 1), store TEXT NOT NULL, epoch INTEGER NOT NULL);
                 """)
+        // The store's epoch when the kit last recorded each record present: a copy of the store
+        // with a later epoch was taken after that, so it held the record (unless the
+        // application deleted it). Set by a trigger, so every path that records a record sets it;
+        // state of an earlier release gains the column (NULL: unknown) and the trigger in place.
+        if try !Row.fetchAll(db, sql: "PRAGMA table_info(records)").contains(where: { $0["name"] == "seen_epoch" }) {
+            try db.execute(sql: "ALTER TABLE records ADD COLUMN seen_epoch INTEGER")
+        }
+        try db.execute(
+            sql: """
+                CREATE TRIGGER IF NOT EXISTS records_seen_epoch AFTER INSERT ON records BEGIN
+                    UPDATE records SET seen_epoch = (SELECT epoch FROM identity WHERE id = 1) WHERE record_name = NEW.record_name;
+                END;
+                """)
         let version = try Int.fetchOne(db, sql: "SELECT version FROM kit_schema WHERE id = 1") ?? 0
         guard version <= schemaVersion else {
             throw KitAdapterError(
