@@ -199,6 +199,86 @@ struct JSONFolderRestoreTests {
         #expect(try setup.document("3").contains("three"))
     }
 
+    @Test("a document the gateway created just before it died, then edited by the application, keeps the edit: the write is its ancestor")
+    func editOfInterruptedCreate() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('3', 'three')")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+
+        // The gateway died after writing document 3 and before committing its state: the
+        // journal stays, the state has no trace of the document.
+        let state = try DatabaseQueue(path: JSONFilesBehaviourTests.configuration(setup.folder).statePath)
+        try await state.write { db in
+            let zoneState = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
+            let metadata = try #require(try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = '3'"))
+            let id = RecordID(recordName: "3", zoneID: JSONFilesBehaviourTests.zone)
+            let three = Record(id: id, recordType: "Article", fields: ["title": .string("three")])
+            let journal = KitJournal(
+                saves: [three], deletes: [], before: [:], update: SyncStateUpdate(metadata: [id: metadata], zoneState: zoneState), skipped: [])
+            try db.execute(sql: "DELETE FROM metadata WHERE record_name = '3'; DELETE FROM records WHERE record_name = '3'")
+            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+        }
+        try state.close()
+        try JSONFilesBehaviourTests.write("{\"title\": \"edited in JSON\"}", to: setup.folder.appendingPathComponent("Article/3.json"))
+
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflictCount == 0, "the edit has the gateway's write as its ancestor")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("3") == "edited in JSON")
+    }
+
+    @Test("a document the gateway updated just before it died, then edited by the application in a field the update changed, keeps the edit")
+    func editOfInterruptedUpdate() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        try await DatabaseQueue(path: setup.databasePath).write { db in try db.execute(sql: "ALTER TABLE Article ADD COLUMN note TEXT") }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        let statePath = JSONFilesBehaviourTests.configuration(setup.folder).statePath
+        let (oldMetadata, oldObserved) = try await DatabaseQueue(path: statePath).read { db in
+            (try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = '1'"),
+             try String.fetchOne(db, sql: "SELECT observed FROM records WHERE record_name = '1'"))
+        }
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "UPDATE Article SET title = 'two titles', note = 'a note' WHERE name = '1'")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+
+        // The gateway died after writing that update into document 1 and before committing its
+        // state: the journal stays, and the state still holds the version before the update.
+        let state = try DatabaseQueue(path: statePath)
+        try await state.write { db in
+            let zoneState = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
+            let metadata = try #require(try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = '1'"))
+            let id = RecordID(recordName: "1", zoneID: JSONFilesBehaviourTests.zone)
+            let update = Record(id: id, recordType: "Article", fields: ["title": .string("two titles"), "note": .string("a note")])
+            var journal = KitJournal(
+                saves: [update], deletes: [], before: [ExactText.Key("1"): try #require(oldObserved)],
+                update: SyncStateUpdate(metadata: [id: metadata], zoneState: zoneState), skipped: [])
+            journal.changedFields = [ExactText.Key("1"): ["note", "title"]]
+            try db.execute(sql: "UPDATE metadata SET data = ? WHERE record_name = '1'", arguments: [oldMetadata])
+            try db.execute(sql: "UPDATE records SET observed = ? WHERE record_name = '1'", arguments: [oldObserved])
+            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+        }
+        try state.close()
+        // The application edits the title the update had changed; the note still holds its value.
+        try JSONFilesBehaviourTests.write(
+            "{\"note\": \"a note\", \"title\": \"edited in JSON\"}", to: setup.folder.appendingPathComponent("Article/1.json"))
+
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflictCount == 0, "the edit has the gateway's update as its ancestor")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("1") == "edited in JSON")
+    }
+
     @Test("a new folder at the adapter's path (a typo, a fresh copy without the marker) joins the zone instead of overwriting it")
     func replacedFolder() async throws {
         let setup = try await Setup()

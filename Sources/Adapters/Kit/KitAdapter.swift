@@ -378,6 +378,8 @@ public final class KitAdapter: ModelAdapter {
         // What the store holds now: an edit the last listing missed becomes a change here, so the
         // version comparison below leaves that record alone.
         let current = try await store.read(saveKeys + deleteKeys)
+        let heldRecords = Dictionary(
+            current.compactMap { entry in entry.record.map { (ExactText.Key(entry.key.recordName), $0) } }, uniquingKeysWith: { first, _ in first })
         let expected = changes.expectedPendingVersions
         let plan = try await state.write { db -> KitJournal in
             let before = try KitListingRecorder.notice(current, keys: saveKeys + deleteKeys, db: db)
@@ -390,10 +392,19 @@ public final class KitAdapter: ModelAdapter {
             }
             var skipped = unserved
             for (id, version) in expected where (versions[ExactText.Key(id.recordName)] ?? 0) != version { skipped.insert(ExactText.Key(id.recordName)) }
+            let saves = changes.writes.filter { !skipped.contains(ExactText.Key($0.id.recordName)) }
+            var changedFields: [ExactText.Key: [String]] = [:]
+            for record in saves {
+                let name = ExactText.Key(record.id.recordName)
+                guard let held = heldRecords[name] else { continue }
+                var names = Set<String>()
+                record.forEachField { field, _ in names.insert(field) }
+                held.forEachField { field, _ in names.insert(field) }
+                changedFields[name] = names.filter { record[$0] != held[$0] }.sorted()
+            }
             let journal = KitJournal(
-                saves: changes.writes.filter { !skipped.contains(ExactText.Key($0.id.recordName)) },
-                deletes: deleteKeys.filter { !skipped.contains(ExactText.Key($0.recordName)) },
-                before: before, update: changes.state, skipped: skipped.map(\.text).sorted())
+                saves: saves, deletes: deleteKeys.filter { !skipped.contains(ExactText.Key($0.recordName)) },
+                before: before, update: changes.state, skipped: skipped.map(\.text).sorted(), changedFields: changedFields)
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)").execute(arguments: [journal.encoded()])
             return journal
         }
@@ -497,12 +508,27 @@ public final class KitAdapter: ModelAdapter {
         }
         if !edited.isEmpty {
             let editedEntries = current.values.filter { edited.contains(ExactText.Key($0.key.recordName)) }
+            // The write landed, then the application edited the record: the store holds a record
+            // it did not hold before, or a field the write changed holds the written value. The
+            // write's version is the edit's ancestor (its metadata is committed), so the edit is
+            // an edit of it, not a change to merge against an older ancestor.
+            let landed = journal.saves.filter { record in
+                let name = ExactText.Key(record.id.recordName)
+                guard edited.contains(name), let now = current[name]?.record else { return false }
+                guard journal.before[name] != nil else { return true }
+                return (journal.changedFields[name] ?? []).contains { now[$0] == record[$0] }
+            }.map(\.id)
+            let metadata = journal.update.metadata
             try await state.write { db in
                 for entry in editedEntries {
                     try db.execute(
                         sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)",
                         arguments: [entry.key.recordName, entry.key.recordType, KitRecordObservation.observed(entry) ?? ""])
                     try KitStateDatabase.logChange(entry.key.recordName, recordType: entry.key.recordType, db: db)
+                }
+                for id in landed {
+                    guard let data = metadata[id] else { continue }
+                    try db.execute(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)", arguments: [id.recordName, data])
                 }
             }
             journal.saves.removeAll { edited.contains(ExactText.Key($0.id.recordName)) }

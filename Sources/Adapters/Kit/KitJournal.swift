@@ -14,6 +14,10 @@ struct KitJournal: Sendable {
     var update: SyncStateUpdate
     /// Records left alone: edited in the store since the synchronizer read them.
     var skipped: [String]
+    /// For each save of a record the store held, the fields the save changes: a replay that finds
+    /// one of them holding the saved value knows the write landed. (Journals of an earlier
+    /// release have none.)
+    var changedFields: [ExactText.Key: [String]] = [:]
 
     func encoded() -> Data {
         var writer = BinaryWriter(capacity: 256 + saves.count * 160)
@@ -58,6 +62,12 @@ struct KitJournal: Sendable {
         writer.writeData(update.zoneState)
         writer.writeVarint(UInt64(update.sending.count))
         for id in update.sending { writer.writeString(id.recordName) }
+        writer.writeVarint(UInt64(changedFields.count))
+        for (name, fields) in changedFields {
+            writer.writeString(name.text)
+            writer.writeVarint(UInt64(fields.count))
+            for field in fields { writer.writeString(field) }
+        }
         return Data(writer.bytes)
     }
 
@@ -98,7 +108,16 @@ struct KitJournal: Sendable {
                 }
                 update.zoneState = try reader.readData()
                 for _ in 0..<(try reader.readLength()) { update.sending.insert(id(try reader.readString())) }
-                return KitJournal(saves: saves, deletes: deletes, before: before, update: update, skipped: skipped)
+                var changedFields: [ExactText.Key: [String]] = [:]
+                if !reader.isAtEnd {
+                    for _ in 0..<(try reader.readLength()) {
+                        let name = ExactText.Key(try reader.readString())
+                        var fields: [String] = []
+                        for _ in 0..<(try reader.readLength()) { fields.append(try reader.readString()) }
+                        changedFields[name] = fields
+                    }
+                }
+                return KitJournal(saves: saves, deletes: deletes, before: before, update: update, skipped: skipped, changedFields: changedFields)
             }
         } catch {
             throw KitAdapterError(
