@@ -4,7 +4,7 @@ import Foundation
 /// them as real subprocesses.
 public enum BuiltExecutable {
     /// The path of the executable product `name`.
-    /// - Throws: ``ConformanceFailure`` naming the folders searched when it was not built.
+    /// - Throws: `ConformanceFailure` naming the folders searched when it was not built.
     public static func path(_ name: String) throws -> String {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var candidates = [binary.deletingLastPathComponent()]

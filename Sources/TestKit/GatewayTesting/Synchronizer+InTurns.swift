@@ -4,7 +4,7 @@ import GatewayCore
 extension Synchronizer {
     /// Syncs each of `gateways` in turn, `rounds` times over, as gateways sharing a cloud take
     /// turns; two rounds carry a change made behind any of them to all the others.
-    /// - Throws: ``ConformanceFailure`` when a sync fails or leaves an adapter with changes it
+    /// - Throws: `ConformanceFailure` when a sync fails or leaves an adapter with changes it
     ///   could send.
     public static func syncInTurns(_ gateways: [Synchronizer], rounds: Int = 2, fileID: String = #fileID, line: Int = #line) async throws {
         for _ in 0..<rounds {

@@ -111,7 +111,7 @@ public final class PostgresTestCluster: Sendable {
     }
 
     /// Creates a cluster with `initdb` and starts it on a free port.
-    /// - Throws: ``ConformanceFailure`` saying how to install PostgreSQL when its programs are missing.
+    /// - Throws: `ConformanceFailure` saying how to install PostgreSQL when its programs are missing.
     /// - Parameter durableCommits: whether a commit waits for its write-ahead log to be written,
     ///   so that a cluster stopped with `-m immediate` keeps every transaction it confirmed (off by
     ///   default: tests that never crash the server run faster without).
