@@ -273,6 +273,23 @@ struct StatusPageTests {
         let line = described.html()
         #expect(line.contains("version \(GatewayVersion.current) · cloud embedded · state /srv/&lt;gw&gt; · up 1 h 2 min"), "\(line.prefix(1500))")
         #expect(StatusPage.elapsed(from: Date(timeIntervalSince1970: 0), to: Date(timeIntervalSince1970: 42)) == "42 s")
+
+        // Charts carry their scale and times; moments say how long ago they were.
+        var busy = page
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        busy.now = now
+        busy.syncs = [
+            GatewayMonitor.SyncSample(
+                startedAt: now.addingTimeInterval(-1800), finishedAt: now.addingTimeInterval(-1799), reasons: ["interval"], downloaded: 250, uploaded: 0,
+                conflicts: 0, failed: 0, problems: [])
+        ]
+        busy.adapters[0].health.lastSuccessAt = now.addingTimeInterval(-3)
+        let charted = busy.html()
+        #expect(charted.contains("<div class=\"scale\"><span>250</span><span>0</span></div>"), "the scale runs from 0 to the peak")
+        #expect(charted.contains("<div class=\"times\"><span>"), "times under each chart")
+        #expect(charted.contains("<span>now</span></div></figure>"))
+        #expect(charted.contains("(3 s ago)"), "the last success says how long ago it was")
+        #expect(charted.contains("(29 min 59 s ago)"), "so does each finished sync")
         #expect(StatusPage.elapsed(from: Date(timeIntervalSince1970: 0), to: Date(timeIntervalSince1970: 90_000)) == "1 d 1 h")
     }
 

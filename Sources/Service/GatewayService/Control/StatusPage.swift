@@ -106,7 +106,7 @@ public struct StatusPage: Sendable {
                 <td data-label="pending" class="num count-pending">\(status.pendingChanges)</td>
                 <td data-label="failed" class="num count-failed">\(status.failedRecords)</td>
                 <td data-label="batch size" class="num">\(row.health.batchSize ?? status.batchSize)</td>
-                <td data-label="last success">\(row.health.lastSuccessAt.map { htmlEscaped(Self.format($0)) } ?? "never")</td>
+                <td data-label="last success">\(row.health.lastSuccessAt.map { moment($0) } ?? "never")</td>
                 <td data-label="last error">\(row.health.lastError.map { "<small>\(htmlEscaped($0))</small>" } ?? "")</td>
                 </tr>
 
@@ -132,8 +132,17 @@ public struct StatusPage: Sendable {
             ("Records moved per sync", "chart-moved", syncs.map { ($0.finishedAt, Double($0.downloaded + $0.uploaded)) }),
             ("Sync duration (s)", "chart-duration", syncs.map { ($0.finishedAt, $0.duration) }),
         ]
+        // A window of minutes (a young service) labels its times to the second.
+        let short = now.timeIntervalSince(start) < 600
+        let middle = start.addingTimeInterval(now.timeIntervalSince(start) / 2)
         let figures = charts.map { title, id, points in
-            "<figure id=\"\(id)\"><figcaption>\(title), since \(htmlEscaped(Self.clock(start)))</figcaption>\(Sparkline(points: points, from: start, to: now).svg())</figure>"
+            let sparkline = Sparkline(points: points, from: start, to: now)
+            // The axes in HTML beside the drawing, which stretches to its box: the value scale
+            // on the left, the times below (the window's start, its middle, now).
+            return """
+                <figure id="\(id)"><figcaption>\(title)</figcaption><div class="plot"><div class="scale"><span>\(sparkline.peakLabel)</span><span>0</span></div>\(sparkline.svg())</div>\
+                <div class="times"><span>\(htmlEscaped(Self.clock(start, seconds: short)))</span><span>\(htmlEscaped(Self.clock(middle, seconds: short)))</span><span>now</span></div></figure>
+                """
         }
         return "<section><h2>The last hour</h2><div class=\"charts\">\(figures.joined())</div></section>\n"
     }
@@ -144,7 +153,7 @@ public struct StatusPage: Sendable {
         var rows = ""
         for sync in recent {
             rows += """
-                <tr class="sync"><td data-label="finished">\(htmlEscaped(Self.format(sync.finishedAt)))</td>
+                <tr class="sync"><td data-label="finished">\(moment(sync.finishedAt))</td>
                 <td data-label="reasons">\(htmlEscaped(sync.reasons.joined(separator: ", ")))</td>
                 <td data-label="duration" class="num">\(String(format: "%.2f s", sync.duration))</td>
                 <td data-label="down" class="num">\(sync.downloaded)</td><td data-label="up" class="num">\(sync.uploaded)</td>
@@ -227,9 +236,14 @@ public struct StatusPage: Sendable {
         """
     }
 
-    /// The time of day, for chart captions.
-    static func clock(_ date: Date) -> String {
-        date.formatted(.iso8601.time(includingFractionalSeconds: false).timeSeparator(.colon)).prefix(5) + " UTC"
+    /// A moment as its date and time, with how long ago it was: "2026-11-27 12:00:03 UTC (3 s ago)".
+    private func moment(_ date: Date) -> String {
+        "<time datetime=\"\(htmlEscaped(Self.format(date)))\">\(htmlEscaped(Self.format(date)))</time> <small class=\"ago\">(\(Self.elapsed(from: date, to: now)) ago)</small>"
+    }
+
+    /// The time of day (to the minute, or to the second), for the charts' times.
+    static func clock(_ date: Date, seconds: Bool = false) -> String {
+        date.formatted(.iso8601.time(includingFractionalSeconds: false).timeSeparator(.colon)).prefix(seconds ? 8 : 5) + " UTC"
     }
 
     /// "version 0.9.0 · cloud embedded · state /srv/gw/.gateway · up 3 h 12 min".
@@ -262,7 +276,8 @@ public struct StatusPage: Sendable {
         .ok{background:#dcf5e3;color:#16622e}.pending{background:#fff3cd;color:#7a5a00}.failing,.unreachable,.stalled{background:#fde2e1;color:#a1221b}.paused{background:#e5e7eb;color:#374151}
         .notice{background:#e0efff;padding:.5rem;border-radius:.3rem}.warn{background:#fde2e1;padding:.5rem;border-radius:.3rem}
         .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1rem}figure{margin:0}figcaption{font-size:.85rem;color:#66707a}
-        svg{width:100%;height:4rem;background:#f6f8fa;border-radius:.3rem}.actions{display:flex;flex-wrap:wrap;gap:1.5rem}
+        svg{width:100%;height:4rem;background:#f6f8fa;border-radius:.3rem}.plot{display:flex;gap:.3rem}.scale{display:flex;flex-direction:column;justify-content:space-between;font-size:.75rem;color:#66707a;text-align:right;min-width:2rem}
+        .times{display:flex;justify-content:space-between;font-size:.75rem;color:#66707a;margin-left:2.3rem}.actions{display:flex;flex-wrap:wrap;gap:1.5rem}
         form label{display:block;margin:.3rem 0}button{padding:.4rem .9rem}
         @media (max-width:40rem){thead{display:none}tr{display:block;border-bottom:2px solid #e2e6ea;padding:.3rem 0}
         td{display:flex;justify-content:space-between;border:0;padding:.15rem 0}td::before{content:attr(data-label);color:#66707a;margin-right:1rem}}
@@ -293,9 +308,14 @@ struct Sparkline {
             ? "<text x=\"8\" y=\"34\" font-size=\"12\" fill=\"#66707a\">no data yet</text>"
             : "<polyline fill=\"none\" stroke=\"#2563eb\" stroke-width=\"2\" points=\"\(coordinates.joined(separator: " "))\"/>"
                 + (coordinates.count == 1 ? "<circle r=\"3\" fill=\"#2563eb\" cx=\"\(coordinates[0].split(separator: ",")[0])\" cy=\"\(coordinates[0].split(separator: ",")[1])\"/>" : "")
-        let maximum = top >= 100 ? String(Int(top)) : String(format: "%.2g", top)
-        return "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"peak \(maximum)\">"
-            + line + "<text x=\"\(Int(width) - 4)\" y=\"12\" font-size=\"11\" text-anchor=\"end\" fill=\"#66707a\">\(maximum)</text></svg>"
+        return "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"peak \(peakLabel)\">"
+            + line + "</svg>"
+    }
+
+    /// The top of the value scale: the largest sample, at least 1.
+    var peakLabel: String {
+        let top = max(points.filter { $0.0 >= from && $0.0 <= to }.map(\.1).max() ?? 0, 1)
+        return top >= 100 ? String(Int(top)) : String(format: "%.2g", top)
     }
 }
 
