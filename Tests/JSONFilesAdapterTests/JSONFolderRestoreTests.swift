@@ -199,38 +199,51 @@ struct JSONFolderRestoreTests {
         #expect(try setup.document("3").contains("three"))
     }
 
-    @Test("a document the gateway created just before it died, then edited by the application, keeps the edit: the write is its ancestor")
+    @Test("documents the gateway created just before it died: one edited keeps the edit; one rewritten whole cannot be told from a stranger's and joins")
     func editOfInterruptedCreate() async throws {
         let setup = try await Setup()
         defer { setup.directory.remove() }
+        try await DatabaseQueue(path: setup.databasePath).write { db in try db.execute(sql: "ALTER TABLE Article ADD COLUMN note TEXT") }
         #expect(try await setup.jsonSync().sync().succeeded)
         try await DatabaseQueue(path: setup.databasePath).write { db in
-            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('3', 'three')")
+            try db.execute(sql: "INSERT INTO Article (name, title, note) VALUES ('3', 'three', 'a note'), ('4', 'four', 'another')")
         }
         #expect(try await setup.sqliteSync.sync().succeeded)
         #expect(try await setup.jsonSync().sync().succeeded)
 
-        // The gateway died after writing document 3 and before committing its state: the
-        // journal stays, the state has no trace of the document.
+        // The gateway died after writing documents 3 and 4 and before committing its state: the
+        // journal stays, the state has no trace of them.
         let state = try DatabaseQueue(path: JSONFilesBehaviourTests.configuration(setup.folder).statePath)
         try await state.write { db in
             let zoneState = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
-            let metadata = try #require(try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = '3'"))
-            let id = RecordID(recordName: "3", zoneID: JSONFilesBehaviourTests.zone)
-            let three = Record(id: id, recordType: "Article", fields: ["title": .string("three")])
-            let journal = KitJournal(
-                saves: [three], deletes: [], before: [:], update: SyncStateUpdate(metadata: [id: metadata], zoneState: zoneState), skipped: [])
-            try db.execute(sql: "DELETE FROM metadata WHERE record_name = '3'; DELETE FROM records WHERE record_name = '3'")
+            var saves: [Record] = []
+            var metadata: [RecordID: Data] = [:]
+            for (name, title, note) in [("3", "three", "a note"), ("4", "four", "another")] {
+                let id = RecordID(recordName: name, zoneID: JSONFilesBehaviourTests.zone)
+                saves.append(Record(id: id, recordType: "Article", fields: ["title": .string(title), "note": .string(note)]))
+                metadata[id] = try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = ?", arguments: [name])
+            }
+            let journal = KitJournal(saves: saves, deletes: [], before: [:], update: SyncStateUpdate(metadata: metadata, zoneState: zoneState), skipped: [])
+            try db.execute(sql: "DELETE FROM metadata WHERE record_name IN ('3', '4'); DELETE FROM records WHERE record_name IN ('3', '4')")
             try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
         }
         try state.close()
-        try JSONFilesBehaviourTests.write("{\"title\": \"edited in JSON\"}", to: setup.folder.appendingPathComponent("Article/3.json"))
+        // Document 3's note is edited (its title still holds what the gateway wrote); document
+        // 4 is rewritten whole, as by a program that created it at the same time.
+        try JSONFilesBehaviourTests.write(
+            "{\"note\": \"edited in JSON\", \"title\": \"three\"}", to: setup.folder.appendingPathComponent("Article/3.json"))
+        try JSONFilesBehaviourTests.write(
+            "{\"note\": \"mine\", \"title\": \"mine\"}", to: setup.folder.appendingPathComponent("Article/4.json"))
 
         let report = try await setup.jsonSync().sync()
         #expect(report.succeeded)
-        #expect(report.adapters[0].conflictCount == 0, "the edit has the gateway's write as its ancestor")
+        #expect(report.adapters[0].conflictCount == 1, "document 3's edit has the gateway's write as its ancestor; document 4 joins")
         #expect(try await setup.sqliteSync.sync().succeeded)
-        #expect(try setup.title("3") == "edited in JSON")
+        let notes = try await DatabaseQueue(path: setup.databasePath).read { db in
+            try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT name, note FROM Article WHERE name IN ('3', '4')").map { ($0[0] as String, $0[1] as String?) })
+        }
+        #expect(notes["3"] == "edited in JSON")
+        #expect(notes["4"] == "another", "without a common ancestor the cloud's version wins (join_prefers: cloud), reported")
     }
 
     @Test("a document the gateway updated just before it died, then edited by the application in a field the update changed, keeps the edit")

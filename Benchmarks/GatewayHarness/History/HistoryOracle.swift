@@ -66,8 +66,17 @@ struct HistoryOracle {
         /// so it keeps the record, in a conflict its sync reports. Counted, never a failure.
         case revivedByUnansweredEdit
 
+        /// Not an anomaly of the gateway's rules but their documented cost: a write made on a store
+        /// whose last sync was interrupted (killed, or its store died writing) lost, in a
+        /// conflict that store's next sync reported, to the value the interrupted sync had been
+        /// writing there. The gateway's write may have landed with its state uncommitted; when the
+        /// application then rewrote every field it set, the store's record cannot be told from
+        /// one the application created while the write never landed, so it joins the zone without
+        /// a common ancestor (`join_prefers: cloud`). Counted, never a failure.
+        case lostToInterruptedWrite
+
         /// Whether the class is a violation (every class but the documented costs).
-        var isViolation: Bool { ![.revivedWhole, .lostToRejoin, .revivedByUnansweredEdit].contains(self) }
+        var isViolation: Bool { ![.revivedWhole, .lostToRejoin, .revivedByUnansweredEdit, .lostToInterruptedWrite].contains(self) }
     }
 
     private(set) var events: [Event] = []
@@ -122,9 +131,25 @@ struct HistoryOracle {
     /// Steps at which a sync of each store succeeded.
     private var syncedAt: [String: [Int]] = [:]
 
+    /// Steps at which a sync of each store failed or was killed.
+    private var interruptedAt: [String: [Int]] = [:]
+
     /// Notes a sync of `store` that succeeded.
     mutating func syncSucceeded(store: String, step: Int) {
         syncedAt[store, default: []].append(step)
+    }
+
+    /// Notes a sync of `store` that failed or was killed.
+    mutating func syncInterrupted(store: String, step: Int) {
+        interruptedAt[store, default: []].append(step)
+    }
+
+    /// Whether `event` was made on a store whose last sync before it was interrupted, and its
+    /// record met a conflict that store reported afterwards.
+    private func madeAfterInterruptedSync(_ event: Event, conflicts: [Conflict]) -> Bool {
+        guard let interrupted = interruptedAt[event.store]?.last(where: { $0 < event.step }) else { return false }
+        return !(syncedAt[event.store] ?? []).contains { $0 > interrupted && $0 < event.step }
+            && conflicts.contains { $0.store == event.store && $0.step >= event.step }
     }
 
     /// Whether `event` was still pending in its store when the store was restored from a backup
@@ -258,6 +283,14 @@ struct HistoryOracle {
                         let undoneDeletes = later.allSatisfy { event in
                             guard case .delete = event.kind else { return false }
                             return undoneByUnansweredEdit(event, writes: writes, conflicts: conflicts[record] ?? [])
+                        }
+                        let lostToInterrupted = later.allSatisfy { event in
+                            guard case .write = event.kind else { return false }
+                            return madeAfterInterruptedSync(event, conflicts: conflicts[record] ?? [])
+                        }
+                        if lostToInterrupted {
+                            found.append((.lostToInterruptedWrite, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)); the later write was made on a store whose last sync was interrupted, and lost in a reported conflict"))
+                            continue
                         }
                         if undoneDeletes {
                             found.append((.revivedByUnansweredEdit, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)) in a record an edit whose upload was never answered revived"))

@@ -276,11 +276,17 @@ private struct History {
                 }
                 switch result.ending {
                 case .killed(let phases):
+                    oracle.syncInterrupted(store: store.name, step: step)
                     outcome.crashes += 1
                     outcome.failedSyncs += 1
                     outcome.history.append("\(step): \(store.name) syncs in a gateway process, SIGKILLed after \(phases) phase starts")
                 case .finished(let status):
-                    if status == 0 { oracle.syncSucceeded(store: store.name, step: step) } else { outcome.failedSyncs += 1 }
+                    if status == 0 {
+                        oracle.syncSucceeded(store: store.name, step: step)
+                    } else {
+                        oracle.syncInterrupted(store: store.name, step: step)
+                        outcome.failedSyncs += 1
+                    }
                     outcome.history.append("\(step): \(store.name) syncs in a gateway process (exit \(status), before its kill)")
                 }
                 if trace { print("    \(step) \(store.name) gateway process \(result.ending), conflicts \(result.conflicts)\n      cloud: \(cloudNow.keys.sorted()); store: \(try await store.contents().keys.sorted())") }
@@ -297,7 +303,12 @@ private struct History {
                     print("      store \(try await store.contents().sorted { $0.key < $1.key })")
                 }
                 outcome.syncs += 1
-                if report.outcome != .synced { outcome.failedSyncs += 1 } else { oracle.syncSucceeded(store: store.name, step: step) }
+                if report.outcome != .synced {
+                    oracle.syncInterrupted(store: store.name, step: step)
+                    outcome.failedSyncs += 1
+                } else {
+                    oracle.syncSucceeded(store: store.name, step: step)
+                }
                 outcome.history.append("\(step): \(store.name) syncs (\(report.outcome == .synced ? "synced" : "failed"), \(report.conflictCount) conflicts)")
             case 76..<85:
                 let path = folder.appendingPathComponent("\(store.name)-backup-\(step)").path

@@ -508,15 +508,19 @@ public final class KitAdapter: ModelAdapter {
         }
         if !edited.isEmpty {
             let editedEntries = current.values.filter { edited.contains(ExactText.Key($0.key.recordName)) }
-            // The write landed, then the application edited the record: the store holds a record
-            // it did not hold before, or a field the write changed holds the written value. The
-            // write's version is the edit's ancestor (its metadata is committed), so the edit is
-            // an edit of it, not a change to merge against an older ancestor.
+            // The write landed, then the application edited the record, when a field the write
+            // set (every field of a record the store did not hold before; the fields an update
+            // changed) holds the written value: the write's version is the edit's ancestor (its
+            // metadata is committed), so the edit is an edit of it, not a change to merge against
+            // an older ancestor. Without such a field it cannot be told from a record the
+            // application created or rewrote while the write never landed: the older ancestor
+            // stays (a record created alongside has none, and joins).
             let landed = journal.saves.filter { record in
                 let name = ExactText.Key(record.id.recordName)
                 guard edited.contains(name), let now = current[name]?.record else { return false }
-                guard journal.before[name] != nil else { return true }
-                return (journal.changedFields[name] ?? []).contains { now[$0] == record[$0] }
+                var written: [String] = []
+                if journal.before[name] == nil { record.forEachField { field, _ in written.append(field) } } else { written = journal.changedFields[name] ?? [] }
+                return written.contains { field in record[field] != nil && now[field] == record[field] }
             }.map(\.id)
             let metadata = journal.update.metadata
             try await state.write { db in
