@@ -53,7 +53,8 @@ struct HistoryRun {
     static let zone = ZoneID(zoneName: "History")
     static let records = (0..<5).map { "r\($0)" }
 
-    func run(progress: (UInt64, Int) -> Void = { _, _ in }) async throws -> Result {
+    /// - Parameter progress: called after each seed with its violations (class: what happened).
+    func run(progress: (UInt64, [String]) -> Void = { _, _ in }) async throws -> Result {
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var result = Result(
@@ -92,7 +93,7 @@ struct HistoryRun {
                         anomalies: outcome.anomalies.map { "\($0.0.rawValue): \($0.1)" })
                 }
             }
-            progress(seed, outcome.anomalies.filter { $0.0.isViolation }.count)
+            progress(seed, outcome.anomalies.filter { $0.0.isViolation }.map { "\($0.0.rawValue): \($0.1)" })
         }
         return result
     }
