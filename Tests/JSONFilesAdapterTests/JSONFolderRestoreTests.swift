@@ -292,6 +292,26 @@ struct JSONFolderRestoreTests {
         #expect(try setup.title("1") == "edited in JSON")
     }
 
+    @Test("a journal round-trips with the fields its saves change, and one written by an earlier release (without them) still decodes")
+    func journalFormats() throws {
+        let zone = JSONFilesBehaviourTests.zone
+        let id = RecordID(recordName: "1", zoneID: zone)
+        var journal = KitJournal(
+            saves: [Record(id: id, recordType: "Article", fields: ["title": .string("one")])], deletes: [], before: [ExactText.Key("1"): "h:00"],
+            update: SyncStateUpdate(zoneState: Data("t".utf8)), skipped: [])
+        journal.changedFields = [ExactText.Key("1"): ["note", "title"]]
+        let decoded = try KitJournal.decode(journal.encoded(), zone: zone, statePath: "state.sqlite")
+        #expect(decoded.changedFields == journal.changedFields)
+        #expect(decoded.saves.map(\.id) == [id])
+
+        // An earlier release wrote the journal up to the sending set: no trailing section.
+        journal.changedFields = [:]
+        let earlier = journal.encoded().dropLast()
+        let old = try KitJournal.decode(Data(earlier), zone: zone, statePath: "state.sqlite")
+        #expect(old.changedFields.isEmpty)
+        #expect(old.before == journal.before)
+    }
+
     @Test("a new folder at the adapter's path (a typo, a fresh copy without the marker) joins the zone instead of overwriting it")
     func replacedFolder() async throws {
         let setup = try await Setup()
