@@ -292,6 +292,48 @@ struct JSONFolderRestoreTests {
         #expect(try setup.title("1") == "edited in JSON")
     }
 
+    @Test("a document of its own the gateway was overwriting when it died, then deleted by the application, comes back: the page downloads again")
+    func deleteOfInterruptedWrite() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('3', 'three')")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        let statePath = JSONFilesBehaviourTests.configuration(setup.folder).statePath
+        let before = try await DatabaseQueue(path: statePath).read { db in try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") }
+        #expect(try await setup.jsonSync().sync().succeeded)
+
+        // The folder had a document 3 of its own, never synced; the gateway died writing the
+        // cloud's version over it: its state is where it was before that page (it saw the
+        // folder's own document), and the journal holds the page.
+        let state = try DatabaseQueue(path: statePath)
+        try await state.write { db in
+            let after = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
+            let id = RecordID(recordName: "3", zoneID: JSONFilesBehaviourTests.zone)
+            var metadata: [RecordID: Data] = [:]
+            metadata[id] = try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = '3'")
+            let own = KitRecordObservation.observed(Record(id: id, recordType: "Article", fields: ["title": .string("mine")]))
+            let journal = KitJournal(
+                saves: [Record(id: id, recordType: "Article", fields: ["title": .string("three")])], deletes: [], before: [ExactText.Key("3"): own],
+                update: SyncStateUpdate(metadata: metadata, zoneState: after), skipped: [])
+            try db.execute(sql: "DELETE FROM metadata WHERE record_name = '3'")
+            try db.execute(sql: "UPDATE records SET observed = ? WHERE record_name = '3'", arguments: [own])
+            try db.execute(sql: "UPDATE zone SET state = ? WHERE id = 1", arguments: [before])
+            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+        }
+        try state.close()
+        // The application deletes the document (the write had landed, or it had its own).
+        try FileManager.default.removeItem(at: setup.folder.appendingPathComponent("Article/3.json"))
+
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try setup.document("3").contains("three"), "the store does not silently lack a record the zone holds")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("3") == "three")
+    }
+
     @Test("a journal round-trips with the fields its saves change, and one written by an earlier release (without them) still decodes")
     func journalFormats() throws {
         let zone = JSONFilesBehaviourTests.zone

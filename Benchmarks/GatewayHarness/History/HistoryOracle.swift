@@ -66,13 +66,13 @@ struct HistoryOracle {
         /// so it keeps the record, in a conflict its sync reports. Counted, never a failure.
         case revivedByUnansweredEdit
 
-        /// Not an anomaly of the gateway's rules but their documented cost: a write made on a store
-        /// whose last sync was interrupted (killed, or its store died writing) lost, in a
-        /// conflict that store's next sync reported, to the value the interrupted sync had been
+        /// Not an anomaly of the gateway's rules but their documented cost: a write or delete made
+        /// on a store whose last sync was interrupted (killed, or its store died writing) lost, in
+        /// a conflict that store's next sync reported, to the value the interrupted sync had been
         /// writing there. The gateway's write may have landed with its state uncommitted; when the
-        /// application then rewrote every field it set, the store's record cannot be told from
-        /// one the application created while the write never landed, so it joins the zone without
-        /// a common ancestor (`join_prefers: cloud`). Counted, never a failure.
+        /// application then rewrote every field it set, or deleted the record, the store cannot be
+        /// told from one where the write never landed, so the record joins the zone without a
+        /// common ancestor (`join_prefers: cloud`; an edit beats a delete). Counted, never a failure.
         case lostToInterruptedWrite
 
         /// Whether the class is a violation (every class but the documented costs).
@@ -231,7 +231,9 @@ struct HistoryOracle {
             for event in writes { if case .write(let field, _) = event.kind { fields.insert(field) } }
             if let present = final[record], !present.isEmpty {
                 for delete in deletes where writes.allSatisfy({ delete.dependencies.contains($0.id) }) {
-                    if madeBeforeRejoin(delete) || heldAtRejoin(delete) {
+                    if madeAfterInterruptedSync(delete, conflicts: conflicts[record] ?? []) {
+                        found.append((.lostToInterruptedWrite, "record \(record) deleted at step \(delete.step) by \(delete.store), whose last sync was interrupted, yet present after a reported conflict"))
+                    } else if madeBeforeRejoin(delete) || heldAtRejoin(delete) {
                         found.append((.lostToRejoin, "record \(record) deleted at step \(delete.step) by \(delete.store), a restored store that had not synced since, yet present"))
                     } else if undoneByUnansweredEdit(delete, writes: writes, conflicts: conflicts[record] ?? []) {
                         found.append((.revivedByUnansweredEdit, "record \(record) deleted at step \(delete.step) by \(delete.store), revived by an edit whose upload was never answered"))
@@ -284,10 +286,7 @@ struct HistoryOracle {
                             guard case .delete = event.kind else { return false }
                             return undoneByUnansweredEdit(event, writes: writes, conflicts: conflicts[record] ?? [])
                         }
-                        let lostToInterrupted = later.allSatisfy { event in
-                            guard case .write = event.kind else { return false }
-                            return madeAfterInterruptedSync(event, conflicts: conflicts[record] ?? [])
-                        }
+                        let lostToInterrupted = later.allSatisfy { madeAfterInterruptedSync($0, conflicts: conflicts[record] ?? []) }
                         if lostToInterrupted {
                             found.append((.lostToInterruptedWrite, "\(record).\(field) ends with \(value) (step \(winner.step), \(winner.store)); the later write was made on a store whose last sync was interrupted, and lost in a reported conflict"))
                             continue

@@ -449,7 +449,8 @@ public final class KitAdapter: ModelAdapter {
             for key in journal.deletes {
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
-            try KitStateDatabase.commit(journal.update, skipping: Set(journal.skipped.map(ExactText.Key.init)), db: db)
+            try KitStateDatabase.commit(
+                journal.update, skipping: Set(journal.skipped.map(ExactText.Key.init)), advancingZone: !journal.keepsZonePosition, db: db)
             try db.execute(sql: "DELETE FROM journal")
         }
     }
@@ -534,6 +535,14 @@ public final class KitAdapter: ModelAdapter {
                     guard let data = metadata[id] else { continue }
                     try db.execute(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)", arguments: [id.recordName, data])
                 }
+            }
+            // A record the write was saving that the store no longer holds was deleted by the
+            // application, after the write landed or instead of it: which, nothing says. Its
+            // delete is kept as a local change, and the page downloads again, so the record meets
+            // the cloud's version (an edit beats a delete) instead of the store silently lacking
+            // a record the zone holds.
+            if journal.saves.contains(where: { edited.contains(ExactText.Key($0.id.recordName)) && current[ExactText.Key($0.id.recordName)]?.record == nil }) {
+                journal.keepsZonePosition = true
             }
             journal.saves.removeAll { edited.contains(ExactText.Key($0.id.recordName)) }
             journal.deletes.removeAll { edited.contains(ExactText.Key($0.recordName)) }

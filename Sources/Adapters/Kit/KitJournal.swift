@@ -18,6 +18,9 @@ struct KitJournal: Sendable {
     /// one of them holding the saved value knows the write landed. (Journals of an earlier
     /// release have none.)
     var changedFields: [ExactText.Key: [String]] = [:]
+    /// Whether committing the journal leaves the zone state where it was, so the page downloads
+    /// again (a replay that cannot tell what became of a record). Not stored.
+    var keepsZonePosition = false
 
     func encoded() -> Data {
         var writer = BinaryWriter(capacity: 256 + saves.count * 160)

@@ -102,14 +102,17 @@ struct KitStateDatabase: Sendable {
                 """).execute(arguments: [recordName, recordType])
     }
 
-    /// Commits a sync-state update, leaving out the records in `skipped` (edited meanwhile).
-    static func commit(_ update: SyncStateUpdate, skipping skipped: Set<ExactText.Key>, db: Database) throws {
+    /// Commits a sync-state update, leaving out the records in `skipped` (edited meanwhile), and
+    /// its zone state unless `advancingZone` is false.
+    static func commit(_ update: SyncStateUpdate, skipping skipped: Set<ExactText.Key>, advancingZone: Bool = true, db: Database) throws {
         try commitRecords(of: update, where: { !skipped.contains($0) }, db: db)
         for (id, failure) in update.failures {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO failures (record_name, version, code, message) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [id.recordName, failure.version, failure.code, failure.message])
         }
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO zone (id, state) VALUES (1, ?)").execute(arguments: [update.zoneState])
+        if advancingZone {
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO zone (id, state) VALUES (1, ?)").execute(arguments: [update.zoneState])
+        }
     }
 
     /// Commits the per-record part of `update` (metadata, removals, settled versions) for the
