@@ -113,9 +113,12 @@ struct HistoryOracle {
     }
 
     /// Records a delete of `record` at `store`, which held `previous` (its field values, tagged).
+    /// A delete also follows the values of the version the store's gateway last synced, fields
+    /// the store has no place for included: the delete removes that whole version (its change
+    /// tag), not only what the application saw.
     mutating func delete(step: Int, store: String, record: String, previous: [String]) {
         var dependencies = Set<Int>()
-        for value in previous {
+        for value in previous + (lastSynced[store]?[record] ?? []) {
             guard let id = eventByValue[value] else { continue }
             dependencies.insert(id)
             dependencies.formUnion(events[id].dependencies)
@@ -134,9 +137,15 @@ struct HistoryOracle {
     /// Steps at which a sync of each store failed or was killed.
     private var interruptedAt: [String: [Int]] = [:]
 
+    /// The cloud as each store's last sync left it (record → tagged values), and as its last
+    /// successful sync did: what its gateway knows of each record.
+    private var cloudAfterSync: [String: [String: Set<String>]] = [:]
+    private var lastSynced: [String: [String: Set<String>]] = [:]
+
     /// Notes a sync of `store` that succeeded.
     mutating func syncSucceeded(store: String, step: Int) {
         syncedAt[store, default: []].append(step)
+        if let cloud = cloudAfterSync[store] { lastSynced[store] = cloud }
     }
 
     /// Notes a sync of `store` that failed or was killed.
@@ -196,6 +205,7 @@ struct HistoryOracle {
     /// a delete the store followed by creating the record again (its sync sends an update that
     /// clears what the delete removed), once the cloud's record holds none of the removed values.
     mutating func synced(store: String, held: Set<String>, cloud: [String: Set<String>]) {
+        cloudAfterSync[store] = cloud
         for event in events where event.store == store && !deliveredDeletes.contains(event.id) && !withdrawn.contains(event.id) {
             guard case .delete = event.kind, held.contains(event.record) else { continue }
             let delivered = cloud[event.record].map { !event.removedValues.isEmpty && $0.isDisjoint(with: event.removedValues) } ?? true
