@@ -49,6 +49,17 @@ struct JSONFolderRestoreTests {
             try String(contentsOf: folder.appendingPathComponent("Article/\(name).json"), encoding: .utf8)
         }
 
+        /// Leaves the journal `body` builds (from the state as it finds it) in the adapter's
+        /// state, as a gateway killed between writing a downloaded page and committing it does.
+        func leaveJournal(_ body: @escaping @Sendable (Database) throws -> KitJournal) async throws {
+            let state = try DatabaseQueue(path: JSONFilesBehaviourTests.configuration(folder).statePath)
+            try await state.write { db in
+                let journal = try body(db)
+                try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+            }
+            try state.close()
+        }
+
         /// `cp -a`: the copy keeps the files' times.
         func copy(_ from: URL, to: URL) throws { try TemporaryDirectory.copyPreservingTimes(from: from, to: to) }
     }
@@ -146,14 +157,12 @@ struct JSONFolderRestoreTests {
 
         // The gateway was killed writing the page that held document 4 (its journal stays), and
         // the operator then put back the folder as it was before the first sync.
-        let state = try DatabaseQueue(path: JSONFilesBehaviourTests.configuration(setup.folder).statePath)
-        try await state.write { db in
+        try await setup.leaveJournal { db in
             let zoneState = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
             let four = Record(id: RecordID(recordName: "4", zoneID: JSONFilesBehaviourTests.zone), recordType: "Article", fields: ["title": .string("four")])
             let journal = KitJournal(saves: [four], deletes: [], before: [:], update: SyncStateUpdate(zoneState: zoneState), skipped: [])
-            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+            return journal
         }
-        try state.close()
         try FileManager.default.removeItem(at: setup.folder)
         try setup.copy(original, to: setup.folder)
 
@@ -213,8 +222,7 @@ struct JSONFolderRestoreTests {
 
         // The gateway died after writing documents 3 and 4 and before committing its state: the
         // journal stays, the state has no trace of them.
-        let state = try DatabaseQueue(path: JSONFilesBehaviourTests.configuration(setup.folder).statePath)
-        try await state.write { db in
+        try await setup.leaveJournal { db in
             let zoneState = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
             var saves: [Record] = []
             var metadata: [RecordID: Data] = [:]
@@ -225,9 +233,8 @@ struct JSONFolderRestoreTests {
             }
             let journal = KitJournal(saves: saves, deletes: [], before: [:], update: SyncStateUpdate(metadata: metadata, zoneState: zoneState), skipped: [])
             try db.execute(sql: "DELETE FROM metadata WHERE record_name IN ('3', '4'); DELETE FROM records WHERE record_name IN ('3', '4')")
-            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+            return journal
         }
-        try state.close()
         // Document 3's note is edited (its title still holds what the gateway wrote); document
         // 4 is rewritten whole, as by a program that created it at the same time.
         try JSONFilesBehaviourTests.write(
@@ -266,8 +273,7 @@ struct JSONFolderRestoreTests {
 
         // The gateway died after writing that update into document 1 and before committing its
         // state: the journal stays, and the state still holds the version before the update.
-        let state = try DatabaseQueue(path: statePath)
-        try await state.write { db in
+        try await setup.leaveJournal { db in
             let zoneState = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
             let metadata = try #require(try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = '1'"))
             let id = RecordID(recordName: "1", zoneID: JSONFilesBehaviourTests.zone)
@@ -278,9 +284,8 @@ struct JSONFolderRestoreTests {
             journal.changedFields = [ExactText.Key("1"): ["note", "title"]]
             try db.execute(sql: "UPDATE metadata SET data = ? WHERE record_name = '1'", arguments: [oldMetadata])
             try db.execute(sql: "UPDATE records SET observed = ? WHERE record_name = '1'", arguments: [oldObserved])
-            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+            return journal
         }
-        try state.close()
         // The application edits the title the update had changed; the note still holds its value.
         try JSONFilesBehaviourTests.write(
             "{\"note\": \"a note\", \"title\": \"edited in JSON\"}", to: setup.folder.appendingPathComponent("Article/1.json"))
@@ -309,8 +314,7 @@ struct JSONFolderRestoreTests {
         // The folder had a document 3 of its own, never synced; the gateway died writing the
         // cloud's version over it: its state is where it was before that page (it saw the
         // folder's own document), and the journal holds the page.
-        let state = try DatabaseQueue(path: statePath)
-        try await state.write { db in
+        try await setup.leaveJournal { db in
             let after = try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1") ?? Data()
             let id = RecordID(recordName: "3", zoneID: JSONFilesBehaviourTests.zone)
             var metadata: [RecordID: Data] = [:]
@@ -322,9 +326,8 @@ struct JSONFolderRestoreTests {
             try db.execute(sql: "DELETE FROM metadata WHERE record_name = '3'")
             try db.execute(sql: "UPDATE records SET observed = ? WHERE record_name = '3'", arguments: [own])
             try db.execute(sql: "UPDATE zone SET state = ? WHERE id = 1", arguments: [before])
-            try db.execute(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)", arguments: [journal.encoded()])
+            return journal
         }
-        try state.close()
         // The application deletes the document (the write had landed, or it had its own).
         try FileManager.default.removeItem(at: setup.folder.appendingPathComponent("Article/3.json"))
 

@@ -22,6 +22,15 @@ struct PostgresStoreIdentityTests {
         return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
     }
 
+    /// The one number `sql` selects.
+    static func count(_ sql: String, pool: PostgresConnectionPool) async throws -> Int64 {
+        try await pool.withConnection(doing: "counting") { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+            for try await value in rows.decode(Int64.self) { return value }
+            return 0
+        }
+    }
+
     /// Row id → title of table `note` in `schema`.
     static func titles(_ schema: String, pool: PostgresConnectionPool) async throws -> [Int64: String] {
         try await pool.withConnection(doing: "reading") { connection in
@@ -148,13 +157,7 @@ struct PostgresStoreIdentityTests {
             ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
              "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note SELECT g, 'one' FROM generate_series(1, 20) g"],
             on: endpoint, doing: "setting up")
-        func count(_ sql: String) async throws -> Int64 {
-            try await pool.withConnection(doing: "counting") { connection in
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
-                for try await value in rows.decode(Int64.self) { return value }
-                return 0
-            }
-        }
+        func count(_ sql: String) async throws -> Int64 { try await Self.count(sql, pool: pool) }
         let directory = try TemporaryDirectory(prefix: "pg-older-schema")
         defer { directory.remove() }
         let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
@@ -186,13 +189,7 @@ struct PostgresStoreIdentityTests {
              "CREATE TABLE b.note (id bigint PRIMARY KEY, title text, color text)",
              "INSERT INTO a.note SELECT g, 'one', 'red' FROM generate_series(1, 10) g"],
             on: endpoint, doing: "setting up")
-        func count(_ sql: String) async throws -> Int64 {
-            try await pool.withConnection(doing: "counting") { connection in
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
-                for try await value in rows.decode(Int64.self) { return value }
-                return 0
-            }
-        }
+        func count(_ sql: String) async throws -> Int64 { try await Self.count(sql, pool: pool) }
         let directory = try TemporaryDirectory(prefix: "pg-renamed-column")
         defer { directory.remove() }
         let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
@@ -225,13 +222,7 @@ struct PostgresStoreIdentityTests {
              "CREATE TABLE b.note (id bigint PRIMARY KEY, title text, color text)",
              "INSERT INTO a.note SELECT g, 'one', 'red' FROM generate_series(1, 10) g"],
             on: endpoint, doing: "setting up")
-        func count(_ sql: String) async throws -> Int64 {
-            try await pool.withConnection(doing: "counting") { connection in
-                let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
-                for try await value in rows.decode(Int64.self) { return value }
-                return 0
-            }
-        }
+        func count(_ sql: String) async throws -> Int64 { try await Self.count(sql, pool: pool) }
         let directory = try TemporaryDirectory(prefix: "pg-readded-column")
         defer { directory.remove() }
         let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
