@@ -69,6 +69,16 @@ struct ServiceScenario {
         }
     }
 
+    /// The part of a dead gateway's log that says why: a trap's message and the crashed thread's
+    /// frames come first in the runtime's crash report, before every other thread's, so the end
+    /// of the log alone misses them.
+    static func lastWords(of log: String) -> String {
+        guard let crash = log.range(of: "Program crashed") else { return String(log.suffix(5000)) }
+        let before = log[..<crash.lowerBound].suffix(2000)
+        let report = log[crash.lowerBound...].prefix(8000)
+        return "\(before)\(report)"
+    }
+
     /// Waits for the sides to settle, stops the gateways with SIGTERM, and reports.
     func finish(sides: [(String, Settling.Reader)], settleTimeout: Duration = .seconds(180), stopLimit: Duration = .seconds(30)) async throws
         -> ScenarioResult
@@ -76,10 +86,10 @@ struct ServiceScenario {
         let expected = ExpectedItems(preloaded: preloaded, writers: writers).lines
         let outcome = await Settling.wait(for: expected, sides: sides, timeout: settleTimeout)
         let exitedOnTheirOwn = exited
-        // What a gateway that died said last (a trap's message is its last line), so that a run
-        // whose folder is deleted afterwards, as the tests' are, still tells why.
+        // What a gateway that died said last, so that a run whose folder is deleted afterwards, as
+        // the tests' are, still tells why.
         for gateway in gateways where !gateway.isRunning {
-            print("\(name): \(gateway.name) exited on its own; the end of its log:\n\(gateway.log().suffix(5000))")
+            print("\(name): \(gateway.name) exited on its own; its last words:\n\(Self.lastWords(of: gateway.log()))")
         }
         var stops: [String: String] = [:]
         for gateway in gateways where gateway.isRunning {

@@ -69,11 +69,37 @@ public struct PooledConnection: Sendable {
         }
     }
 
-    /// Listens on `channel` while `consume` runs; see `PostgresConnection.listen(on:consume:)`
-    /// (its messages are sent with a write promise, so a closed connection fails them).
-    public func listen<Value>(on channel: String, consume: (PostgresNotificationSequence) async throws -> Value) async throws -> Value {
-        try Self.checkOpen(connection)
-        return try await connection.listen(on: channel, consume: consume)
+    /// Starts `LISTEN channel` for the rest of the connection's life, and returns a stream that
+    /// yields when a notification with `payload` arrives (several that arrive before the reader
+    /// looks count as one) and ends when the connection closes.
+    ///
+    /// There is no way to stop listening but closing the connection, on purpose: PostgresNIO 1.33
+    /// traps (`ListenStateMachine`: "Invalid state: starting") when a notification arrives while
+    /// it issues `LISTEN` again on a connection that listened before, and a writer's steady
+    /// `NOTIFY`s hit that within seconds when a listener stops and starts per change. One `LISTEN`
+    /// per connection never goes through that state with notifications in flight.
+    /// - Throws: ``PostgresFailure`` when the connection is closed or `LISTEN` did not take effect.
+    public func subscribe(to channel: String, payload: String, logger: Logger) async throws -> AsyncStream<Void> {
+        let (notifications, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let connection = connection
+        try await withTaskExecutorPreference(loop) {
+            try Self.checkOpen(connection)
+            connection.addListener(channel: channel) { _, notification in
+                if notification.payload == payload { continuation.yield() }
+            }
+        }
+        connection.closeFuture.whenComplete { _ in continuation.finish() }
+        // The statement runs after the `LISTEN` queued above, so its answer says whether that
+        // took effect (a failed `LISTEN` leaves its listener silent rather than failing it).
+        let listening = try await query(
+            "SELECT count(*)::int8 FROM pg_listening_channels() AS listening(name) WHERE name = \(channel)", logger: logger)
+        var isListening = false
+        for try await count in listening.decode(Int64.self) { isListening = count > 0 }
+        guard isListening else {
+            continuation.finish()
+            throw PostgresFailure(.statementFailed, "LISTEN on \(channel) did not take effect")
+        }
+        return notifications
     }
 
     /// Closes the connection.

@@ -4,27 +4,28 @@ import PostgresNIO
 
 /// Change signals from PostgreSQL's `LISTEN`/`NOTIFY`, on a connection of their own.
 ///
-/// Writers notify `channel` with a payload naming what changed; the source yields for
-/// notifications whose payload is `key`. Right after each `LISTEN` it compares a stamp (a query
-/// whose result changes with every change, such as a sequence number) with the last one it saw,
-/// so a change committed while it was not listening is still reported. All waiting happens in the
-/// iterating task; cancelling it ends the signals and closes the connection.
+/// Writers notify `channel` with a payload naming what changed; the source wakes for
+/// notifications whose payload is `key`. Before each wait it compares a stamp (a query whose
+/// result changes with every change, such as a sequence number) with the last one it reported, so
+/// a change committed while it was not listening (before the first `LISTEN`, or while the
+/// connection was down) is still reported, and a notification for a change already reported is
+/// not reported twice. The connection listens from when it opens until it closes: see
+/// ``PooledConnection/subscribe(to:payload:logger:)`` for why it never stops and starts again.
+/// All waiting happens in the iterating task; cancelling it ends the signals and closes the
+/// connection.
 public struct PostgresNotificationSource: ChangeSignalSource {
     let pool: PostgresConnectionPool
     let channel: String
     let key: String
     let retryInterval: Duration
     let stamp: @Sendable (PooledConnection) async throws -> String
-    /// The listening connection, closed when the last copy of the source goes.
-    private final class Holder {
+    /// The listening connection and its notifications, closed when the last copy of the source goes.
+    private final class Subscription {
         var connection: PooledConnection?
+        var notifications: AsyncStream<Void>.Iterator?
         deinit { connection?.closeWithoutWaiting() }
     }
-    private let holder = Holder()
-    private var connection: PooledConnection? {
-        get { holder.connection }
-        nonmutating set { holder.connection = newValue }
-    }
+    private let subscription = Subscription()
     private var lastStamp: String?
     private var hasBaseline = false
 
@@ -41,7 +42,7 @@ public struct PostgresNotificationSource: ChangeSignalSource {
 
     public mutating func start() async {
         guard !hasBaseline else { return }
-        lastStamp = try? await stamp(try await openConnection())
+        lastStamp = try? await stamp(try await listeningConnection())
         hasBaseline = true
     }
 
@@ -49,20 +50,14 @@ public struct PostgresNotificationSource: ChangeSignalSource {
         await start()
         while !Task.isCancelled {
             do {
-                let connection = try await openConnection()
-                let (seen, key, stamp) = (lastStamp, key, stamp)
-                let changedStamp: String? = try await connection.listen(on: channel) { notifications in
-                    let now = try await stamp(connection)
-                    if now != seen { return now }
-                    for try await notification in notifications where notification.payload == key {
-                        let now = try await stamp(connection)
-                        if now != seen { return now }
-                    }
-                    return nil
-                }
-                if let changedStamp {
-                    lastStamp = changedStamp
+                let connection = try await listeningConnection()
+                let now = try await stamp(connection)
+                if now != lastStamp {
+                    lastStamp = now
                     return true
+                }
+                guard await nextNotification() else {
+                    throw PostgresFailure(.connectionFailed, "the connection listening on \(channel) closed")
                 }
             } catch {
                 await closeConnection()
@@ -77,15 +72,30 @@ public struct PostgresNotificationSource: ChangeSignalSource {
         return false
     }
 
-    private mutating func openConnection() async throws -> PooledConnection {
-        if let connection, !connection.isClosed { return connection }
+    /// The open connection that listens on the channel, opening and subscribing one when needed.
+    private func listeningConnection() async throws -> PooledConnection {
+        if let connection = subscription.connection, !connection.isClosed, subscription.notifications != nil { return connection }
+        await closeConnection()
         let opened = try await pool.openDedicatedConnection(doing: "listening on \(channel)")
-        connection = opened
+        subscription.connection = opened
+        let notifications = try await opened.subscribe(to: channel, payload: key, logger: opened.logger)
+        subscription.notifications = notifications.makeAsyncIterator()
         return opened
     }
 
-    private mutating func closeConnection() async {
+    /// Waits for a notification; `false` when the connection closed or the task was cancelled
+    /// (either ends the stream, so the next wait opens a new connection).
+    private func nextNotification() async -> Bool {
+        guard var iterator = subscription.notifications else { return false }
+        let received = await iterator.next() != nil
+        subscription.notifications = received ? iterator : nil
+        return received
+    }
+
+    private func closeConnection() async {
+        let connection = subscription.connection
+        subscription.connection = nil
+        subscription.notifications = nil
         try? await connection?.close()
-        connection = nil
     }
 }
