@@ -22,8 +22,8 @@ struct CLITests {
             try Repository.copyDefaultSetup(to: directory.url)
         }
 
-        func gateway(_ arguments: String..., environment: [String: String] = [:]) async throws -> CLIResult {
-            try await GatewayCLI.run(arguments, in: url, environment: environment)
+        func gateway(_ arguments: String..., environment: [String: String] = [:], unprivileged: Bool = false) async throws -> CLIResult {
+            try await GatewayCLI.run(arguments, in: url, environment: environment, unprivileged: unprivileged)
         }
 
         /// A connection as an app's: a running gateway writes these files too, so it waits for
@@ -112,6 +112,49 @@ struct CLITests {
         #expect(status.adapters.map(\.healthState) == [.ok, .unreachable, .ok], "one health word, as /status and the page say it")
         #expect(json.stdout.contains("\"health\" : \"unreachable\""), "\(json.stdout)")
         #expect(status.hasUnreadableStores)
+    }
+
+    @Test("status needs read access only: an account that may not write sees every adapter and the change made since, and no file changes")
+    func statusReadOnly() async throws {
+        let clone = try FreshClone()
+        defer {
+            try? FolderModes.makeWritable(clone.url)
+            clone.directory.remove()
+        }
+        #expect(try await clone.gateway("sync").status == 0)
+        try await clone.database("notes").write { db in try db.execute(sql: "UPDATE notes SET title = 'Edited' WHERE id = 7") }
+        try FolderModes.makeReadOnly(clone.url)
+        let before = try FolderSnapshot(clone.url)
+
+        let text = try await clone.gateway("status", unprivileged: true)
+        let listing = (try? FileManager.default.contentsOfDirectory(atPath: clone.directory.path(".gateway/examples")).sorted()) ?? []
+        #expect(text.status == 0, "\(text) \(listing)")
+        #expect(text.stdout.contains("notes          sqlite  NotesZone  yes            1       0    400  synced"), "\(text)")
+        #expect(text.stdout.contains("notes-replica  sqlite  NotesZone  no             0       0    400  synced"), "\(text)")
+        #expect(
+            text.stdout.contains("note: docs: counted at the gateway's last look at the store: looking again needs write access to"),
+            "a kit store says its counts are those of the last sync: \(text)")
+
+        let json = try await clone.gateway("status", "--json", "--fail-on-changes", unprivileged: true)
+        #expect(json.status == 1, "changes wait: \(json)")
+        let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(json.stdout.utf8))
+        #expect(status.adapters.map(\.pendingChanges) == [1, 0, 0])
+        #expect(status.adapters.map(\.healthState) == [.pending, .ok, .ok])
+        #expect(status.adapters.map { $0.note != nil } == [false, false, true])
+        #expect(try FolderSnapshot(clone.url) == before, "status wrote nothing")
+    }
+
+    @Test("status of a store the gateway has not set up yet says so, and creates nothing")
+    func statusBeforeFirstSync() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let before = try FolderSnapshot(clone.url)
+        let text = try await clone.gateway("status")
+        #expect(text.status == 0, "\(text)")
+        #expect(text.stdout.contains("notes          sqlite  NotesZone  yes            0       0    400  never synced"), "\(text)")
+        #expect(text.stdout.contains("notes.sqlite does not exist yet; the first sync creates it from seed:"), "\(text)")
+        let after = try FolderSnapshot(clone.url)
+        #expect(after == before, "status created no database, folder or state: \(after)")
     }
 
     @Test("sync --adapter syncs only that adapter; an unknown adapter is a usage error")

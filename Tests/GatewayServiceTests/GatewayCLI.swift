@@ -13,10 +13,18 @@ struct CLIResult: Sendable, CustomStringConvertible {
 
 /// Runs the real `gateway` executable as a subprocess, the way a user or a monitor does.
 enum GatewayCLI {
+    /// - Parameter unprivileged: run as `nobody` when the tests run as root (whom file modes do
+    ///   not stop), so a folder made read-only is read-only to the command too.
     static func run(
-        _ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(120)
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(120),
+        unprivileged: Bool = false
     ) async throws -> CLIResult {
-        let executable = try BuiltExecutable.path("gateway")
+        var executable = try BuiltExecutable.path("gateway")
+        var arguments = arguments
+        if unprivileged, getuid() == 0 {
+            arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments
+            executable = "/usr/bin/setpriv"
+        }
         let outputs = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: outputs) }
@@ -44,6 +52,27 @@ enum Repository {
     static func copyDefaultSetup(to directory: URL) throws {
         try FileManager.default.copyItem(at: root.appendingPathComponent("config.yaml"), to: directory.appendingPathComponent("config.yaml"))
         try FileManager.default.copyItem(at: root.appendingPathComponent("examples"), to: directory.appendingPathComponent("examples"))
+    }
+}
+
+/// File modes of a whole folder, for tests of accounts that may only read.
+enum FolderModes {
+    /// Makes every file and folder under `directory` (itself included) read-only for everyone,
+    /// and readable by everyone.
+    static func makeReadOnly(_ directory: URL) throws { try apply(directory, folders: 0o555, files: 0o444) }
+
+    /// Gives the owner write access back, so the folder can be removed.
+    static func makeWritable(_ directory: URL) throws { try apply(directory, folders: 0o755, files: 0o644) }
+
+    private static func apply(_ directory: URL, folders: Int, files: Int) throws {
+        var paths = [directory]
+        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
+        while let url = enumerator?.nextObject() as? URL { paths.append(url) }
+        for url in paths {
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+            try FileManager.default.setAttributes([.posixPermissions: isDirectory.boolValue ? folders : files], ofItemAtPath: url.path)
+        }
     }
 }
 

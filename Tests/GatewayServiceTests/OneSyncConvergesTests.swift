@@ -76,4 +76,62 @@ struct OneSyncConvergesTests {
         let status = try await GatewayCLI.run(["status", "--fail-on-changes"], in: directory.url, environment: environment)
         #expect(status.status == 0, "nothing pending: \(status)")
     }
+
+    @Test("status of PostgreSQL as a role that may only read: not set up before the first sync (nothing created), then the edit that waits")
+    func postgresStatusReadOnly() async throws {
+        let directory = try TemporaryDirectory(prefix: "pg-status")
+        defer { directory.remove() }
+        let store = try await PostgresTestServer.freshDatabase("pg_status_reader")
+        var reader = store
+        reader.username = "gateway_status_reader"
+        try await PostgresConnectionPool.withOneConnection(to: store, doing: "setting up") { connection in
+            for sql in [
+                "CREATE TABLE note (id bigint PRIMARY KEY, title text)", "INSERT INTO note VALUES (1, 'one')",
+                "DO $$ BEGIN CREATE ROLE gateway_status_reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+                "GRANT SELECT ON note TO gateway_status_reader",
+            ] {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+            }
+        }
+        let config = """
+            adapters:
+              - { name: crm, kind: postgres, url: "${STORE_URL}", zone: Notes, tables: [{ table: note, record_type: Note }] }
+            """
+        try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        func status(as endpoint: PostgresEndpoint) async throws -> CLIResult {
+            try await GatewayCLI.run(["status"], in: directory.url, environment: ["STORE_URL": endpoint.description])
+        }
+        func stateSchemaExists() async throws -> Bool {
+            try await PostgresConnectionPool.withOneConnection(to: store, doing: "looking") { connection in
+                var exists = false
+                for try await (value) in try await connection.query(
+                    "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'gateway')", logger: connection.logger
+                ).decode(Bool.self) {
+                    exists = value
+                }
+                return exists
+            }
+        }
+
+        let before = try await status(as: reader)
+        #expect(before.status == 0, "\(before)")
+        #expect(before.stdout.contains("crm      postgres  Notes  yes            0       0    400  never synced"), "\(before)")
+        #expect(before.stdout.contains("note: crm: the gateway has not set this database up yet"), "\(before)")
+        #expect(try await stateSchemaExists() == false, "status created nothing")
+
+        let sync = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url, environment: ["STORE_URL": store.description])
+        #expect(sync.status == 0, "\(sync)")
+        try await PostgresConnectionPool.withOneConnection(to: store, doing: "editing and granting") { connection in
+            for sql in [
+                "UPDATE note SET title = 'edited' WHERE id = 1", "GRANT USAGE ON SCHEMA gateway TO gateway_status_reader",
+                "GRANT SELECT ON ALL TABLES IN SCHEMA gateway TO gateway_status_reader",
+            ] {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: connection.logger)
+            }
+        }
+        let after = try await status(as: reader)
+        #expect(after.status == 0, "\(after)")
+        #expect(after.stdout.contains("crm      postgres  Notes  yes            1       0    400  synced"), "\(after)")
+        #expect(!after.stdout.contains("note:"), "\(after)")
+    }
 }

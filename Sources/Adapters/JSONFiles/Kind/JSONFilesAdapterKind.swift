@@ -81,6 +81,22 @@ public struct JSONFilesAdapterKind: AdapterKind {
             return try JSONFilesAdapter.open(configuration: configuration)
         }
 
+        /// Reads through the adapter when this account can record a listing; otherwise from the
+        /// state file alone (``KitRecordedStatus``), writing nothing.
+        func readStatus() async throws -> StoreStatusSnapshot {
+            if let seed, !FileManager.default.fileExists(atPath: configuration.directory) {
+                return .notSetUp("\(configuration.directory) does not exist yet; the first sync copies it from \(seed) and uploads every document")
+            }
+            let statePath = configuration.statePath
+            if KitRecordedStatus.canRecord(statePath: statePath, alsoWritten: [configuration.directory]) {
+                return try await StoreStatusSnapshot.reading(try await open())
+            }
+            let folder = URL(fileURLWithPath: statePath).deletingLastPathComponent().path
+            return try KitRecordedStatus.read(
+                statePath: statePath,
+                readOnlyBecause: "looking again needs write access to \(folder) and \(configuration.directory), which this account lacks")
+        }
+
         var detectsChangesByScanning: Bool { true }
 
         /// A new, empty folder of the same layout, with its state beside it.

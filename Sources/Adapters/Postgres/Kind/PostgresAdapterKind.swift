@@ -95,6 +95,10 @@ struct PostgresAdapterPlan: AdapterPlan {
         try await mapped { try await PostgresAdapter.check(configuration) }
     }
 
+    func readStatus() async throws -> StoreStatusSnapshot {
+        try await PostgresAdapter.readStatus(configuration)
+    }
+
     func open() async throws -> any ModelAdapter {
         try await mapped { try await PostgresAdapter.open(configuration) }
     }

@@ -85,27 +85,70 @@ public final class PostgresAdapter: ModelAdapter {
     }
 
     public func hasChanges() async throws -> Bool {
-        try await read("checking for changes") { [state] connection in
-            let rows = try await connection.query(
-                """
-                SELECT EXISTS (SELECT 1 FROM \(unescaped: state.changes) WHERE scope = \(state.scope))
-                    OR EXISTS (SELECT 1 FROM \(unescaped: state.changeLog) WHERE scope = \(state.scope))
-                """, logger: connection.logger)
-            for try await (value) in rows.decode(Bool.self) { return value }
-            return false
-        }
+        try await read("checking for changes") { [state] connection in try await Self.hasChanges(state, connection) }
     }
 
     public func pendingChangeCount() async throws -> Int {
-        try await read("counting changes") { [state] connection in
-            let rows = try await connection.query(
-                """
-                SELECT (SELECT count(*) FROM \(unescaped: state.changes) WHERE scope = \(state.scope))
-                    + (SELECT count(DISTINCT l.record_name) FROM \(unescaped: state.changeLog) l WHERE l.scope = \(state.scope)
-                       AND NOT EXISTS (SELECT 1 FROM \(unescaped: state.changes) c WHERE c.scope = l.scope AND c.record_name = l.record_name))
-                """, logger: connection.logger)
-            for try await (value) in rows.decode(Int64.self) { return Int(value) }
-            return 0
+        try await read("counting changes") { [state] connection in try await Self.pendingChangeCount(state, connection) }
+    }
+
+    static func hasChanges(_ state: PostgresGatewaySchema, _ connection: PooledConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM \(unescaped: state.changes) WHERE scope = \(state.scope))
+                OR EXISTS (SELECT 1 FROM \(unescaped: state.changeLog) WHERE scope = \(state.scope))
+            """, logger: connection.logger)
+        for try await (value) in rows.decode(Bool.self) { return value }
+        return false
+    }
+
+    static func pendingChangeCount(_ state: PostgresGatewaySchema, _ connection: PooledConnection) async throws -> Int {
+        let rows = try await connection.query(
+            """
+            SELECT (SELECT count(*) FROM \(unescaped: state.changes) WHERE scope = \(state.scope))
+                + (SELECT count(DISTINCT l.record_name) FROM \(unescaped: state.changeLog) l WHERE l.scope = \(state.scope)
+                   AND NOT EXISTS (SELECT 1 FROM \(unescaped: state.changes) c WHERE c.scope = l.scope AND c.record_name = l.record_name))
+            """, logger: connection.logger)
+        for try await (value) in rows.decode(Int64.self) { return Int(value) }
+        return 0
+    }
+
+    /// Reads what `gateway status` shows in a read-only transaction: nothing is installed, so a
+    /// database the gateway has not set up yet is reported as such.
+    /// - Throws: ``PostgresAdapterError`` naming the database.
+    public static func readStatus(_ configuration: PostgresAdapterConfiguration) async throws -> StoreStatusSnapshot {
+        let adapter = PostgresAdapter(configuration: configuration)
+        let state = adapter.state
+        do {
+            let snapshot = try await adapter.pool.transaction(doing: "reading the status", isolation: "REPEATABLE READ READ ONLY") { connection in
+                let found = try await connection.query("SELECT to_regclass(\(state.zones)) IS NOT NULL", logger: connection.logger)
+                var isSetUp = false
+                for try await (value) in found.decode(Bool.self) { isSetUp = value }
+                guard isSetUp else {
+                    return StoreStatusSnapshot.notSetUp(
+                        "the gateway has not set this database up yet; its first sync creates the schema \(configuration.stateSchema), installs the change capture and uploads every row")
+                }
+                let rows = try await connection.query(
+                    "SELECT state FROM \(unescaped: state.zones) WHERE scope = \(state.scope)", logger: connection.logger)
+                var zoneState: Data?
+                for try await (value) in rows.decode(ByteBuffer?.self) { zoneState = value.map { Data(buffer: $0) } }
+                let failures = try await connection.query(
+                    """
+                    SELECT count(*) FROM \(unescaped: state.failures) f
+                    JOIN \(unescaped: state.changes) c ON c.scope = f.scope AND c.record_name = f.record_name AND c.version = f.version
+                    WHERE f.scope = \(state.scope)
+                    """, logger: connection.logger)
+                var failed = 0
+                for try await (value) in failures.decode(Int64.self) { failed = Int(value) }
+                return StoreStatusSnapshot(
+                    zoneState: zoneState, hasChanges: try await hasChanges(state, connection),
+                    pendingChanges: try await pendingChangeCount(state, connection), failedRecords: failed)
+            }
+            await adapter.close()
+            return snapshot
+        } catch {
+            await adapter.close()
+            throw adapter.adapterError(error)
         }
     }
 

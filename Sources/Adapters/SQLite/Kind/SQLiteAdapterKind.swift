@@ -109,6 +109,13 @@ struct SQLiteAdapterPlan: AdapterPlan {
         }
     }
 
+    func readStatus() async throws -> StoreStatusSnapshot {
+        if seedScript != nil, !FileManager.default.fileExists(atPath: configuration.path) {
+            return .notSetUp("\(configuration.path) does not exist yet; the first sync creates it from seed: and uploads every row")
+        }
+        return try SQLiteAdapter.readStatus(configuration)
+    }
+
     /// Turns a database that does not match the config into a config error at the table entry.
     private func mapped<T>(_ body: () throws -> T) throws -> T {
         do {

@@ -347,6 +347,19 @@ enum GatewayTables {
         SELECT EXISTS (SELECT 1 FROM "_gateway_changes") OR EXISTS (SELECT 1 FROM "_gateway_log" WHERE record_name <> '')
         """
 
+    /// Counts the records with pending changes: those in the change table, and those only the
+    /// trigger log names yet.
+    static let pendingCountSQL = """
+        SELECT (SELECT COUNT(*) FROM "_gateway_changes")
+             + (SELECT COUNT(DISTINCT record_name) FROM "_gateway_log" l WHERE record_name <> ''
+                AND NOT EXISTS (SELECT 1 FROM "_gateway_changes" c WHERE c.record_name = l.record_name))
+        """
+
+    /// The failure marks (`f`) that still count: those of the change still pending.
+    static let currentFailuresSQL = """
+        FROM "_gateway_failures" f JOIN "_gateway_changes" c ON c.record_name = f.record_name AND c.version = f.version
+        """
+
     /// The quoted name of the trigger that captures `kind` changes of `table`.
     static func triggerName(_ kind: String, _ table: String) -> String {
         SQLQuoting.identifier(plainTriggerName(kind, table))

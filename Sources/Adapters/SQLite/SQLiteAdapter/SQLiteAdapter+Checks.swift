@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GatewayCore
 import SQLiteSupport
 
 extension SQLiteAdapter {
@@ -11,16 +12,39 @@ extension SQLiteAdapter {
         guard FileManager.default.fileExists(atPath: configuration.path) else {
             throw SQLiteAdapterError(.databaseFailed, "the database \(configuration.path) of adapter \(configuration.name) does not exist")
         }
-        var grdb = GRDB.Configuration()
-        grdb.readonly = true
-        // Another program may hold the write lock right now (a rollback-journal database blocks
-        // readers while it commits): wait for it as the adapter itself would.
-        grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
         do {
-            let queue = try DatabaseQueue(path: configuration.path, configuration: grdb)
+            // Another program may hold the write lock right now (a rollback-journal database
+            // blocks readers while it commits): wait for it as the adapter itself would.
+            let queue = try ReadOnlyDatabase.open(path: configuration.path, busyTimeout: Double(configuration.busyTimeout.components.seconds))
             try queue.read { db in _ = try resolve(configuration, db: db) }
         } catch let error as SQLiteAdapterError {
             throw error
+        } catch {
+            throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: configuration.path), underlying: error)
+        }
+    }
+
+    /// Reads what `gateway status` shows, from a read-only connection: nothing is installed or
+    /// folded, so a database the gateway has not set up yet is reported as such.
+    /// - Throws: ``SQLiteAdapterError`` naming the file.
+    public static func readStatus(_ configuration: SQLiteAdapterConfiguration) throws -> StoreStatusSnapshot {
+        guard FileManager.default.fileExists(atPath: configuration.path) else {
+            throw SQLiteAdapterError(.databaseFailed, "the database \(configuration.path) of adapter \(configuration.name) does not exist")
+        }
+        let zone = configuration.zoneID
+        do {
+            let queue = try ReadOnlyDatabase.open(path: configuration.path, busyTimeout: Double(configuration.busyTimeout.components.seconds))
+            return try queue.read { db in
+                guard try db.tableExists("_gateway_zone") else {
+                    return .notSetUp("the gateway has not set this database up yet; its first sync installs the change capture and uploads every row")
+                }
+                let state = try Data.fetchOne(
+                    db, sql: #"SELECT state FROM "_gateway_zone" WHERE zone_name = ? AND owner_name = ?"#, arguments: [zone.zoneName, zone.ownerName])
+                return StoreStatusSnapshot(
+                    zoneState: state, hasChanges: try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false,
+                    pendingChanges: try Int.fetchOne(db, sql: GatewayTables.pendingCountSQL) ?? 0,
+                    failedRecords: try Int.fetchOne(db, sql: "SELECT COUNT(*) \(GatewayTables.currentFailuresSQL)") ?? 0)
+            }
         } catch {
             throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: configuration.path), underlying: error)
         }

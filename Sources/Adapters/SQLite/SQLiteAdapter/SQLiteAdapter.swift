@@ -116,15 +116,7 @@ public final class SQLiteAdapter: ModelAdapter {
     }
 
     public func pendingChangeCount() async throws -> Int {
-        try await read { db, _ in
-            try Int.fetchOne(
-                db,
-                sql: """
-                    SELECT (SELECT COUNT(*) FROM "_gateway_changes")
-                         + (SELECT COUNT(DISTINCT record_name) FROM "_gateway_log" l WHERE record_name <> ''
-                            AND NOT EXISTS (SELECT 1 FROM "_gateway_changes" c WHERE c.record_name = l.record_name))
-                    """) ?? 0
-        }
+        try await read { db, _ in try Int.fetchOne(db, sql: GatewayTables.pendingCountSQL) ?? 0 }
     }
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
@@ -366,8 +358,7 @@ public final class SQLiteAdapter: ModelAdapter {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT f.record_name, f.version, f.code, f.message FROM "_gateway_failures" f
-                    JOIN "_gateway_changes" c ON c.record_name = f.record_name AND c.version = f.version
+                    SELECT f.record_name, f.version, f.code, f.message \(GatewayTables.currentFailuresSQL)
                     ORDER BY f.record_name
                     """
             ).map { row in

@@ -5,7 +5,7 @@ import GatewayConfig
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show, per adapter, whether it has changes to upload (reads the stores; no service needed).")
+        abstract: "Show, per adapter, whether it has changes to upload (reads the stores without writing; no service needed).")
 
     @OptionGroup var options: ConfigOptions
 
@@ -27,8 +27,7 @@ struct StatusCommand: AsyncParsableCommand {
         for adapterConfiguration in selected {
             do {
                 try await GatewayStores.check(configuration, adapters: [adapterConfiguration], cloud: false)
-                let opened = try await GatewayStores.open([adapterConfiguration])
-                lines += try await GatewayStatus.read(opened, configuration: configuration, tolerant: true).adapters
+                lines.append(try await GatewayStores.readStatus(adapterConfiguration, in: configuration))
             } catch {
                 // A store that does not match the config (a table dropped since) is one row too.
                 lines.append(AdapterStatus(unreadable: adapterConfiguration, error: (error as? GatewayError)?.message ?? "\(error)"))
@@ -63,6 +62,7 @@ struct StatusCommand: AsyncParsableCommand {
                 "\(adapter.failedRecords)", "\(adapter.batchSize)", state,
             ])
         }
-        return TextTable.render(rows, rightAligned: [4, 5, 6]) + errors.map { "error: \($0)\n" }.joined()
+        let notes = status.adapters.compactMap { adapter in adapter.note.map { "note: \(adapter.name): \($0)\n" } }
+        return TextTable.render(rows, rightAligned: [4, 5, 6]) + notes.joined() + errors.map { "error: \($0)\n" }.joined()
     }
 }

@@ -34,6 +34,12 @@ public protocol AdapterPlan: Sendable {
     /// Opens the adapter, installing what it needs in the store.
     /// - Throws: like ``check()``.
     func open() async throws -> any ModelAdapter
+
+    /// Reads what `gateway status` shows, changing nothing where the kind can: the default
+    /// opens the adapter (which may set the store up) and reads through it; the built-in kinds
+    /// read without writing, so an account with read access only can run `gateway status`.
+    /// - Throws: like ``check()``.
+    func readStatus() async throws -> StoreStatusSnapshot
 }
 
 /// A kind of cloud that `config.yaml` can name in `cloud.kind`.
@@ -77,4 +83,9 @@ extension AdapterPlan {
     /// Identifies the store (a resolved file path, a database URL and schema), so two adapters
     /// configured on the same store are refused; `nil` when the kind cannot tell.
     public var storeIdentity: String? { nil }
+
+    /// Opens the adapter and reads through it.
+    public func readStatus() async throws -> StoreStatusSnapshot {
+        try await StoreStatusSnapshot.reading(try await open())
+    }
 }

@@ -58,6 +58,8 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     public var hasSynced: Bool
     /// Why the adapter is paused, when it is.
     public var pausedReason: String?
+    /// What the counts cannot show, when they were not read live (``StoreStatusSnapshot/note``).
+    public var note: String?
     /// Why the store could not be opened or read (the counts are then unknown).
     public var error: String? {
         didSet { healthState = health() }
@@ -66,7 +68,7 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     public private(set) var healthState: AdapterHealthState?
 
     enum CodingKeys: String, CodingKey {
-        case name, kind, zone, hasChanges, pendingChanges, failedRecords, batchSize, hasSynced, pausedReason, error
+        case name, kind, zone, hasChanges, pendingChanges, failedRecords, batchSize, hasSynced, pausedReason, note, error
         case healthState = "health"
     }
 
@@ -107,15 +109,19 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     }
 
     static func read(_ opened: OpenedAdapter, configuration: GatewayConfiguration) async throws -> AdapterStatus {
-        let adapter = opened.adapter
-        let options = configuration.syncOptions(for: opened.configuration)
-        let state = try ZoneSyncState(decoding: try await adapter.loadZoneState())
-        return AdapterStatus(
-            name: opened.name, kind: opened.configuration.settings.kind.value, zone: adapter.zoneID.zoneName,
-            hasChanges: try await adapter.hasChanges(), pendingChanges: try await adapter.pendingChangeCount(),
-            failedRecords: try await adapter.failedRecords().count,
-            batchSize: state.effectiveBatchSize(configured: options.batchSize), hasSynced: state.token != nil,
+        try AdapterStatus(opened.configuration, snapshot: try await StoreStatusSnapshot.reading(opened.adapter), configuration: configuration)
+    }
+
+    /// The line of an adapter from what its store says.
+    /// - Throws: ``SyncError`` when the zone state cannot be decoded.
+    public init(_ adapter: AdapterConfiguration, snapshot: StoreStatusSnapshot, configuration: GatewayConfiguration) throws {
+        let state = try ZoneSyncState(decoding: snapshot.zoneState)
+        self.init(
+            name: adapter.name, kind: adapter.settings.kind.value, zone: adapter.settings.zoneID.zoneName, hasChanges: snapshot.hasChanges,
+            pendingChanges: snapshot.pendingChanges, failedRecords: snapshot.failedRecords,
+            batchSize: state.effectiveBatchSize(configured: configuration.syncOptions(for: adapter).batchSize), hasSynced: state.token != nil,
             pausedReason: state.pausedReason)
+        note = snapshot.note
     }
 }
 

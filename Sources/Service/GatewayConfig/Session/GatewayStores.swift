@@ -88,6 +88,27 @@ public enum GatewayStores {
         return opened
     }
 
+    /// Reads what `gateway status` shows of one adapter's store (``AdapterPlan/readStatus()``).
+    /// - Throws: ``ConfigError`` when the store does not match the config; ``GatewayError``
+    ///   with ``GatewayError/Code/storeUnavailable`` when it cannot be read.
+    public static func readStatus(_ adapter: AdapterConfiguration, in configuration: GatewayConfiguration) async throws -> AdapterStatus {
+        let snapshot: StoreStatusSnapshot
+        do {
+            snapshot = try await adapter.plan.readStatus()
+        } catch let error as ConfigError {
+            throw error
+        } catch let error as GatewayError {
+            throw error
+        } catch {
+            throw GatewayError(.storeUnavailable, "adapter \(adapter.name): cannot read its status: \(error)", underlying: error)
+        }
+        do {
+            return try AdapterStatus(adapter, snapshot: snapshot, configuration: configuration)
+        } catch {
+            throw GatewayError(.storeUnavailable, "adapter \(adapter.name): cannot read its status: \(error)", underlying: error)
+        }
+    }
+
     /// Runs `body` for every adapter at once, and returns each outcome in the adapters' order.
     static func forEach<T: Sendable>(
         _ adapters: [AdapterConfiguration], _ body: @escaping @Sendable (AdapterConfiguration) async throws -> T

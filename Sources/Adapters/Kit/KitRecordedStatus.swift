@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+import GatewayCore
+import SQLiteSupport
+
+/// What `gateway status` shows of a kit store when the reader may not write the kit's state.
+///
+/// A kit adapter counts changes by listing its store and recording what it finds in its state
+/// file, which needs write access to that file (and, for stores that keep one, to the store's
+/// identity marker). An account that may only read gets the counts the state file holds: those
+/// of the gateway's last look at the store, said so in the snapshot's note.
+public enum KitRecordedStatus {
+    /// Whether the running account can record a listing: write the state file, its folder (for
+    /// SQLite's journal files) and the `alsoWritten` paths. A path that does not exist yet counts
+    /// through the nearest folder that does.
+    public static func canRecord(statePath: String, alsoWritten: [String] = []) -> Bool {
+        let folder = URL(fileURLWithPath: statePath).deletingLastPathComponent().path
+        return ([statePath, folder] + alsoWritten).allSatisfy(isWritable)
+    }
+
+    private static func isWritable(_ path: String) -> Bool {
+        var candidate = URL(fileURLWithPath: path)
+        while !FileManager.default.fileExists(atPath: candidate.path) {
+            let parent = candidate.deletingLastPathComponent()
+            if parent.path == candidate.path { return false }
+            candidate = parent
+        }
+        return access(candidate.path, W_OK) == 0
+    }
+
+    /// Reads the snapshot from the state file alone, opened read-only.
+    /// - Throws: ``KitAdapterError`` with ``KitAdapterError/Code/stateFailed`` when the file
+    ///   cannot be read.
+    public static func read(statePath: String, readOnlyBecause reason: String) throws -> StoreStatusSnapshot {
+        guard FileManager.default.fileExists(atPath: statePath) else {
+            return .notSetUp("the gateway has not synced this store yet (its state \(statePath) does not exist)")
+        }
+        do {
+            let queue = try ReadOnlyDatabase.open(path: statePath)
+            return try queue.read { db in
+                guard try db.tableExists("changes") else {
+                    return .notSetUp("the gateway has not synced this store yet (its state \(statePath) is empty)")
+                }
+                let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM changes") ?? 0
+                // A failure mark counts only while the change it failed is the current one.
+                let failed =
+                    try Int.fetchOne(
+                        db,
+                        sql: """
+                            SELECT (SELECT COUNT(*) FROM failures f JOIN changes c ON c.record_name = f.record_name AND c.version = f.version)
+                                 + (SELECT COUNT(*) FROM problems)
+                            """) ?? 0
+                return StoreStatusSnapshot(
+                    zoneState: try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1"), hasChanges: pending > 0,
+                    pendingChanges: pending, failedRecords: failed,
+                    note: "counted at the gateway's last look at the store: \(reason)")
+            }
+        } catch {
+            throw KitAdapterError(.stateFailed, "cannot read the adapter state: \(SQLiteFailureReason.describe(error, path: statePath))", underlying: error)
+        }
+    }
+}

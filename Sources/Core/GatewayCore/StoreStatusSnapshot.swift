@@ -1,0 +1,42 @@
+import Foundation
+
+/// What `gateway status` shows of one store: read without changing the store or the gateway's
+/// state where the adapter kind can (SQLite, PostgreSQL, and kit stores whose state folder the
+/// reader may not write), so a monitoring account with read access only can run it.
+public struct StoreStatusSnapshot: Sendable, Equatable {
+    /// The synchronizer's zone state (as ``ModelAdapter/loadZoneState()`` returns it), `nil`
+    /// before the first sync or after a reset.
+    public var zoneState: Data?
+    /// Whether the store has changes to upload.
+    public var hasChanges: Bool
+    /// How many records have changes the cloud has not seen (failed ones included).
+    public var pendingChanges: Int
+    /// Records that failed permanently.
+    public var failedRecords: Int
+    /// What the counts cannot show, when they are not read live: a store the gateway has not
+    /// set up yet, or counts as of the gateway's last look at the store.
+    public var note: String?
+
+    /// A snapshot of these values.
+    public init(zoneState: Data?, hasChanges: Bool, pendingChanges: Int, failedRecords: Int, note: String? = nil) {
+        self.zoneState = zoneState
+        self.hasChanges = hasChanges
+        self.pendingChanges = pendingChanges
+        self.failedRecords = failedRecords
+        self.note = note
+    }
+
+    /// The snapshot of a store the gateway has not opened yet: nothing is synced, so everything
+    /// it holds waits to be uploaded, but nothing counted it yet.
+    public static func notSetUp(_ note: String) -> StoreStatusSnapshot {
+        StoreStatusSnapshot(zoneState: nil, hasChanges: true, pendingChanges: 0, failedRecords: 0, note: note)
+    }
+
+    /// Reads the snapshot through an opened adapter, whose reads may write (a kit adapter lists
+    /// its store into its state first).
+    public static func reading(_ adapter: any ModelAdapter) async throws -> StoreStatusSnapshot {
+        StoreStatusSnapshot(
+            zoneState: try await adapter.loadZoneState(), hasChanges: try await adapter.hasChanges(),
+            pendingChanges: try await adapter.pendingChangeCount(), failedRecords: try await adapter.failedRecords().count)
+    }
+}
