@@ -529,6 +529,8 @@ struct CLITests {
         #expect(metricsCode == 200)
         #expect(metrics.contains("gateway_records_uploaded_total{adapter=\"notes\"} 101"), "100 at start, then the edit")
         #expect(metrics.contains("gateway_has_changes{adapter=\"notes\"} 0"))
+        #expect(metrics.contains("gateway_adapter_health{adapter=\"notes\",health=\"ok\"} 1"), "\(metrics)")
+        #expect(metrics.contains("gateway_adapter_health{adapter=\"notes\",health=\"failing\"} 0"))
         #expect(metrics.contains("gateway_last_success_timestamp_seconds{adapter=\"docs\"}"))
         #expect(metrics.contains("gateway_syncs_total{result=\"succeeded\"}"))
         #expect(try await call("POST", "/sync").0 == 401, "POST needs the token")

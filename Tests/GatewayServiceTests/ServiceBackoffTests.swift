@@ -58,6 +58,7 @@ struct ServiceBackoffTests {
             var adapter: String?
             var sync: String?
             var retry_in: String?
+            var health: String?
         }
         let lines = try log().split(separator: "\n").map { try JSONDecoder().decode(Line.self, from: Data($0.utf8)) }
         let failures = lines.filter { $0.message == "adapter failed" && $0.adapter == "broken" }
@@ -65,6 +66,10 @@ struct ServiceBackoffTests {
         #expect(failures.allSatisfy { $0.retry_in != nil && $0.level == "error" && Int($0.sync ?? "") != nil }, "\(failures)")
         let syncs = lines.filter { $0.message == "adapter synced" && $0.adapter == "good" }.compactMap { $0.sync.flatMap(Int.init) }
         #expect(syncs == syncs.sorted() && Set(syncs).count == syncs.count, "each sync has its own, growing id")
+        // Each outcome line carries the adapter's health, as /status and the page say it.
+        // (its table is gone: the store cannot be read as configured, as `gateway status` says too).
+        #expect(failures.allSatisfy { $0.health == "unreachable" }, "\(failures)")
+        #expect(lines.filter { $0.message == "adapter synced" && $0.adapter == "good" }.last?.health == "ok")
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0, "\(log())")
     }

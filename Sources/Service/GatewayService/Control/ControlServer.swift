@@ -45,7 +45,10 @@ public enum ControlServer {
         router.get("metrics") { request, _ -> Response in
             if let refused = authorize(request, token: token, required: everything) { return refused }
             let adapters = monitor.adapters
-            if !adapters.isEmpty { metrics.record(try await GatewayStatus.read(adapters, configuration: configuration, tolerant: true)) }
+            if !adapters.isEmpty {
+                let status = try await GatewayStatus.read(adapters, configuration: configuration, tolerant: true)
+                metrics.record(ServiceStatus(status: status, monitor: monitor))
+            }
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.text())))

@@ -11,7 +11,9 @@ import Prometheus
 /// `gateway_records_failed_total`, `gateway_adapter_failures_total{code}` (an adapter's failed
 /// syncs by ``AdapterSyncReport/failureCode``), `gateway_conflicts_total{policy,resolution}`,
 /// `gateway_last_success_timestamp_seconds`, `gateway_batch_size`, and, refreshed at each scrape,
-/// `gateway_has_changes`, `gateway_pending_changes`, `gateway_failed_records`.
+/// `gateway_has_changes`, `gateway_pending_changes`, `gateway_failed_records` and
+/// `gateway_adapter_health{health}` (1 for the adapter's ``AdapterHealthState``, 0 for the others,
+/// as `/status` and the page say it).
 public final class GatewayMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -54,11 +56,15 @@ public final class GatewayMetrics: Sendable {
         }
     }
 
-    func record(_ status: GatewayStatus) {
+    func record(_ status: ServiceStatus) {
         for adapter in status.adapters {
             gauge("gateway_has_changes", adapter.name).record(adapter.hasChanges ? 1 : 0)
             gauge("gateway_pending_changes", adapter.name).record(adapter.pendingChanges)
             gauge("gateway_failed_records", adapter.name).record(adapter.failedRecords)
+            for health in AdapterHealthState.allCases {
+                Metrics.Gauge(label: "gateway_adapter_health", dimensions: [("adapter", adapter.name), ("health", health.rawValue)], factory: factory)
+                    .record(health == adapter.health ? 1 : 0)
+            }
         }
     }
 

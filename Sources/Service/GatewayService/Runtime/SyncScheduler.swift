@@ -209,6 +209,26 @@ public struct SyncScheduler: Service {
         }
     }
 
+    /// An adapter's health after its sync, as `/status` and the page compute it
+    /// (``AdapterStatus/health(consecutiveFailures:lastFailureCode:)``), from the sync's report,
+    /// what its store still holds (`nil`: the store cannot be read) and its recent history.
+    private func health(after report: AdapterSyncReport, pending: Int?) -> AdapterHealthState {
+        guard let configured = configuration.adapters.first(where: { $0.name == report.adapter }) else { return .failing }
+        let history = monitor.health[report.adapter] ?? GatewayMonitor.AdapterHealth()
+        var status: AdapterStatus
+        if let pending {
+            var pausedReason: String?
+            if case .paused(let reason) = report.outcome { pausedReason = "\(reason)" }
+            status = AdapterStatus(
+                name: configured.name, kind: configured.settings.kind.value, zone: configured.settings.zoneID.zoneName, hasChanges: pending > 0,
+                pendingChanges: pending, failedRecords: report.failedRecords, batchSize: report.batchSize,
+                hasSynced: report.outcome == .synced || history.lastSuccessAt != nil, pausedReason: pausedReason)
+        } else {
+            status = AdapterStatus(unreadable: configured, error: "its store cannot be read")
+        }
+        return status.health(consecutiveFailures: history.consecutiveFailures, lastFailureCode: history.lastErrorCode)
+    }
+
     private func sync(_ synchronizer: Synchronizer, adapters: [OpenedAdapter], reasons: Set<Trigger>) async {
         let started = ContinuousClock.now
         let all = configuration.adapters.map(\.name)
@@ -225,9 +245,10 @@ public struct SyncScheduler: Service {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
             backoff.record(report, at: ContinuousClock.now)
             monitor.syncFinished(report, error: nil)
-            var pending = 0
-            for opened in adapters { pending += (try? await opened.adapter.pendingChangeCount()) ?? 0 }
-            monitor.pendingChanges(pending)
+            // What each store still holds after the sync; `nil` where the store cannot be read.
+            var pendingByAdapter: [String: Int] = [:]
+            for opened in adapters { pendingByAdapter[opened.name] = try? await opened.adapter.pendingChangeCount() }
+            monitor.pendingChanges(pendingByAdapter.values.reduce(0, +))
             await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
             metrics.record(
                 report, duration: ContinuousClock.now - started,
@@ -239,6 +260,7 @@ public struct SyncScheduler: Service {
                     "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
                     "uploaded": "\(adapter.uploaded + adapter.deletedRemotely)", "conflicts": "\(adapter.conflictCount)",
                     "failed": "\(adapter.failedRecords)",
+                    "health": "\(health(after: adapter, pending: pendingByAdapter[adapter.adapter]))",
                 ]
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
                 switch adapter.outcome {
