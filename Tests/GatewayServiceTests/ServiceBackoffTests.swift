@@ -70,6 +70,11 @@ struct ServiceBackoffTests {
         // (its table is gone: the store cannot be read as configured, as `gateway status` says too).
         #expect(failures.allSatisfy { $0.health == "unreachable" }, "\(failures)")
         #expect(lines.filter { $0.message == "adapter synced" && $0.adapter == "good" }.last?.health == "ok")
+        // Without control.token, reading is allowed on loopback and asking for a sync is refused.
+        let port = try #require(log().firstMatch(of: /"address":"127\.0\.0\.1:(\d+)"/).flatMap { Int($0.1) })
+        #expect(try await LoopbackHTTP.send("GET", port: port, path: "/healthz").status == 200)
+        let refused = try await LoopbackHTTP.send("POST", port: port, path: "/sync")
+        #expect(refused.status == 403 && String(decoding: refused.body, as: UTF8.self) == "set control.token to allow this request\n")
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0, "\(log())")
     }

@@ -23,17 +23,17 @@ public enum ControlServer {
         let monitor = scheduler.monitor
         let configuration = scheduler.configuration
 
-        router.get("healthz") { request, _ -> Response in
-            if let refused = authorize(request, token: token, required: everything) { return refused }
-            return text(.ok, "ok\n")
+        // Reading needs the token only off loopback; asking for a sync always does.
+        let reading = router.group().add(middleware: BearerTokenMiddleware(token: token, required: everything))
+        let acting = router.group().add(middleware: BearerTokenMiddleware(token: token, required: true))
+        reading.get("healthz") { _, _ -> Response in
+            text(.ok, "ok\n")
         }
-        router.get("readyz") { request, _ -> Response in
-            if let refused = authorize(request, token: token, required: everything) { return refused }
+        reading.get("readyz") { _, _ -> Response in
             if let reason = monitor.notReadyReason { return text(.serviceUnavailable, "not ready: \(reason)\n") }
             return text(.ok, "ready\n")
         }
-        router.get("status") { request, _ -> Response in
-            if let refused = authorize(request, token: token, required: everything) { return refused }
+        reading.get("status") { _, _ -> Response in
             let adapters = monitor.adapters
             guard !adapters.isEmpty || configuration.adapters.isEmpty else {
                 return text(.serviceUnavailable, "the stores are not open yet\n")
@@ -42,8 +42,7 @@ public enum ControlServer {
             return try json(.ok, ServiceStatus(status: status, monitor: monitor))
         }
         let metrics = scheduler.metrics
-        router.get("metrics") { request, _ -> Response in
-            if let refused = authorize(request, token: token, required: everything) { return refused }
+        reading.get("metrics") { _, _ -> Response in
             let adapters = monitor.adapters
             if !adapters.isEmpty {
                 let status = try await GatewayStatus.read(adapters, configuration: configuration, tolerant: true)
@@ -53,8 +52,7 @@ public enum ControlServer {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.text())))
         }
-        router.post("sync") { request, _ -> Response in
-            if let refused = authorize(request, token: token, required: true) { return refused }
+        acting.post("sync") { request, _ -> Response in
             if let name = request.uri.queryParameters["adapter"].map(String.init),
                 !configuration.adapters.contains(where: { $0.name == name })
             {
@@ -108,15 +106,6 @@ public enum ControlServer {
                     underlying: error)
             }
         }
-    }
-
-    static func authorize(_ request: Request, token: String, required: Bool) -> Response? {
-        guard required else { return nil }
-        guard !token.isEmpty else { return text(.forbidden, "set control.token to allow this request\n") }
-        guard request.headers[.authorization] == "Bearer \(token)" else {
-            return text(.unauthorized, "a bearer token is required\n")
-        }
-        return nil
     }
 
     static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
