@@ -144,6 +144,27 @@ struct CLITests {
         #expect(try FolderSnapshot(clone.url) == before, "status wrote nothing")
     }
 
+    @Test("status as an account that may only read: a database it may not read and a synced folder that is gone are unreadable rows, exit 3")
+    func statusOfVanishedStores() async throws {
+        let clone = try FreshClone()
+        defer {
+            try? FolderModes.makeWritable(clone.url)
+            clone.directory.remove()
+        }
+        #expect(try await clone.gateway("sync").status == 0)
+        try FileManager.default.moveItem(atPath: clone.directory.path(".gateway/examples/docs"), toPath: clone.directory.path("docs-moved"))
+        try FolderModes.makeReadOnly(clone.url)
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: clone.directory.path(".gateway/examples/notes.sqlite"))
+
+        let text = try await clone.gateway("status", unprivileged: true)
+        #expect(text.status == 3, "\(text)")
+        #expect(text.stdout.contains("notes-replica  sqlite  NotesZone  no             0       0    400  synced"), "\(text)")
+        #expect(text.stdout.contains("error: notes: ") && text.stdout.contains("notes.sqlite cannot be read: permission denied to this user"), "\(text)")
+        #expect(
+            text.stdout.contains("error: docs: ") && text.stdout.contains("does not exist, though the gateway synced it before"),
+            "a folder that synced and vanished is no store waiting for its first sync: \(text)")
+    }
+
     @Test("status of a store the gateway has not set up yet says so, and creates nothing")
     func statusBeforeFirstSync() async throws {
         let clone = try FreshClone()

@@ -56,7 +56,7 @@ public enum KitRecordedStatus {
                     note: "counted at the gateway's last look at the store: \(reason)")
             }
         } catch {
-            throw KitAdapterError(.stateFailed, "cannot read the adapter state: \(SQLiteFailureReason.describe(error, path: statePath))", underlying: error)
+            throw KitAdapterError(.stateFailed, "cannot read the adapter state: \(ReadOnlyDatabase.describe(error, path: statePath))", underlying: error)
         }
     }
 }

@@ -26,6 +26,23 @@ public enum ReadOnlyDatabase {
         }
     }
 
+    /// What keeps a read-only connection from reading `path`, naming the file and what to do;
+    /// other failures as ``SQLiteFailureReason/describe(_:path:)`` says them.
+    public static func describe(_ error: any Error, path: String) -> String {
+        if FileManager.default.fileExists(atPath: path), access(path, R_OK) != 0 {
+            return "\(path) cannot be read: permission denied to this user"
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let journal = path + "-wal"
+        if let size = (try? FileManager.default.attributesOfItem(atPath: journal))?[.size] as? Int, size > 0,
+            !FileManager.default.fileExists(atPath: path + "-shm"), access(folder, W_OK) != 0
+        {
+            return
+                "\(path) cannot be read without write access to \(folder): SQLite must create \(path)-shm to read the commits still in \(journal) (a program is writing the database, or one stopped without closing it); read it as a user that may write the folder, or once the writer has closed it"
+        }
+        return SQLiteFailureReason.describe(error, path: path)
+    }
+
     /// A `file:` URI for `path` with `immutable=1` (SQLite reads URIs when built with
     /// `SQLITE_USE_URI`, as Debian's and Apple's libraries are).
     static func immutableURI(_ path: String) -> String {

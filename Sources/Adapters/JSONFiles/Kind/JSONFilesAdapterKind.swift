@@ -84,10 +84,22 @@ public struct JSONFilesAdapterKind: AdapterKind {
         /// Reads through the adapter when this account can record a listing; otherwise from the
         /// state file alone (``KitRecordedStatus``), writing nothing.
         func readStatus() async throws -> StoreStatusSnapshot {
-            if let seed, !FileManager.default.fileExists(atPath: configuration.directory) {
-                return .notSetUp("\(configuration.directory) does not exist yet; the first sync copies it from \(seed) and uploads every document")
-            }
             let statePath = configuration.statePath
+            var isFolder: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: configuration.directory, isDirectory: &isFolder) {
+                // A folder the gateway synced before is gone: that is no store waiting for its
+                // first sync, and an operator must hear of it.
+                if FileManager.default.fileExists(atPath: statePath) {
+                    throw JSONFilesAdapterError(
+                        .folderMissing,
+                        "the folder \(configuration.directory) does not exist, though the gateway synced it before (its state is \(statePath)); restore it, or the next sync creates it\(seed == nil ? "" : " from seed:") and joins the zone again")
+                }
+                if let seed {
+                    return .notSetUp("\(configuration.directory) does not exist yet; the first sync copies it from \(seed) and syncs every document")
+                }
+            } else if !isFolder.boolValue {
+                throw JSONFilesAdapterError(.folderMissing, "\(configuration.directory) is a file, not a folder; point directory: at the folder of JSON documents")
+            }
             if KitRecordedStatus.canRecord(statePath: statePath, alsoWritten: [configuration.directory]) {
                 return try await StoreStatusSnapshot.reading(try await open())
             }

@@ -126,7 +126,7 @@ public final class PostgresAdapter: ModelAdapter {
                 for try await (value) in found.decode(Bool.self) { isSetUp = value }
                 guard isSetUp else {
                     return StoreStatusSnapshot.notSetUp(
-                        "the gateway has not set this database up yet; its first sync creates the schema \(configuration.stateSchema), installs the change capture and uploads every row")
+                        "the gateway has not set this database up yet; its first sync creates the schema \(configuration.stateSchema), installs the change capture and syncs every row")
                 }
                 let rows = try await connection.query(
                     "SELECT state FROM \(unescaped: state.zones) WHERE scope = \(state.scope)", logger: connection.logger)

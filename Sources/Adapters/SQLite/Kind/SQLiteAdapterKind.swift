@@ -111,7 +111,7 @@ struct SQLiteAdapterPlan: AdapterPlan {
 
     func readStatus() async throws -> StoreStatusSnapshot {
         if seedScript != nil, !FileManager.default.fileExists(atPath: configuration.path) {
-            return .notSetUp("\(configuration.path) does not exist yet; the first sync creates it from seed: and uploads every row")
+            return .notSetUp("\(configuration.path) does not exist yet; the first sync creates it from seed: and syncs every row")
         }
         return try SQLiteAdapter.readStatus(configuration)
     }

@@ -20,7 +20,7 @@ extension SQLiteAdapter {
         } catch let error as SQLiteAdapterError {
             throw error
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: configuration.path), underlying: error)
+            throw SQLiteAdapterError(.databaseFailed, ReadOnlyDatabase.describe(error, path: configuration.path), underlying: error)
         }
     }
 
@@ -36,7 +36,7 @@ extension SQLiteAdapter {
             let queue = try ReadOnlyDatabase.open(path: configuration.path, busyTimeout: Double(configuration.busyTimeout.components.seconds))
             return try queue.read { db in
                 guard try db.tableExists("_gateway_zone") else {
-                    return .notSetUp("the gateway has not set this database up yet; its first sync installs the change capture and uploads every row")
+                    return .notSetUp("the gateway has not set this database up yet; its first sync installs the change capture and syncs every row")
                 }
                 let state = try Data.fetchOne(
                     db, sql: #"SELECT state FROM "_gateway_zone" WHERE zone_name = ? AND owner_name = ?"#, arguments: [zone.zoneName, zone.ownerName])
@@ -46,7 +46,7 @@ extension SQLiteAdapter {
                     failedRecords: try Int.fetchOne(db, sql: "SELECT COUNT(*) \(GatewayTables.currentFailuresSQL)") ?? 0)
             }
         } catch {
-            throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: configuration.path), underlying: error)
+            throw SQLiteAdapterError(.databaseFailed, ReadOnlyDatabase.describe(error, path: configuration.path), underlying: error)
         }
     }
 

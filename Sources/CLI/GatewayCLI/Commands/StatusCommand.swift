@@ -5,7 +5,7 @@ import GatewayConfig
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show, per adapter, whether it has changes to upload (reads the stores without writing; no service needed).")
+        abstract: "Show, per adapter, whether it has changes to upload (reads the stores, with read access only; no service needed).")
 
     @OptionGroup var options: ConfigOptions
 

@@ -135,6 +135,9 @@ public struct ServiceStatus: Codable, Sendable, Equatable {
         public var lastSuccessAt: Date?
         public var consecutiveFailures: Int
         public var lastError: String?
+        /// Why the store cannot be read right now (its counts are then unknown), as
+        /// `gateway status` says it.
+        public var error: String?
         /// The health in one word, as `gateway status` and the page show it.
         public var health: AdapterHealthState
     }
@@ -152,7 +155,7 @@ public struct ServiceStatus: Codable, Sendable, Equatable {
                 name: adapter.name, zone: adapter.zone, hasChanges: adapter.hasChanges, pendingChanges: adapter.pendingChanges,
                 failedRecords: adapter.failedRecords, batchSize: history.batchSize ?? adapter.batchSize,
                 lastSuccessAt: history.lastSuccessAt, consecutiveFailures: history.consecutiveFailures, lastError: history.lastError,
-                health: adapter.health(consecutiveFailures: history.consecutiveFailures, lastFailureCode: history.lastErrorCode))
+                error: adapter.error, health: adapter.health(consecutiveFailures: history.consecutiveFailures, lastFailureCode: history.lastErrorCode))
         }
         syncInProgress = monitor.inProgress
     }

@@ -245,10 +245,18 @@ public struct SyncScheduler: Service {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
             backoff.record(report, at: ContinuousClock.now)
             monitor.syncFinished(report, error: nil)
-            // What each store still holds after the sync; `nil` where the store cannot be read.
-            var pendingByAdapter: [String: Int] = [:]
-            for opened in adapters { pendingByAdapter[opened.name] = try? await opened.adapter.pendingChangeCount() }
-            monitor.pendingChanges(pendingByAdapter.values.reduce(0, +))
+            // What each store still holds after the sync; `nil` where the store cannot be read
+            // (a read cut short by shutdown says nothing about the store: left out).
+            var pendingByAdapter: [String: Int?] = [:]
+            for opened in adapters {
+                do {
+                    pendingByAdapter[opened.name] = try await opened.adapter.pendingChangeCount()
+                } catch {
+                    let cutShort = error is CancellationError || Task.isCancelled || Task.isShuttingDownGracefully
+                    if !cutShort { pendingByAdapter[opened.name] = .some(nil) }
+                }
+            }
+            monitor.pendingChanges(pendingByAdapter.values.reduce(0) { $0 + ($1 ?? 0) })
             await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
             metrics.record(
                 report, duration: ContinuousClock.now - started,
@@ -260,8 +268,10 @@ public struct SyncScheduler: Service {
                     "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
                     "uploaded": "\(adapter.uploaded + adapter.deletedRemotely)", "conflicts": "\(adapter.conflictCount)",
                     "failed": "\(adapter.failedRecords)",
-                    "health": "\(health(after: adapter, pending: pendingByAdapter[adapter.adapter]))",
                 ]
+                if let pending = pendingByAdapter[adapter.adapter] {
+                    metadata["health"] = "\(health(after: adapter, pending: pending))"
+                }
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
                 switch adapter.outcome {
                 case .synced:
