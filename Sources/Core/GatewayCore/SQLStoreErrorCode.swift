@@ -14,8 +14,17 @@ public enum SQLStoreErrorCode: String, Sendable, CaseIterable, CustomStringConve
     case invalidRecordName
     /// The database could not be opened, read or written, or cannot be reached.
     case databaseFailed
+    /// The database file was replaced or removed after the adapter opened it (a backup restored
+    /// over it, a new file moved in): opening the adapter again reaches the file its path names
+    /// now (``storeReplacedCode``).
+    case databaseReplaced
 
     /// The code's name, as logs, metrics and JSON show it.
     public var name: String { rawValue }
     public var description: String { rawValue }
 }
+
+/// The ``FailureCoded/failureCode`` of an adapter error that says the store it opened is no
+/// longer the one its configuration names: the service opens the adapter again, which reaches
+/// the new store (and checks its identity as at any open), instead of going on with the old one.
+public let storeReplacedCode = SQLStoreErrorCode.databaseReplaced.rawValue

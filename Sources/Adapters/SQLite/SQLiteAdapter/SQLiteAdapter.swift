@@ -17,6 +17,8 @@ public final class SQLiteAdapter: ModelAdapter {
     /// Checkpoints the database's WAL beside the pool's writer.
     private let checkpointer: WALCheckpointer
     private let catalog: Mutex<TableCatalog>
+    /// The file the pool opened (device and inode), to notice a file replaced or removed behind it.
+    private let openedFile: FileIdentity?
 
     public var name: String { configuration.name }
     public var zoneID: ZoneID { configuration.zoneID }
@@ -76,6 +78,32 @@ public final class SQLiteAdapter: ModelAdapter {
             }
         }
         catalog = Mutex(loaded)
+        openedFile = FileIdentity(path: configuration.path)
+    }
+
+    /// The device and inode of a file, which a restore or a move replaces and an edit keeps.
+    struct FileIdentity: Equatable, Sendable, CustomStringConvertible {
+        let device: UInt64
+        let inode: UInt64
+
+        init?(path: String) {
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+        }
+
+        var description: String { "\(device):\(inode)" }
+    }
+
+    /// Throws when the path no longer names the file the pool opened: writes would go to a file
+    /// nobody reads any more, and edits made in the new one would never be seen.
+    private func checkFileUnchanged() throws {
+        guard let openedFile, FileIdentity(path: configuration.path) != openedFile else { return }
+        let what = FileManager.default.fileExists(atPath: configuration.path) ? "replaced" : "removed"
+        throw SQLiteAdapterError(
+            .databaseReplaced,
+            "the database \(configuration.path) was \(what) after the gateway opened it; the adapter opens the file its path names now")
     }
 
     /// Opens the pool, trying again while another program holds the database's write lock.
@@ -97,6 +125,7 @@ public final class SQLiteAdapter: ModelAdapter {
     // MARK: ModelAdapter
 
     public func loadZoneState() async throws -> Data? {
+        try checkFileUnchanged()
         let zone = zoneID
         // A schema changed since the last write (a column added, a table restored) is checked
         // before the pass starts: the check may forget the download position (GatewayTables.install).
@@ -401,8 +430,12 @@ public final class SQLiteAdapter: ModelAdapter {
         // Every captured change takes the next log version, and the newest log row is never
         // deleted, so the largest version moves with each local change (and only then): a change
         // made while an earlier one is still pending signals too.
+        let path = configuration.path
+        // The file's identity is part of the stamp: a file replaced behind the pool signals, so
+        // the next pass notices it (`loadZoneState`) and the adapter is opened on the new file.
         return .polling(every: configuration.signalPollInterval) {
-            try await pool.read { db in try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0 }
+            let version = try await pool.read { db in try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0 }
+            return "\(FileIdentity(path: path).map(String.init(describing:)) ?? "removed"):\(version)"
         }
     }
 

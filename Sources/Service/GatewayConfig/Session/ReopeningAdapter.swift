@@ -2,17 +2,25 @@ import Foundation
 import GatewayCore
 import Synchronization
 
-/// An adapter whose store could not be reached when the gateway started: every call tries to
-/// open it first, so the adapter fails (and backs off) alone while the others sync, and starts
-/// syncing as soon as its server is back, without a restart of the gateway.
+/// An adapter that opens its store again when it must: every adapter of a session is one.
+///
+/// A store that could not be reached when the gateway started is opened on the next call, so
+/// the adapter fails (and backs off) alone while the others sync, and starts syncing as soon as
+/// its server is back, without a restart of the gateway. A store that says, as a pass starts,
+/// that it is no longer the one its configuration names (a SQLite file replaced or removed
+/// behind it: ``storeReplacedCode``) is opened again at once, so the pass reaches the new store
+/// and its identity is checked as at any open, instead of the old file taking the writes.
 ///
 /// A store that turns out not to match the configuration fails with that ``ConfigError``.
 final class ReopeningAdapter: ModelAdapter {
     let configuration: AdapterConfiguration
-    private let opened = Mutex<(any ModelAdapter)?>(nil)
+    /// The open store and how many times a store was opened (the signals follow the newest).
+    private let opened: Mutex<(adapter: (any ModelAdapter)?, generation: Int)>
 
-    init(_ configuration: AdapterConfiguration) {
+    /// - Parameter adapter: the store already opened, if it was.
+    init(_ configuration: AdapterConfiguration, opened adapter: (any ModelAdapter)? = nil) {
         self.configuration = configuration
+        opened = Mutex((adapter, adapter == nil ? 0 : 1))
     }
 
     var name: String { configuration.name }
@@ -20,14 +28,14 @@ final class ReopeningAdapter: ModelAdapter {
 
     /// The store, opened now if it was not yet.
     func store() async throws -> any ModelAdapter {
-        if let adapter = opened.withLock({ $0 }) { return adapter }
+        if let adapter = opened.withLock({ $0.adapter }) { return adapter }
         do {
             try await configuration.plan.check()
             let adapter = try await configuration.plan.open()
             // Two calls may race to open it; the first one kept wins, the other copy closes with its last reference.
             return opened.withLock { current in
-                if let current { return current }
-                current = adapter
+                if let kept = current.adapter { return kept }
+                current = (adapter, current.generation + 1)
                 return adapter
             }
         } catch let error as ConfigError {
@@ -41,10 +49,24 @@ final class ReopeningAdapter: ModelAdapter {
         }
     }
 
-    /// Whether the store has been opened.
-    var isOpen: Bool { opened.withLock { $0 != nil } }
+    /// Which opening of the store ``store()`` returns now (0: none yet).
+    var generation: Int { opened.withLock { $0.generation } }
 
-    func loadZoneState() async throws -> Data? { try await store().loadZoneState() }
+    /// Whether the store has been opened.
+    var isOpen: Bool { opened.withLock { $0.adapter != nil } }
+
+    /// A pass starts here: a store replaced behind the adapter is dropped and opened again.
+    func loadZoneState() async throws -> Data? {
+        let current = try await store()
+        do {
+            return try await current.loadZoneState()
+        } catch where mostPreciseFailureCode(of: error) == storeReplacedCode {
+            opened.withLock { state in
+                if let kept = state.adapter, kept as AnyObject === current as AnyObject { state.adapter = nil }
+            }
+            return try await store().loadZoneState()
+        }
+    }
     func hasChanges() async throws -> Bool { try await store().hasChanges() }
     func pendingChangeCount() async throws -> Int { try await store().pendingChangeCount() }
     func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
@@ -66,12 +88,16 @@ final class ReopeningAdapter: ModelAdapter {
 }
 
 /// Waits for a ``ReopeningAdapter`` to open (trying every few seconds), signals once, then
-/// forwards the store's own signals.
+/// forwards the store's own signals, those of the newest opening.
 private struct OpeningSignalSource: ChangeSignalSource {
     let adapter: ReopeningAdapter
     var inner: ChangeSignals.AsyncIterator?
+    /// The opening of the store whose signals `inner` forwards.
+    var innerGeneration = 0
 
     mutating func waitForChange() async -> Bool {
+        // A store opened again since (replaced behind the adapter) has signals of its own.
+        if inner != nil, adapter.generation != innerGeneration, adapter.isOpen { inner = nil }
         if var inner {
             let next: Void? = await inner.next()
             self.inner = inner
@@ -83,6 +109,7 @@ private struct OpeningSignalSource: ChangeSignalSource {
                 var iterator = store.changeSignals().makeAsyncIterator()
                 await iterator.start()
                 inner = iterator
+                innerGeneration = adapter.generation
                 return true
             }
             do {

@@ -47,7 +47,8 @@ public struct SyncSession: Sendable {
             let outcomes = await GatewayStores.forEach(adapters) { adapter -> OpenedAdapter in
                 if unreachableNames.contains(adapter.name) { return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)) }
                 do {
-                    return try await GatewayStores.open([adapter])[0]
+                    let opened = try await GatewayStores.open([adapter])[0]
+                    return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter, opened: opened.adapter))
                 } catch let error as GatewayError where tolerateUnavailableStores && error.code == .storeUnavailable {
                     return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter))
                 }
