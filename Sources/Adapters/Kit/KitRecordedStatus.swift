@@ -31,8 +31,13 @@ public enum KitRecordedStatus {
     /// Reads the snapshot from the state file alone, opened read-only.
     /// - Throws: ``KitAdapterError`` with ``KitAdapterError/Code/stateFailed`` when the file
     ///   cannot be read.
-    public static func read(statePath: String, readOnlyBecause reason: String) throws -> StoreStatusSnapshot {
+    /// - Parameter earlierState: where an earlier release kept this store's state, if it did;
+    ///   the next sync moves it to `statePath`.
+    public static func read(statePath: String, earlierState: String? = nil, readOnlyBecause reason: String) throws -> StoreStatusSnapshot {
         guard FileManager.default.fileExists(atPath: statePath) else {
+            if let earlierState, FileManager.default.fileExists(atPath: earlierState) {
+                return .notSetUp("synced by an earlier release of the gateway, whose state \(earlierState) the next sync moves into \(statePath); \(reason)")
+            }
             return .notSetUp("the gateway has not synced this store yet (its state \(statePath) does not exist)")
         }
         do {

@@ -105,7 +105,7 @@ public struct JSONFilesAdapterKind: AdapterKind {
             }
             let folder = URL(fileURLWithPath: statePath).deletingLastPathComponent().path
             return try KitRecordedStatus.read(
-                statePath: statePath,
+                statePath: statePath, earlierState: URL(fileURLWithPath: configuration.directory).appendingPathComponent(".gateway/state.sqlite").path,
                 readOnlyBecause: "looking again needs write access to \(folder) and \(configuration.directory), which this account lacks")
         }
 

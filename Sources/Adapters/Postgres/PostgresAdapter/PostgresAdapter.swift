@@ -121,9 +121,10 @@ public final class PostgresAdapter: ModelAdapter {
         let state = adapter.state
         do {
             let snapshot = try await adapter.pool.transaction(doing: "reading the status", isolation: "REPEATABLE READ READ ONLY") { connection in
-                let found = try await connection.query("SELECT to_regclass(\(state.zones)) IS NOT NULL", logger: connection.logger)
-                var isSetUp = false
-                for try await (value) in found.decode(Bool.self) { isSetUp = value }
+                let found = try await connection.query(
+                    "SELECT to_regclass(\(state.zones)) IS NOT NULL, to_regclass(\(state.changeLog)) IS NOT NULL", logger: connection.logger)
+                var (isSetUp, hasLog) = (false, false)
+                for try await (zones, log) in found.decode((Bool, Bool).self) { (isSetUp, hasLog) = (zones, log) }
                 guard isSetUp else {
                     return StoreStatusSnapshot.notSetUp(
                         "the gateway has not set this database up yet; its first sync creates the schema \(configuration.stateSchema), installs the change capture and syncs every row")
@@ -140,6 +141,17 @@ public final class PostgresAdapter: ModelAdapter {
                     """, logger: connection.logger)
                 var failed = 0
                 for try await (value) in failures.decode(Int64.self) { failed = Int(value) }
+                guard hasLog else {
+                    // An earlier release's layout, without the trigger log: its change table
+                    // holds every pending change. The next open upgrades it.
+                    let rows = try await connection.query(
+                        "SELECT count(*) FROM \(unescaped: state.changes) WHERE scope = \(state.scope)", logger: connection.logger)
+                    var pending = 0
+                    for try await (value) in rows.decode(Int64.self) { pending = Int(value) }
+                    return StoreStatusSnapshot(
+                        zoneState: zoneState, hasChanges: pending > 0, pendingChanges: pending, failedRecords: failed,
+                        note: "set up by an earlier release of the gateway; the next sync upgrades its tables")
+                }
                 return StoreStatusSnapshot(
                     zoneState: zoneState, hasChanges: try await hasChanges(state, connection),
                     pendingChanges: try await pendingChangeCount(state, connection), failedRecords: failed)

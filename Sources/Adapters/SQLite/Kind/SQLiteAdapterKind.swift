@@ -40,9 +40,6 @@ public struct SQLiteAdapterKind: AdapterKind {
                 throw seed.problem(.unreadableFile, "cannot read the seed script \(seed.value)")
             }
             seedScript = (text, seed.value)
-        } else if !FileManager.default.fileExists(atPath: resolvedPath) {
-            throw path.problem(
-                .unreadableFile, "the database \(path.value) does not exist; check the path, or give 'seed: FILE.sql' to create it")
         }
         let configuration = SQLiteAdapterConfiguration(
             name: settings.name.value, path: resolvedPath, zoneID: settings.zoneID, tables: tables.value.map(\.mapping),
@@ -90,7 +87,17 @@ struct SQLiteAdapterPlan: AdapterPlan {
     var recordTypes: [RecordTypeSettings] { entries.map(\.settings) }
     var storeIdentity: String? { "sqlite:" + URL(fileURLWithPath: configuration.path).resolvingSymlinksInPath().path }
 
+    /// A database that does not exist and that no `seed:` creates, as a config error at `path:`
+    /// (checked when the store is, not when the config is read: commands that do not touch the
+    /// store work, and `gateway status` shows the other adapters).
+    private func requireDatabase() throws {
+        guard seedScript == nil, !FileManager.default.fileExists(atPath: configuration.path) else { return }
+        throw pathLocation.problem(
+            .unreadableFile, "the database \(pathLocation.value) does not exist; check the path, or give 'seed: FILE.sql' to create it")
+    }
+
     func check() async throws {
+        try requireDatabase()
         try mapped {
             if let seedScript, !FileManager.default.fileExists(atPath: configuration.path) {
                 try SQLiteAdapter.check(configuration, seedScript: seedScript.text, seedName: seedScript.name)
@@ -101,7 +108,8 @@ struct SQLiteAdapterPlan: AdapterPlan {
     }
 
     func open() async throws -> any ModelAdapter {
-        try mapped {
+        try requireDatabase()
+        return try mapped {
             if let seedScript, !FileManager.default.fileExists(atPath: configuration.path) {
                 try SQLiteAdapter.createDatabase(at: configuration.path, seedScript: seedScript.text, seedName: seedScript.name)
             }
@@ -110,6 +118,7 @@ struct SQLiteAdapterPlan: AdapterPlan {
     }
 
     func readStatus() async throws -> StoreStatusSnapshot {
+        try requireDatabase()
         if seedScript != nil, !FileManager.default.fileExists(atPath: configuration.path) {
             return .notSetUp("\(configuration.path) does not exist yet; the first sync creates it from seed: and syncs every row")
         }

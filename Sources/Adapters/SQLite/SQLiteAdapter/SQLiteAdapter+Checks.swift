@@ -40,6 +40,14 @@ extension SQLiteAdapter {
                 }
                 let state = try Data.fetchOne(
                     db, sql: #"SELECT state FROM "_gateway_zone" WHERE zone_name = ? AND owner_name = ?"#, arguments: [zone.zoneName, zone.ownerName])
+                guard try db.tableExists("_gateway_log"), try db.tableExists("_gateway_failures") else {
+                    // An earlier release's layout: its change table holds what it captured. The
+                    // next open upgrades it.
+                    let pending = try db.tableExists("_gateway_changes") ? try Int.fetchOne(db, sql: #"SELECT COUNT(*) FROM "_gateway_changes""#) ?? 0 : 0
+                    return StoreStatusSnapshot(
+                        zoneState: state, hasChanges: pending > 0, pendingChanges: pending, failedRecords: 0,
+                        note: "set up by an earlier release of the gateway; the next sync upgrades its tables")
+                }
                 return StoreStatusSnapshot(
                     zoneState: state, hasChanges: try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false,
                     pendingChanges: try Int.fetchOne(db, sql: GatewayTables.pendingCountSQL) ?? 0,
