@@ -165,6 +165,27 @@ struct CLITests {
             "a folder that synced and vanished is no store waiting for its first sync: \(text)")
     }
 
+    @Test("a database path that names no file (and no seed:) is one unreadable row of status, exit 3, and a config error of sync, exit 2")
+    func statusWithMissingDatabase() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        let config = try String(contentsOf: clone.url.appendingPathComponent("config.yaml"), encoding: .utf8)
+        var lines = config.components(separatedBy: "\n")
+        // The replica's path points at a file that is not there, and nothing creates it.
+        lines = lines.map { $0.contains("notes-replica.sqlite") ? $0.replacingOccurrences(of: "notes-replica.sqlite", with: "notes-typo.sqlite") : $0 }
+        lines = lines.filter { !$0.contains("seed: examples/data/notes-schema.sql") }
+        try lines.joined(separator: "\n").write(to: clone.url.appendingPathComponent("config.yaml"), atomically: true, encoding: .utf8)
+
+        let status = try await clone.gateway("status")
+        #expect(status.status == 3, "\(status)")
+        #expect(status.stdout.contains("notes          sqlite  NotesZone  no"), "the others are shown: \(status)")
+        #expect(status.stdout.contains("notes-typo.sqlite does not exist; check the path, or give 'seed: FILE.sql' to create it"), "\(status)")
+        let sync = try await clone.gateway("sync")
+        #expect(sync.status == 2, "\(sync)")
+        #expect(!FileManager.default.fileExists(atPath: clone.directory.path(".gateway/examples/notes-typo.sqlite")))
+    }
+
     @Test("status of a store the gateway has not set up yet says so, and creates nothing")
     func statusBeforeFirstSync() async throws {
         let clone = try FreshClone()
