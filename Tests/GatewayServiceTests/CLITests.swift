@@ -51,6 +51,10 @@ struct CLITests {
 
                 """, "\(first)")
         #expect(first.stderr.contains("notes: uploading 100 change(s)\n"), "plain progress lines when not on a terminal")
+        // It closes what it opened: every SQLite file's WAL is checkpointed and removed.
+        let leftOpen = (FileManager.default.enumerator(atPath: clone.directory.path(".gateway"))?.allObjects as? [String] ?? [])
+            .filter { $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }
+        #expect(leftOpen.isEmpty, "\(leftOpen)")
 
         let second = try await clone.gateway("sync")
         #expect(second.status == 0, "\(second)")

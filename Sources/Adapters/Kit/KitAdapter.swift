@@ -223,9 +223,10 @@ public final class KitAdapter: ModelAdapter {
         }
     }
 
-    /// Stops the store.
+    /// Stops the store and closes the state file (its WAL checkpointed and removed).
     public func close() async {
         await store.close()
+        try? state.queue.close()
     }
 
     // MARK: Operations

@@ -69,9 +69,17 @@ public protocol ModelAdapter: Sendable {
     /// also while earlier changes are still pending, since a change made during a sync finds the
     /// store already changed. The adapter's own writes (``apply(_:)``) need not fire.
     func changeSignals() -> ChangeSignals
+
+    /// Releases what the adapter holds (connections, files, processes) when the process is done
+    /// with it: a SQLite store's WAL is checkpointed and removed, a plugin stops. Calls after it
+    /// may fail. The default does nothing.
+    func close() async
 }
 
 extension ModelAdapter {
+    /// Does nothing: the adapter holds nothing that its last reference does not release.
+    public func close() async {}
+
     /// Up to `limit` local changes to upload, oldest first.
     public func pendingChanges(limit: Int) async throws -> PendingChanges {
         try await pendingChanges(limit: limit, after: nil)

@@ -52,6 +52,11 @@ final class ReopeningAdapter: ModelAdapter {
     /// Which opening of the store ``store()`` returns now (0: none yet).
     var generation: Int { opened.withLock { $0.generation } }
 
+    /// Closes the open store, if one is.
+    func close() async {
+        await opened.withLock { $0.adapter }?.close()
+    }
+
     /// Whether the store has been opened.
     var isOpen: Bool { opened.withLock { $0.adapter != nil } }
 
