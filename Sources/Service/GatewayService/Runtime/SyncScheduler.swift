@@ -145,6 +145,9 @@ public struct SyncScheduler: Service {
             for await _ in requests.wakeUps.cancelOnGracefulShutdown() {
                 // On shutdown the sync stops after its current page or batch, committed.
                 let reasons = requests.take()
+                // A wake-up whose reason the previous sync already took (its request landed
+                // between that sync's take and its own wake-up) asks for nothing new.
+                if reasons.isEmpty { continue }
                 await cancelWhenGracefulShutdown { await sync(synchronizer, adapters: adapters, reasons: reasons) }
                 if Task.isShuttingDownGracefully { break }
                 // An adapter that is backing off is synced when its wait ends: the requests that
