@@ -61,8 +61,15 @@ public protocol CloudDatabase: Sendable {
     /// - Throws: ``CloudError/Code/notAuthenticated`` when the credentials are missing or expired,
     ///   with what to do in the message.
     func checkAccount() async throws
+
+    /// Releases what the cloud holds (connections, files) when the process is done with it;
+    /// calls after it may fail. The default does nothing.
+    func close() async
 }
 
 extension CloudDatabase {
     public func checkAccount() async throws {}
+
+    /// Does nothing: the cloud holds nothing that its last reference does not release.
+    public func close() async {}
 }

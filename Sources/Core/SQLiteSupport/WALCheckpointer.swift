@@ -97,3 +97,22 @@ public final class WALCheckpointer: Sendable {
         return connection
     }
 }
+
+extension DatabasePool {
+    /// Closes the pool and, when it was the last user of the database at `path`, checkpoints the
+    /// WAL into the file and removes the `-wal` and `-shm` files.
+    ///
+    /// GRDB closes the pool's writer before its read-only readers, and a read-only connection
+    /// cannot checkpoint: no connection of the pool removes the WAL. A last connection of our own
+    /// does, unless another program still has the database open. `stillNamesOpenedFile` is asked
+    /// before it opens (a connection would create a file removed meanwhile).
+    /// - Returns: whether the pool closed (a connection still in use keeps it open).
+    @discardableResult
+    public func closeRemovingWAL(path: String, stillNamesOpenedFile: () -> Bool) async -> Bool {
+        guard (try? close()) != nil else { return false }
+        guard stillNamesOpenedFile(), let last = try? DatabaseQueue(path: path) else { return true }
+        _ = try? await last.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+        try? last.close()
+        return true
+    }
+}

@@ -231,6 +231,11 @@ public final class FaultInjectingCloud: CloudDatabase {
         return try await base.downloadAsset(reference)
     }
 
+    /// Closes the wrapped cloud.
+    public func close() async {
+        await base.close()
+    }
+
     public func changeSignals(in zone: ZoneID) -> ChangeSignals {
         base.changeSignals(in: zone)
     }

@@ -122,20 +122,12 @@ public final class SQLiteAdapter: ModelAdapter {
         }
     }
 
-    /// Closes the database: the last connection checkpoints the WAL into the file and removes
-    /// the `-wal` and `-shm` files. A connection still in use keeps it open.
+    /// Closes the database, its WAL checkpointed and removed when nothing else has it open
+    /// (`closeRemovingWAL`). A connection still in use keeps it open.
     public func close() async {
         checkpointer.close()
-        guard (try? pool.close()) != nil else { return }
-        // GRDB closes the pool's writer before its read-only readers, and a read-only connection
-        // cannot checkpoint: no connection of the pool removes the WAL. A last connection of our
-        // own does, unless another program still has the database open (only while the path
-        // still names the file opened: a connection would create a removed one).
-        guard let openedFile, FileIdentity(path: configuration.path) == openedFile,
-            let last = try? DatabaseQueue(path: configuration.path)
-        else { return }
-        _ = try? await last.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
-        try? last.close()
+        let (path, openedFile) = (configuration.path, openedFile)
+        await pool.closeRemovingWAL(path: path) { openedFile != nil && FileIdentity(path: path) == openedFile }
     }
 
     // MARK: ModelAdapter

@@ -60,6 +60,13 @@ public final class EmbeddedCloud: CloudDatabase {
 
     // MARK: Zones
 
+    /// Closes the file, its WAL checkpointed and removed when no other process has it open.
+    public func close() async {
+        checkpointer.close()
+        let path = path
+        await pool.closeRemovingWAL(path: path) { FileManager.default.fileExists(atPath: path) }
+    }
+
     public func zones() async throws -> [ZoneID] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT zone_name, owner_name FROM zones ORDER BY zone_key").map {

@@ -76,11 +76,12 @@ public struct SyncSession: Sendable {
             configuration: configuration.syncConfiguration(deviceID: deviceID), observer: observer)
     }
 
-    /// Closes the adapters (their files, connections and plugin processes) and releases the
-    /// cloud's lock; the state folder's lock goes with the last copy of the session.
+    /// Closes the adapters (their files, connections and plugin processes), releases the cloud's
+    /// lock and closes the cloud; the state folder's lock goes with the last copy of the session.
     public func end() async {
         for opened in adapters { await opened.adapter.close() }
         await stateLock?.release()
+        await cloud.close()
         withExtendedLifetime(processLock) {}
     }
 }
