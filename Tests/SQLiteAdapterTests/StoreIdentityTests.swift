@@ -155,6 +155,33 @@ struct StoreIdentityTests {
         #expect(try Notes.contents(pair.fileB) == expected)
     }
 
+    // Open: found by the history checker (seed 10875). The change log cannot tell a delete the
+    // backup already held from one made after the restore, and the rule above takes both for the
+    // newer act. When this is fixed, the known issue stops being recorded and this test fails:
+    // remove `withKnownIssue` then.
+    @Test("a restored store's delete captured before its backup does not delete the record its adapter created again since")
+    func deleteFromBeforeTheBackup() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        let a = try pair.synchronizer(pair.fileA, name: "a")
+        // Created and deleted before the first sync: the backup holds a pending delete of row 1.
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'old', 1)"#)
+        try pair.fileA.execute(#"DELETE FROM "Note" WHERE name = '1'"#)
+        let backupPath = pair.directory.path("a-with-old-delete.sqlite")
+        try Self.backup(pair.fileA, to: backupPath)
+        // Row 1 created again after the backup, and uploaded.
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'new', 1)"#)
+        #expect(try await a.sync().succeeded)
+
+        let restored = try Self.restore(backupPath, over: pair.fileA, directory: pair.directory)
+        #expect(try await pair.synchronizer(restored, name: "a").sync().succeeded)
+        let expected: [String: [String: FieldValue]] = ["1": ["title": .string("new"), "rank": .int64(1)]]
+        let zone = try await zoneContents(of: pair.cloud, zone: Notes.zone)
+        withKnownIssue("the backup's delete wins the rejoin (history seed 10875)") {
+            #expect(zone == expected, "the newer record stays in the zone")
+        }
+    }
+
     @Test("a table dropped and restored from an older dump joins the zone again instead of uploading its old rows")
     func tableRestoredFromDump() async throws {
         let pair = try Pair()
