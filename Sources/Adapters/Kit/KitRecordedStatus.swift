@@ -29,10 +29,13 @@ public enum KitRecordedStatus {
     }
 
     /// Reads the snapshot from the state file alone, opened read-only.
-    /// - Throws: ``KitAdapterError`` with ``KitAdapterError/Code/stateFailed`` when the file
+    /// - Throws: ``KitAdapterError`` with ``KitAdapterErrorCode/stateFailed`` when the file
     ///   cannot be read.
-    /// - Parameter earlierState: where an earlier release kept this store's state, if it did;
-    ///   the next sync moves it to `statePath`.
+    /// - Parameters:
+    ///   - statePath: the kit's state file.
+    ///   - earlierState: where an earlier release kept this store's state, if it did; the next
+    ///     sync moves it to `statePath`.
+    ///   - reason: why the counts are not read live, for the snapshot's note.
     public static func read(statePath: String, earlierState: String? = nil, readOnlyBecause reason: String) throws -> StoreStatusSnapshot {
         guard FileManager.default.fileExists(atPath: statePath) else {
             if let earlierState, FileManager.default.fileExists(atPath: earlierState) {
