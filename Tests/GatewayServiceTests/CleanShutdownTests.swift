@@ -32,7 +32,10 @@ struct CleanShutdownTests {
             try await running.waitFor("the first sync") { log().contains("\"message\":\"sync finished\"") }
             if round == 1 {
                 // A sync with work to do is running when the signal arrives.
-                try await DatabaseQueue(path: directory.path("app.sqlite")).write { db in
+                // The running gateway writes this file too: wait for its lock instead of failing.
+                var waiting = Configuration()
+                waiting.busyMode = .timeout(30)
+                try await DatabaseQueue(path: directory.path("app.sqlite"), configuration: waiting).write { db in
                     for id in 1...20_000 { try db.execute(sql: "INSERT INTO item (id, title) VALUES (?, 'row')", arguments: [id]) }
                 }
                 // A sync with work to do is (most likely) running when the signal arrives; the

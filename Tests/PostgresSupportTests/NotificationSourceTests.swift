@@ -21,6 +21,14 @@ struct NotificationSourceTests {
         }
     }
 
+    /// A new database with the table whose one row the stamp reads.
+    static func counterDatabase(_ label: String) async throws -> PostgresEndpoint {
+        let endpoint = try await PostgresTestServer.freshDatabase(label)
+        try await PostgresConnectionPool.execute(
+            ["CREATE TABLE counter (n int8 NOT NULL)", "INSERT INTO counter VALUES (0)"], on: endpoint, doing: "setup")
+        return endpoint
+    }
+
     static func bump(_ connection: PooledConnection) async throws {
         try await connection.query(
             "WITH bumped AS (UPDATE counter SET n = n + 1 RETURNING n) SELECT pg_notify(\(channel), 'counter') FROM bumped",
@@ -34,9 +42,7 @@ struct NotificationSourceTests {
         "a writer that notifies without pause: every wait reports a change, and the process survives", .timeLimit(.minutes(2)),
         arguments: [0, 3])
     func steadyWriter(delayMilliseconds: Int) async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("signals")
-        try await PostgresConnectionPool.execute(
-            ["CREATE TABLE counter (n int8 NOT NULL)", "INSERT INTO counter VALUES (0)"], on: endpoint, doing: "setup")
+        let endpoint = try await Self.counterDatabase("signals")
         // The listener's packets delayed, as on a slow network, and not the writer's.
         let proxy = try await FaultProxy.start(forwardingTo: endpoint.host, port: endpoint.port)
         proxy.delay(.milliseconds(delayMilliseconds))
@@ -69,9 +75,7 @@ struct NotificationSourceTests {
 
     @Test("a change made while the server had ended the listening connection is reported after it reconnects", .timeLimit(.minutes(1)))
     func changeWhileDisconnected() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("signals-cut")
-        try await PostgresConnectionPool.execute(
-            ["CREATE TABLE counter (n int8 NOT NULL)", "INSERT INTO counter VALUES (0)"], on: endpoint, doing: "setup")
+        let endpoint = try await Self.counterDatabase("signals-cut")
         let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 2)
         var source = Self.source(pool)
         await source.start()
@@ -91,9 +95,7 @@ struct NotificationSourceTests {
 
     @Test("cancelling the waiting task ends the signals", .timeLimit(.minutes(1)))
     func cancellation() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("signals-cancel")
-        try await PostgresConnectionPool.execute(
-            ["CREATE TABLE counter (n int8 NOT NULL)", "INSERT INTO counter VALUES (0)"], on: endpoint, doing: "setup")
+        let endpoint = try await Self.counterDatabase("signals-cancel")
         let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 2)
         let waiting = Task {
             var source = Self.source(pool)

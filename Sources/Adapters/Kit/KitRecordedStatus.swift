@@ -28,6 +28,21 @@ public enum KitRecordedStatus {
         return access(candidate.path, W_OK) == 0
     }
 
+    /// The snapshot of a kit store for `gateway status`: read through the adapter `open` makes
+    /// when this account can record a listing (``canRecord(statePath:alsoWritten:)``), exact;
+    /// otherwise from the state file alone (``read(statePath:earlierState:readOnlyBecause:)``),
+    /// writing nothing, with a note naming what looking again needs (`lookingAgain`).
+    public static func snapshot(
+        statePath: String, alsoWritten: [String] = [], earlierState: String? = nil, lookingAgain: String,
+        open: () async throws -> any ModelAdapter
+    ) async throws -> StoreStatusSnapshot {
+        if canRecord(statePath: statePath, alsoWritten: alsoWritten) { return try await StoreStatusSnapshot.reading(try await open()) }
+        let folders = [URL(fileURLWithPath: statePath).deletingLastPathComponent().path] + alsoWritten
+        return try read(
+            statePath: statePath, earlierState: earlierState,
+            readOnlyBecause: "\(lookingAgain) needs write access to \(folders.joined(separator: " and ")), which this account lacks")
+    }
+
     /// Reads the snapshot from the state file alone, opened read-only.
     /// - Throws: ``KitAdapterError`` with ``KitAdapterErrorCode/stateFailed`` when the file
     ///   cannot be read.

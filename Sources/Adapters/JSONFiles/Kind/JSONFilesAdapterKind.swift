@@ -81,8 +81,7 @@ public struct JSONFilesAdapterKind: AdapterKind {
             return try JSONFilesAdapter.open(configuration: configuration)
         }
 
-        /// Reads through the adapter when this account can record a listing; otherwise from the
-        /// state file alone (``KitRecordedStatus``), writing nothing.
+        /// A folder gone or replaced by a file is an error; otherwise ``KitRecordedStatus``.
         func readStatus() async throws -> StoreStatusSnapshot {
             let statePath = configuration.statePath
             var isFolder: ObjCBool = false
@@ -100,13 +99,10 @@ public struct JSONFilesAdapterKind: AdapterKind {
             } else if !isFolder.boolValue {
                 throw JSONFilesAdapterError(.folderMissing, "\(configuration.directory) is a file, not a folder; point directory: at the folder of JSON documents")
             }
-            if KitRecordedStatus.canRecord(statePath: statePath, alsoWritten: [configuration.directory]) {
-                return try await StoreStatusSnapshot.reading(try await open())
-            }
-            let folder = URL(fileURLWithPath: statePath).deletingLastPathComponent().path
-            return try KitRecordedStatus.read(
-                statePath: statePath, earlierState: URL(fileURLWithPath: configuration.directory).appendingPathComponent(".gateway/state.sqlite").path,
-                readOnlyBecause: "looking again needs write access to \(folder) and \(configuration.directory), which this account lacks")
+            return try await KitRecordedStatus.snapshot(
+                statePath: statePath, alsoWritten: [configuration.directory],
+                earlierState: URL(fileURLWithPath: configuration.directory).appendingPathComponent(".gateway/state.sqlite").path,
+                lookingAgain: "looking again", open: open)
         }
 
         var detectsChangesByScanning: Bool { true }

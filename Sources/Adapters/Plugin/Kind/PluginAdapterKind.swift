@@ -92,12 +92,7 @@ public struct PluginAdapterKind: AdapterKind {
         /// Reads through the adapter (which starts the plugin) when this account can record a
         /// listing; otherwise from the state file alone (``KitRecordedStatus``), writing nothing.
         func readStatus() async throws -> StoreStatusSnapshot {
-            if KitRecordedStatus.canRecord(statePath: statePath) {
-                return try await StoreStatusSnapshot.reading(try await open())
-            }
-            let folder = URL(fileURLWithPath: statePath).deletingLastPathComponent().path
-            return try KitRecordedStatus.read(
-                statePath: statePath, readOnlyBecause: "asking the plugin again needs write access to \(folder), which this account lacks")
+            try await KitRecordedStatus.snapshot(statePath: statePath, lookingAgain: "asking the plugin again", open: open)
         }
 
         var detectsChangesByScanning: Bool { true }

@@ -47,26 +47,12 @@ public enum GatewayStores {
     ///   cannot be reached.
     public static func check(_ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], cloud: Bool) async throws {
         if cloud {
-            do {
+            try await passingThrough(.cloudUnavailable, { "the \(configuration.cloud.kind) cloud: \($0)" }) {
                 try await configuration.cloud.plan.check()
-            } catch let error as ConfigError {
-                throw error
-            } catch let error as GatewayError {
-                throw error
-            } catch {
-                throw GatewayError(.cloudUnavailable, "the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
             }
         }
         for adapter in adapters {
-            do {
-                try await adapter.plan.check()
-            } catch let error as ConfigError {
-                throw error
-            } catch let error as GatewayError {
-                throw error
-            } catch {
-                throw GatewayError(.storeUnavailable, "adapter \(adapter.name): \(error)", underlying: error)
-            }
+            try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): \($0)" }) { try await adapter.plan.check() }
         }
     }
 
@@ -92,20 +78,8 @@ public enum GatewayStores {
     /// - Throws: ``ConfigError`` when the store does not match the config; ``GatewayError``
     ///   with ``GatewayError/Code/storeUnavailable`` when it cannot be read.
     public static func readStatus(_ adapter: AdapterConfiguration, in configuration: GatewayConfiguration) async throws -> AdapterStatus {
-        let snapshot: StoreStatusSnapshot
-        do {
-            snapshot = try await adapter.plan.readStatus()
-        } catch let error as ConfigError {
-            throw error
-        } catch let error as GatewayError {
-            throw error
-        } catch {
-            throw GatewayError(.storeUnavailable, "adapter \(adapter.name): cannot read its status: \(error)", underlying: error)
-        }
-        do {
-            return try AdapterStatus(adapter, snapshot: snapshot, configuration: configuration)
-        } catch {
-            throw GatewayError(.storeUnavailable, "adapter \(adapter.name): cannot read its status: \(error)", underlying: error)
+        try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): cannot read its status: \($0)" }) {
+            try AdapterStatus(adapter, snapshot: try await adapter.plan.readStatus(), configuration: configuration)
         }
     }
 
@@ -131,27 +105,33 @@ public enum GatewayStores {
 
     /// Opens the cloud.
     public static func openCloud(_ configuration: GatewayConfiguration) async throws -> any CloudDatabase {
-        do {
-            return try await configuration.cloud.plan.open()
-        } catch let error as ConfigError {
-            throw error
-        } catch let error as GatewayError {
-            throw error
-        } catch {
-            // A cloud error's message says what happened; its code and cause stay in `underlying`.
-            let detail = (error as? CloudError)?.message ?? "\(error)"
-            throw GatewayError(.cloudUnavailable, "cannot open the \(configuration.cloud.kind) cloud: \(detail)", underlying: error)
+        // A cloud error's message says what happened; its code and cause stay in `underlying`.
+        try await passingThrough(.cloudUnavailable, { "cannot open the \(configuration.cloud.kind) cloud: \(($0 as? CloudError)?.message ?? "\($0)")" }) {
+            try await configuration.cloud.plan.open()
         }
     }
 
     /// Takes the cloud's lock on this gateway's state, when the cloud has one.
     public static func lockGatewayState(_ configuration: GatewayConfiguration, deviceID: String) async throws -> (any GatewayStateLock)? {
+        try await passingThrough(.cloudUnavailable, { "cannot lock the gateway's state in the \(configuration.cloud.kind) cloud: \($0)" }) {
+            try await configuration.cloud.plan.lockGatewayState(deviceID: deviceID)
+        }
+    }
+
+    /// Runs `body`, letting ``ConfigError`` and ``GatewayError`` through as they are (they say
+    /// what happened already) and wrapping any other error in a ``GatewayError`` with `code` and
+    /// the message `describe` makes of it.
+    private static func passingThrough<T>(
+        _ code: GatewayErrorCode, _ describe: (any Error) -> String, _ body: () async throws -> T
+    ) async throws -> T {
         do {
-            return try await configuration.cloud.plan.lockGatewayState(deviceID: deviceID)
+            return try await body()
+        } catch let error as ConfigError {
+            throw error
         } catch let error as GatewayError {
             throw error
         } catch {
-            throw GatewayError(.cloudUnavailable, "cannot lock the gateway's state in the \(configuration.cloud.kind) cloud: \(error)", underlying: error)
+            throw GatewayError(code, describe(error), underlying: error)
         }
     }
 }
