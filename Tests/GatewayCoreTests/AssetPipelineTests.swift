@@ -67,7 +67,9 @@ struct AssetPipelineTests {
         func size(_ length: Int) -> Int {
             let fields: [String: FieldValue] = [
                 "blob": .bytes(Data(count: length)), "QSCloudKitModelCompatibilityVersionKey": .int64(1),
-                "QSCloudKitDeviceUUIDKey": .string("test:a"),
+                // The writer stamp with the version of the change uploaded (the first two saves'
+                // versions have one digit).
+                "QSCloudKitDeviceUUIDKey": .string("test:a@1"),
             ]
             return FieldCoding.encode(fields).count + name.utf8.count + "Note".utf8.count
         }

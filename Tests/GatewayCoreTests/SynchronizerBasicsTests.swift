@@ -86,7 +86,9 @@ struct SynchronizerBasicsTests {
         try await fixture.sync(a, configuration: SyncConfiguration(compatibilityVersion: 3, deviceID: "gateway-a"))
         let stored = try #require(try await fixture.embedded.lookup([F.note("n", [:]).id])[0])
         #expect(stored["QSCloudKitModelCompatibilityVersionKey"] == .int64(3))
-        #expect(stored["QSCloudKitDeviceUUIDKey"] == .string("gateway-a:a"), "the device id names the gateway and the adapter")
+        #expect(
+            stored["QSCloudKitDeviceUUIDKey"] == .string("gateway-a:a@1"),
+            "the device id names the gateway, the adapter and the version of the change uploaded (the adapter's first)")
         let b = fixture.adapter("b")
         try await fixture.sync(b, configuration: SyncConfiguration(compatibilityVersion: 3, deviceID: "gateway-b"))
         #expect(await b.values["n"] == ["title": .string("x")])

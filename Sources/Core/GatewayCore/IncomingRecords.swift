@@ -7,6 +7,9 @@ struct IncomingRecord: Sendable {
     var record: Record?
     /// Whether this replica wrote that version (its stamp was in the device field).
     var writtenHere = false
+    /// The store's change-log version of the change this replica uploaded as that version, when
+    /// its stamp carries one (``SyncContext/writerStampField(version:)``).
+    var writtenHereFromVersion: Int64?
     /// A record a full refetch did not return (no record, not even a tombstone), rather than a
     /// tombstone from the feed.
     var absentFromCloud = false
@@ -87,7 +90,32 @@ extension SyncContext {
             if case .bytes(let data)? = record.values[supersededPosition] { superseded = Self.supersededValues(data) }
             record[position: supersededPosition] = nil
         }
-        return IncomingRecord(id: record.id, record: record, writtenHere: stamp == .string(writerStamp), superseded: superseded)
+        let (writtenHere, version) = ownership(of: stamp)
+        return IncomingRecord(id: record.id, record: record, writtenHere: writtenHere, writtenHereFromVersion: version, superseded: superseded)
+    }
+
+    /// Whether a device field's value is this replica's stamp, and the change-log version it
+    /// carries (stamps of earlier releases carry none). Compared byte for byte: a stamp is an
+    /// identifier, not text.
+    func ownership(of stamp: FieldValue?) -> (writtenHere: Bool, version: Int64?) {
+        guard case .string(let text)? = stamp else { return (false, nil) }
+        let own = writerStamp.utf8
+        guard text.utf8.starts(with: own) else { return (false, nil) }
+        let rest = text.utf8.dropFirst(own.count)
+        guard let separator = rest.first else { return (true, nil) }
+        guard separator == UInt8(ascii: "@"), let version = Int64(Substring(rest.dropFirst())) else { return (false, nil) }
+        return (true, version)
+    }
+
+    /// The device field's value for a record uploaded from the change with `version`: the
+    /// writer stamp and the version, so that a later sync can tell a local change made before
+    /// that upload from one made after it (``PageMerge``'s rule for a restored store's deletes).
+    func writerStampField(version: Int64) -> FieldValue {
+        Self.writerStampField(writerStamp, version: version)
+    }
+
+    static func writerStampField(_ writerStamp: String, version: Int64) -> FieldValue {
+        .string("\(writerStamp)@\(version)")
     }
 
     /// The digests of a superseded-values field (8 bytes each, little-endian); a damaged field

@@ -168,6 +168,10 @@ public struct LocalRecordState: Sendable, Equatable {
     /// The record's sync metadata, `nil` if it was never synced.
     public var metadata: Data?
     /// The change-log version when the record has local changes not yet uploaded.
+    ///
+    /// Versions of one store only grow. Where a store can, they keep growing across a restore of
+    /// it (the SQLite adapter numbers its log from the clock): a pending delete of a record this
+    /// adapter uploaded from a change with a higher version is taken for older than that upload.
     public var pendingVersion: Int64?
 
     /// What the store holds for a record: the record (`nil` if absent), its metadata and its

@@ -83,10 +83,15 @@ extension SyncContext {
             let policy: MergePolicy
             let conflict = ConflictContext(
                 recordID: id, ancestor: metadata?.ancestor(against: server), local: current.record, server: server, superseded: superseded)
-            if metadata?.hasSyncedVersion != true, settings.policy != .custom, current.record == nil, server != nil, ownWrite {
-                // The store deleted a record whose cloud version this adapter wrote last (a
-                // restored store that had uploaded it after its backup was taken): nobody changed
-                // it since, so the delete is the newer act and wins.
+            if metadata?.hasSyncedVersion != true, settings.policy != .custom, current.record == nil, server != nil,
+                let uploadedFrom = incoming[index].writtenHereFromVersion, pendingVersion > uploadedFrom
+            {
+                // The store deleted a record whose cloud version this adapter wrote last, after
+                // the change that upload came from (a restored store deleting a row it had
+                // uploaded after its backup was taken): nobody changed it since, so the delete is
+                // the newer act and wins. A delete from before that change (one the backup
+                // already held, of a record created again and uploaded since) is older than the
+                // cloud's version and joins like any other change without an ancestor.
                 resolution = .local
                 policy = .merge
             } else if metadata?.hasSyncedVersion != true, settings.policy != .custom {

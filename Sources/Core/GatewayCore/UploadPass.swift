@@ -565,7 +565,7 @@ struct UploadBatch {
                     throw SyncError(.encryptionFailed, "record \(id.recordName) cannot be encrypted: \(error.message)")
                 }
             }
-            stamps.stamp(&record, superseded: replaced.isEmpty ? nil : SyncContext.supersededField(replaced))
+            stamps.stamp(&record, version: save.version, superseded: replaced.isEmpty ? nil : SyncContext.supersededField(replaced))
             // An update: fields the store does not have are unknown to it, not null (DESIGN D4).
             operations.append(record.changeTag == nil ? .create(record) : .update(record))
             versions.append(save.version)
@@ -615,7 +615,7 @@ struct UploadBatch {
         let deviceField: String
         let supersededField: String
         let version: FieldValue
-        let writer: FieldValue
+        let writerStamp: String
         private var source: RecordLayout?
         private var target: (layout: RecordLayout, compatibility: Int, device: Int)?
         private var supersedingSource: RecordLayout?
@@ -626,10 +626,12 @@ struct UploadBatch {
             deviceField = configuration.deviceIDField
             supersededField = configuration.supersededValuesField
             version = .int64(configuration.compatibilityVersion)
-            writer = .string(writerStamp)
+            self.writerStamp = writerStamp
         }
 
-        mutating func stamp(_ record: inout Record, superseded: FieldValue? = nil) {
+        /// Stamps `record`, uploaded from the store's change with `changeVersion`.
+        mutating func stamp(_ record: inout Record, version changeVersion: Int64, superseded: FieldValue? = nil) {
+            let writer = SyncContext.writerStampField(writerStamp, version: changeVersion)
             if let superseded {
                 if record.layout !== supersedingSource || supersedingTarget == nil {
                     let layout = record.layout.adding([compatibilityField, deviceField, supersededField])

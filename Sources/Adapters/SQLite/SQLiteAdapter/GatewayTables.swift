@@ -6,7 +6,19 @@ import GRDB
 /// that capture changes, installed idempotently and versioned.
 enum GatewayTables {
     /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
-    static let version = 2
+    static let version = 3
+
+    /// The version a trigger gives a change: the clock in microseconds (SQLite's `'now'` has
+    /// millisecond precision), or one above the last version when that is higher, so versions
+    /// still only grow. Why the clock: a file restored from a backup numbers its log on from the
+    /// backup's last version, so a change made after the restore would get a version the
+    /// adapter had already uploaded from, and a delete from before the backup could not be told
+    /// from one made after the restore (see the merge's rule for a restored store's deletes).
+    /// The subquery is the form SQLite answers from the end of the log's rowid tree, not by a scan.
+    static let capturedVersionSQL = """
+        max(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000, \
+        COALESCE((SELECT version FROM "_gateway_log" ORDER BY version DESC LIMIT 1), 0) + 1)
+        """
 
     static func createTables(_ db: Database) throws {
         try db.execute(
@@ -204,7 +216,7 @@ enum GatewayTables {
         let literal = SQLQuoting.literal(table.table)
         let skip = #"WHEN NOT EXISTS (SELECT 1 FROM "_gateway_applying")"#
         func log(_ name: String) -> String {
-            #"INSERT INTO "_gateway_log" (record_name, table_name) VALUES ("# + name + ", " + literal + ");"
+            #"INSERT INTO "_gateway_log" (version, record_name, table_name) VALUES ("# + capturedVersionSQL + ", " + name + ", " + literal + ");"
         }
         let updateColumns: String
         if let include = table.mapping.include {
@@ -223,8 +235,8 @@ enum GatewayTables {
                 CREATE TRIGGER \(triggerName("update", table.table)) AFTER UPDATE\(updateColumns) ON \(quoted) \(skip)
                 BEGIN
                     \(log(newName))
-                    INSERT INTO "_gateway_log" (record_name, table_name)
-                        SELECT \(oldName), \(literal) WHERE \(oldName) IS NOT \(newName);
+                    INSERT INTO "_gateway_log" (version, record_name, table_name)
+                        SELECT \(capturedVersionSQL), \(oldName), \(literal) WHERE \(oldName) IS NOT \(newName);
                 END;
                 CREATE TRIGGER \(triggerName("delete", table.table)) AFTER DELETE ON \(quoted) \(skip)
                 BEGIN \(log(oldName)) END;
