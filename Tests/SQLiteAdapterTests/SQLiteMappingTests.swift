@@ -235,6 +235,44 @@ struct SQLiteMappingTests {
         #expect(try read.get().saves.map(\.record.id.recordName) == ["2", "3", "1", "4"])
     }
 
+    @Test("change versions follow the capture clock and only grow: across folds, a clock set back, and a file restored from a copy")
+    func versionsFollowTheClock() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);")
+        let adapter = try Self.adapter(file, [TableMapping(table: "a")])
+        func versions() async throws -> [String: Int64] {
+            let pending = try await adapter.pendingChanges(limit: 100)
+            var versions: [String: Int64] = [:]
+            for save in pending.saves { versions[save.record.id.recordName] = save.version }
+            for delete in pending.deletes { versions[delete.recordID.recordName] = delete.version }
+            return versions
+        }
+        let before = Int64(Date().timeIntervalSince1970 * 1_000_000) - 1_000_000
+        try file.execute("INSERT INTO a (id, v) VALUES (1, 'a'), (2, 'b')")
+        let first = try await versions()
+        #expect(first["1"]! >= before && first["1"]! < first["2"]!, "numbered from the clock (microseconds), in capture order")
+
+        let restored = try SQLiteFile(directory, name: "copy.sqlite", schema: "")
+        try file.database.backup(to: restored.database)
+        // A change whose trigger read a clock set back by an hour (here, a delete of record 3)
+        // still gets a higher version.
+        try file.execute(#"INSERT INTO "_gateway_log" (record_name, table_name, at) VALUES ('3', 'a', julianday('now', '-1 hour'))"#)
+        let second = try await versions()
+        #expect(second["3"]! > second["2"]!)
+        try file.execute("DELETE FROM a WHERE id = 1")
+        let third = try await versions()
+        #expect(third["1"]! > second["3"]!, "a later change of a record takes a higher version")
+
+        // The copy numbers a change made now above every version the file handed out since it
+        // was taken: the clock moved on.
+        // Made at a later millisecond, as anything after a restore is.
+        while Int64(Date().timeIntervalSince1970 * 1_000_000) < third["1"]! + 2_000 { try await Task.sleep(for: .milliseconds(1)) }
+        try restored.execute("DELETE FROM a WHERE id = 2")
+        let fromCopy = try await Self.adapter(restored, [TableMapping(table: "a")]).pendingChanges(limit: 100)
+        #expect(fromCopy.deletes.map(\.version).allSatisfy { $0 > third["1"]! })
+    }
+
     @Test("a backfill numbers rows in table order whatever their rowids: gaps, negatives, a column named rowid, WITHOUT ROWID, the extremes")
     func backfillNumbering() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

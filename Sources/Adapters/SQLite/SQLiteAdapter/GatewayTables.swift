@@ -8,28 +8,28 @@ enum GatewayTables {
     /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
     static let version = 3
 
-    /// The version a trigger gives a change: the clock in microseconds (SQLite's `'now'` has
-    /// millisecond precision), or one above the last version when that is higher, so versions
-    /// still only grow. Why the clock: a file restored from a backup numbers its log on from the
-    /// backup's last version, so a change made after the restore would get a version the
-    /// adapter had already uploaded from, and a delete from before the backup could not be told
-    /// from one made after the restore (see the merge's rule for a restored store's deletes).
-    /// The subquery is the form SQLite answers from the end of the log's rowid tree, not by a scan.
-    static let capturedVersionSQL = """
-        max(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000, \
-        COALESCE((SELECT version FROM "_gateway_log" ORDER BY version DESC LIMIT 1), 0) + 1)
-        """
+    /// What a trigger stores with each change: the clock, as SQLite reads it (a Julian day, to the
+    /// millisecond). The fold numbers changes from it (``compact(_:)``); converting it there instead
+    /// of in the trigger keeps the programs writing the database at the cost they had without it
+    /// (`sqlite-insert`, `BENCHMARKS.md`).
+    static let captureClockSQL = "julianday('now')"
+
+    /// ``captureClockSQL``'s value in a log row, in microseconds since 1970.
+    static let capturedMicrosecondsSQL = "COALESCE(CAST((at - 2440587.5) * 86400000.0 AS INTEGER) * 1000, 0)"
 
     static func createTables(_ db: Database) throws {
         try db.execute(
             sql: """
                 -- Triggers only append here (one rightmost-page insert per row change: cheap for
-                -- the programs writing the database). The version is the rowid; the gateway
-                -- folds the log into "_gateway_changes" inside its own transactions.
+                -- the programs writing the database), with the clock in "at" (a Julian day); the
+                -- gateway folds the log into "_gateway_changes" inside its own transactions. The
+                -- one blanked row (record_name '') the fold keeps holds in "at" the highest change
+                -- version handed out instead.
                 CREATE TABLE IF NOT EXISTS "_gateway_log" (
                     version INTEGER PRIMARY KEY,
                     record_name TEXT NOT NULL,
-                    table_name TEXT NOT NULL
+                    table_name TEXT NOT NULL,
+                    at
                 );
                 -- The pending change per record, with its latest version.
                 CREATE TABLE IF NOT EXISTS "_gateway_changes" (
@@ -75,6 +75,11 @@ enum GatewayTables {
         // changed since may have changed values without a captured change.
         if !columns.contains("schema_version") {
             try db.execute(sql: #"ALTER TABLE "_gateway_tables" ADD COLUMN schema_version INTEGER"#)
+        }
+        // The capture clock (``captureClockSQL``); files of earlier releases lack the column.
+        let logColumns = try Row.fetchAll(db, sql: #"PRAGMA table_info("_gateway_log")"#).map { $0["name"] as String }
+        if !logColumns.contains("at") {
+            try db.execute(sql: #"ALTER TABLE "_gateway_log" ADD COLUMN at"#)
         }
     }
 
@@ -216,7 +221,7 @@ enum GatewayTables {
         let literal = SQLQuoting.literal(table.table)
         let skip = #"WHEN NOT EXISTS (SELECT 1 FROM "_gateway_applying")"#
         func log(_ name: String) -> String {
-            #"INSERT INTO "_gateway_log" (version, record_name, table_name) VALUES ("# + capturedVersionSQL + ", " + name + ", " + literal + ");"
+            #"INSERT INTO "_gateway_log" (record_name, table_name, at) VALUES ("# + name + ", " + literal + ", " + captureClockSQL + ");"
         }
         let updateColumns: String
         if let include = table.mapping.include {
@@ -235,8 +240,8 @@ enum GatewayTables {
                 CREATE TRIGGER \(triggerName("update", table.table)) AFTER UPDATE\(updateColumns) ON \(quoted) \(skip)
                 BEGIN
                     \(log(newName))
-                    INSERT INTO "_gateway_log" (version, record_name, table_name)
-                        SELECT \(capturedVersionSQL), \(oldName), \(literal) WHERE \(oldName) IS NOT \(newName);
+                    INSERT INTO "_gateway_log" (record_name, table_name, at)
+                        SELECT \(oldName), \(literal), \(captureClockSQL) WHERE \(oldName) IS NOT \(newName);
                 END;
                 CREATE TRIGGER \(triggerName("delete", table.table)) AFTER DELETE ON \(quoted) \(skip)
                 BEGIN \(log(oldName)) END;
@@ -270,15 +275,16 @@ enum GatewayTables {
 
     /// Queues every row of `table` as a pending change (rows that were there before the gateway).
     ///
-    /// The rows go straight into the change table, numbered after every logged version, and one
-    /// blanked log row takes the last number so that later versions stay above them. Going
+    /// The rows go straight into the change table, numbered after every version handed out, and
+    /// the blanked log row records the last number so that later versions stay above them. Going
     /// through the log instead costs a log row per row and a sort of all of them in the fold:
     /// 0.26–0.40 against 0.19–0.22 s for 100,000 rows (Python's sqlite3, the same statements).
     static func backfill(_ table: ResolvedTable, db: Database) throws {
         let count = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.quotedTable)") ?? 0
         guard count > 0 else { return }
         try compact(db)
-        let base = try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0
+        let floor = try versionFloor(db)
+        let base = floor.version
         let name = table.template.sqlExpression(keyColumns: table.keyColumns, row: "source")
         let numbering = try tableOrderNumbering(table, rows: count, after: base, db: db)
         // Numbered in table order, inserted in name order (appends to the change table's key).
@@ -293,8 +299,9 @@ enum GatewayTables {
                 """,
             arguments: [base])
         let last = base + numbering.span
-        try db.execute(sql: #"INSERT INTO "_gateway_log" (version, record_name, table_name) VALUES (?, '', '')"#, arguments: [last])
-        try db.execute(sql: #"DELETE FROM "_gateway_log" WHERE version < ?"#, arguments: [last])
+        try db.execute(
+            sql: #"INSERT OR REPLACE INTO "_gateway_log" (version, record_name, table_name, at) VALUES (?, '', '', ?)"#,
+            arguments: [floor.position, last])
     }
 
     /// How a backfill numbers rows in table order, from 1 up to `span`: by rowid where the table
@@ -316,20 +323,43 @@ enum GatewayTables {
         return ("(source.\(alias) - (\(lowest)) + 1)", width + 1)
     }
 
-    /// Folds the trigger log into the pending changes (latest version per record). The last log
-    /// row stays, blanked, so that rowids (versions) keep growing: a version read before an edit
-    /// is always lower than the edit's.
+    /// Folds the trigger log into the pending changes (latest change per record), numbering each
+    /// record's change from the clock its trigger read: its log position above the last fold, plus
+    /// how far the clock had moved past the highest version handed out before, so versions only
+    /// grow (a version read before an edit is always lower than the edit's) and follow the clock.
+    /// The last log row stays, blanked, so that log positions keep growing, and records that
+    /// highest version in `at`.
+    ///
+    /// Why the clock: a file restored from a backup holds the backup's log, so log positions alone
+    /// would number a change made after the restore below one the adapter uploaded before it, and
+    /// a delete from before the backup could not be told from one made after the restore (the
+    /// merge's rule for a restored store's deletes, ``SyncContext``). Numbered in the fold, the
+    /// trigger costs the programs writing the database only the clock read.
     static func compact(_ db: Database) throws {
         guard try hasUnfoldedLog(db) else { return }
+        let floor = try versionFloor(db)
         try db.execute(
             sql: """
                 INSERT INTO "_gateway_changes" (record_name, table_name, version)
-                    SELECT record_name, table_name, MAX(version) FROM "_gateway_log" WHERE record_name <> ''
-                    GROUP BY record_name
-                    ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name;
-                DELETE FROM "_gateway_log" WHERE version < (SELECT MAX(version) FROM "_gateway_log");
-                UPDATE "_gateway_log" SET record_name = '', table_name = '';
-                """)
+                    SELECT record_name, table_name, position + max(?2 - ?1, \(capturedMicrosecondsSQL) - ?1) FROM (
+                        SELECT record_name, table_name, MAX(version) AS position, at FROM "_gateway_log"
+                        WHERE record_name <> '' GROUP BY record_name)
+                    WHERE true
+                    ON CONFLICT (record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
+                """,
+            arguments: [floor.position, floor.version])
+        try db.execute(sql: #"DELETE FROM "_gateway_log" WHERE version < (SELECT MAX(version) FROM "_gateway_log")"#)
+        try db.execute(
+            sql: #"UPDATE "_gateway_log" SET record_name = '', table_name = '', at = max(?, COALESCE((SELECT MAX(version) FROM "_gateway_changes"), 0))"#,
+            arguments: [floor.version])
+    }
+
+    /// The blanked log row's position and the highest change version handed out (its `at`; in a
+    /// file of an earlier release, the position itself), or zeros for a log that has none.
+    static func versionFloor(_ db: Database) throws -> (position: Int64, version: Int64) {
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: #"SELECT version, COALESCE(at, version) FROM "_gateway_log" WHERE record_name = '' ORDER BY version DESC LIMIT 1"#))
+        return row.map { ($0[0], $0[1]) } ?? (0, 0)
     }
 
     /// Whether the trigger log holds changes not yet folded into the change table.

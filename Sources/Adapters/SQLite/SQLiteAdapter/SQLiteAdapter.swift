@@ -425,9 +425,9 @@ public final class SQLiteAdapter: ModelAdapter {
                 try db.execute(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#)
                 try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
                 for table in catalog.byTable.values { try db.execute(sql: "DELETE FROM \(table.quotedTable)") }
+                // Folded first, so the blanked log row keeps the highest version handed out.
+                try GatewayTables.compact(db)
                 try db.execute(sql: #"DELETE FROM "_gateway_changes""#)
-                try db.execute(sql: #"UPDATE "_gateway_log" SET record_name = '', table_name = ''"#)
-                try db.execute(sql: #"DELETE FROM "_gateway_log" WHERE version < (SELECT MAX(version) FROM "_gateway_log")"#)
                 try db.execute(sql: #"DELETE FROM "_gateway_applying""#)
             }
         }
