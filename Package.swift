@@ -63,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "EmbeddedCloud",
-            dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["GatewayCore", "GatewayConfig", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Sources/Clouds/Embedded/EmbeddedCloud",
             swiftSettings: strictSettings
         ),
@@ -99,26 +99,28 @@ let package = Package(
             path: "Sources/Core/SQLiteSupport",
             swiftSettings: strictSettings
         ),
-        // Connection settings, a small connection pool and error mapping shared by the PostgreSQL
-        // cloud and adapter.
+        // Connection settings and their configuration keys, a small connection pool and error
+        // mapping shared by the PostgreSQL cloud and adapter.
         .target(
             name: "PostgresSupport",
             dependencies: [
-                "GatewayCore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+                "GatewayCore", "GatewayConfig", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Core/PostgresSupport",
             swiftSettings: strictSettings
         ),
         .target(
             name: "PostgresCloud",
-            dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: ["GatewayCore", "GatewayConfig", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
             path: "Sources/Clouds/Postgres/PostgresCloud",
             swiftSettings: strictSettings
         ),
+        // Each built-in adapter is one folder under `adapters/`: its module, with its kind in `Kind/`.
         .target(
             name: "PostgresAdapter",
-            dependencies: ["GatewayCore", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
-            path: "Sources/Adapters/Postgres/PostgresAdapter",
+            dependencies: ["GatewayCore", "GatewayConfig", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "adapters/postgres",
             swiftSettings: strictSettings
         ),
         // A loopback TCP proxy that cuts, stalls and delays connections: network faults for
@@ -147,7 +149,7 @@ let package = Package(
         .target(
             name: "CloudKitWeb",
             dependencies: [
-                "GatewayCore", .product(name: "Crypto", package: "swift-crypto"),
+                "GatewayCore", "GatewayConfig", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -169,17 +171,17 @@ let package = Package(
         ),
         .target(
             name: "SQLiteAdapter",
-            dependencies: ["GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
-            path: "Sources/Adapters/SQLite/SQLiteAdapter",
+            dependencies: ["GatewayCore", "GatewayConfig", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "adapters/sqlite",
             swiftSettings: strictSettings
         ),
         .target(
             name: "JSONFilesAdapter",
             dependencies: [
-                "GatewayCore", "SQLiteSupport", "AdapterKit", .product(name: "GRDB", package: "GRDB.swift"),
+                "GatewayCore", "GatewayConfig", "SQLiteSupport", "AdapterKit", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            path: "Sources/Adapters/JSONFiles/JSONFilesAdapter",
+            path: "adapters/json-files",
             swiftSettings: strictSettings
         ),
         // The adapter kit: sync state in a sidecar database for stores without transactions.
@@ -188,17 +190,17 @@ let package = Package(
             dependencies: [
                 "GatewayCore", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ],
-            path: "Sources/Adapters/Kit",
+            path: "adapters/kit",
             swiftSettings: strictSettings
         ),
         // Process plugins: adapters in any language, spoken to over stdin/stdout, on the kit.
         .target(
             name: "PluginAdapter",
             dependencies: [
-                "GatewayCore", "AdapterKit", "CloudKitWeb", .product(name: "Logging", package: "swift-log"),
+                "GatewayCore", "GatewayConfig", "AdapterKit", "CloudKitWeb", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            path: "Sources/Adapters/Plugin/PluginAdapter",
+            path: "adapters/plugin",
             swiftSettings: strictSettings
         ),
         // Configuration: YAML decoding, the kinds registry and its checks, and what opens a
@@ -228,25 +230,14 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // The adapter and cloud kinds this build ships, registered by name. Each kind's source
-        // stands beside its adapter or cloud, in that folder's `Kind/`.
+        // is part of its adapter's or cloud's module (that folder's `Kind/`).
         .target(
             name: "GatewayKinds",
             dependencies: [
-                "GatewayCore", "GatewayConfig", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresAdapter", "PostgresSupport",
-                "CloudKitWeb", "AdapterKit", "PluginAdapter", .product(name: "Logging", package: "swift-log"),
+                "GatewayConfig", "EmbeddedCloud", "SQLiteAdapter", "JSONFilesAdapter", "PostgresCloud", "PostgresAdapter", "CloudKitWeb",
+                "PluginAdapter",
             ],
-            path: "Sources",
-            // Everything under Sources/ but the kinds' folders belongs to other targets.
-            exclude: [
-                "Core", "CLI", "TestKit", "Service/GatewayConfig", "Service/GatewayService", "Adapters/Kit",
-                "Adapters/SQLite/SQLiteAdapter", "Adapters/Postgres/PostgresAdapter", "Adapters/JSONFiles/JSONFilesAdapter",
-                "Adapters/Plugin/PluginAdapter", "Clouds/Embedded/EmbeddedCloud", "Clouds/Postgres/PostgresCloud",
-                "Clouds/CloudKit/CloudKitWeb", "Clouds/CloudKit/CloudKitServer",
-            ],
-            sources: [
-                "Service/GatewayKinds", "Adapters/SQLite/Kind", "Adapters/Postgres/Kind", "Adapters/JSONFiles/Kind", "Adapters/Plugin/Kind",
-                "Clouds/Embedded/Kind", "Clouds/Postgres/Kind", "Clouds/CloudKit/Kind",
-            ],
+            path: "Sources/Service/GatewayKinds",
             swiftSettings: strictSettings
         ),
         // The command line's commands, as a library so custom builds can add kinds.

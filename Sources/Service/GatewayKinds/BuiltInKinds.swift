@@ -1,8 +1,15 @@
+import CloudKitWeb
+import EmbeddedCloud
 import GatewayConfig
+import JSONFilesAdapter
+import PluginAdapter
+import PostgresAdapter
+import PostgresCloud
+import SQLiteAdapter
 
 extension GatewayRegistry {
-    /// The kinds this package ships: adapters `sqlite`, `postgres`, `json` and `plugin`; clouds `embedded`
-    /// and `postgres`.
+    /// The kinds this package ships: adapters `sqlite`, `postgres`, `json` and `plugin`; clouds
+    /// `embedded`, `postgres` and `cloudkit`.
     public static var builtIn: GatewayRegistry {
         var registry = GatewayRegistry()
         registry.register(SQLiteAdapterKind())

@@ -2,7 +2,6 @@ import AdapterKit
 import Foundation
 import GatewayCore
 import GatewayConfig
-import JSONFilesAdapter
 
 extension JSONFilesAdapterConfiguration.Layout: ConfigChoice {}
 

@@ -4,7 +4,6 @@ import Foundation
 import GatewayCore
 import GatewayConfig
 import Logging
-import PluginAdapter
 
 /// `kind: plugin`: a process plugin, any executable speaking the plugin protocol over
 /// stdin/stdout (`docs/writing-adapters.md`). Its sync state lives in

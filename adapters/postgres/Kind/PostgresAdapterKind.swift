@@ -1,7 +1,6 @@
 import Foundation
 import GatewayCore
 import GatewayConfig
-import PostgresAdapter
 import PostgresSupport
 
 /// `kind: postgres`: tables of a PostgreSQL schema that other programs write, synced through

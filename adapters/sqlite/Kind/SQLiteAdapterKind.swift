@@ -1,7 +1,6 @@
 import Foundation
 import GatewayCore
 import GatewayConfig
-import SQLiteAdapter
 
 extension ColumnKind: ConfigChoice {}
 

@@ -1,4 +1,3 @@
-import CloudKitWeb
 import Foundation
 import GatewayCore
 import GatewayConfig

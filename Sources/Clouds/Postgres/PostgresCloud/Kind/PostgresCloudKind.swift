@@ -1,7 +1,6 @@
 import Foundation
 import GatewayCore
 import GatewayConfig
-import PostgresCloud
 import PostgresSupport
 
 /// `kind: postgres`: the cloud in a PostgreSQL database that many gateways share.
@@ -72,32 +71,5 @@ struct PostgresCloudPlan: CloudPlan {
                     + "stop it, or give each gateway its own state_dir or device_id")
         }
         return lock
-    }
-}
-
-extension PostgresAdvisoryLock: GatewayStateLock {}
-
-extension PostgresEndpoint {
-    /// Reads `request_timeout` (at least 1s; default 60s), for the `postgres` adapter and cloud kinds.
-    static func decodeRequestTimeout<Key: CodingKey>(_ key: Key, from container: KeyedDecodingContainer<Key>) throws -> Duration {
-        guard let timeout = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: key) else {
-            return PostgresConnectionPool.defaultRequestTimeout
-        }
-        guard timeout.value.duration >= .seconds(1) else { throw timeout.problem(.invalidValue, "must be at least 1s") }
-        return timeout.value.duration
-    }
-
-    /// Reads `url` and the password from the variable named by `password_env` (`PGPASSWORD` by
-    /// default), for the `postgres` adapter and cloud kinds.
-    static func decode<Key: CodingKey>(url key: Key, passwordVariable variableKey: Key, from container: KeyedDecodingContainer<Key>) throws
-        -> PostgresEndpoint
-    {
-        let url = try container.decode(Located<String>.self, forKey: key)
-        let variable = try container.decodeIfPresent(String.self, forKey: variableKey) ?? "PGPASSWORD"
-        do {
-            return try PostgresEndpoint(url: url.value, password: ProcessInfo.processInfo.environment[variable])
-        } catch {
-            throw url.problem(.invalidValue, error.message)
-        }
     }
 }
