@@ -41,8 +41,14 @@ public struct SyncSession: Sendable {
         let deviceID = try DeviceIdentity.load(
             configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
         let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
+        let cloud: any CloudDatabase
         do {
-            let cloud = try await GatewayStores.openCloud(configuration)
+            cloud = try await GatewayStores.openCloud(configuration)
+        } catch {
+            await stateLock?.release()
+            throw error
+        }
+        do {
             let unreachableNames = unreachable
             let outcomes = await GatewayStores.forEach(adapters) { adapter -> OpenedAdapter in
                 if unreachableNames.contains(adapter.name) { return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)) }
@@ -53,10 +59,21 @@ public struct SyncSession: Sendable {
                     return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter))
                 }
             }
-            let opened = try outcomes.map { try $0.get() }
-            return SyncSession(deviceID: deviceID, cloud: cloud, adapters: opened, processLock: processLock, stateLock: stateLock)
+            guard let failure = outcomes.lazy.compactMap({ outcome -> (any Error)? in
+                if case .failure(let error) = outcome { return error }
+                return nil
+            }).first
+            else {
+                let opened = try outcomes.map { try $0.get() }
+                return SyncSession(deviceID: deviceID, cloud: cloud, adapters: opened, processLock: processLock, stateLock: stateLock)
+            }
+            // One store failed to open: close those that did (their plugin processes and
+            // connections), so a failed start leaves nothing running.
+            for case .success(let opened) in outcomes { await opened.adapter.close() }
+            throw failure
         } catch {
             await stateLock?.release()
+            await cloud.close()
             throw error
         }
     }
