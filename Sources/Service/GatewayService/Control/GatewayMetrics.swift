@@ -6,7 +6,9 @@ import Prometheus
 
 /// The metrics of `gateway run`, recorded through swift-metrics into a Prometheus registry that
 /// `GET /metrics` exposes. All are labelled by adapter where it applies:
-/// `gateway_syncs_total{result}`, `gateway_sync_duration_seconds`,
+/// `gateway_sync_requests_total{trigger}` (each ask for a sync, by what asked: `start`,
+/// `interval`, `store`, `cloud`, `signal`, `http`, `retry`; asks made during a sync are counted
+/// and coalesced into one more sync), `gateway_syncs_total{result}`, `gateway_sync_duration_seconds`,
 /// `gateway_records_downloaded_total`, `gateway_records_uploaded_total`,
 /// `gateway_records_failed_total`, `gateway_adapter_failures_total{code}` (an adapter's failed
 /// syncs by ``AdapterSyncReport/failureCode``), `gateway_conflicts_total{policy,resolution}`,
@@ -29,6 +31,10 @@ public final class GatewayMetrics: Sendable {
 
     private func gauge(_ label: String, _ adapter: String) -> Metrics.Gauge {
         Metrics.Gauge(label: label, dimensions: [("adapter", adapter)], factory: factory)
+    }
+
+    func recordRequest(trigger: String) {
+        counter("gateway_sync_requests_total", [("trigger", trigger)]).increment()
     }
 
     func record(_ report: SyncReport, duration: Duration, policies: [String: MergePolicy]) {

@@ -52,6 +52,7 @@ public struct SyncScheduler: Service {
 
     /// Asks for a sync; requests made during a sync are coalesced into one more.
     public func requestSync(_ trigger: Trigger) {
+        metrics.recordRequest(trigger: trigger.rawValue)
         requests.request(trigger)
     }
 
