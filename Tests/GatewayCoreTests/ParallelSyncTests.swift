@@ -115,6 +115,11 @@ struct ParallelSyncTests {
 struct ZoneActivityTests {
     static let zone = ZoneID(zoneName: "Notes")
 
+    /// Returns once `count` waits are parked in `activity`.
+    static func parked(_ count: Int, in activity: ZoneActivity) async {
+        while activity.parkedWaits != count { await Task.yield() }
+    }
+
     @Test("a waiting adapter wakes for a sibling's upload, ends when no sibling is busy, and ignores other zones")
     func waking() async throws {
         let activity = ZoneActivity(adapters: [("a", Self.zone), ("b", Self.zone), ("c", ZoneID(zoneName: "Other"))])
@@ -122,23 +127,23 @@ struct ZoneActivityTests {
         activity.startedPass("b")
         activity.startedPass("c")
         async let woken = activity.waitForSiblings(of: "a", after: activity.siblingUploads(of: "a"))
-        try await Task.sleep(for: .milliseconds(20))
+        await Self.parked(1, in: activity)
         activity.uploaded(50, by: "c")  // another zone: a keeps waiting
         activity.uploaded(50, by: "a")  // its own upload: a keeps waiting
-        try await Task.sleep(for: .milliseconds(20))
+        await Self.parked(1, in: activity)
         activity.uploaded(20, by: "b")
         #expect(await woken == true)
         #expect(activity.siblingUploads(of: "a") == 20)
 
         async let page = activity.waitForSiblings(of: "a", after: 20, enough: 30)
-        try await Task.sleep(for: .milliseconds(20))
+        await Self.parked(1, in: activity)
         activity.uploaded(20, by: "b")  // not a page yet: a keeps waiting
-        try await Task.sleep(for: .milliseconds(20))
+        await Self.parked(1, in: activity)
         activity.uploaded(20, by: "b")
         #expect(await page == true, "a page's worth arrived")
 
         async let rest = activity.waitForSiblings(of: "a", after: 60, enough: 30)
-        try await Task.sleep(for: .milliseconds(20))
+        await Self.parked(1, in: activity)
         activity.uploaded(5, by: "b")
         activity.finishedPass("b")
         #expect(await rest == true, "the sibling finished: what it uploaded last is downloaded, page or not")
@@ -153,7 +158,7 @@ struct ZoneActivityTests {
         let activity = ZoneActivity(adapters: [("a", Self.zone), ("b", Self.zone)])
         activity.startedPass("b")
         let waiting = Task { await activity.waitForSiblings(of: "a", after: 0) }
-        try await Task.sleep(for: .milliseconds(20))
+        await Self.parked(1, in: activity)
         waiting.cancel()
         #expect(await waiting.value == false)
     }

@@ -48,6 +48,9 @@ final class ZoneActivity: Sendable {
         }
     }
 
+    /// How many waits are parked (tests wait for a wait to start instead of sleeping).
+    var parkedWaits: Int { state.withLock { $0.waiters.count } }
+
     /// The adapter starts a pass: it may upload until ``finishedPass(_:)``.
     func startedPass(_ adapter: String) {
         state.withLock { _ = $0.busy.insert(adapter) }
