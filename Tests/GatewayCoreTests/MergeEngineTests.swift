@@ -113,6 +113,10 @@ struct MergeEngineTests {
         #expect(metadata.sent.count == 2, "a value sent twice is remembered once")
         let decoded = try RecordMetadata(decoding: metadata.encoded())
         #expect(decoded == metadata)
+        var forgotten = metadata
+        (forgotten.formerChangeTag, forgotten.changeTag) = (forgotten.changeTag, nil)
+        #expect(try RecordMetadata(decoding: forgotten.encoded()) == forgotten, "a forgotten tag round-trips as the former one")
+        #expect(try RecordMetadata(decoding: forgotten.encoded()).hasSyncedVersion, "its fingerprints still make an ancestor")
         for _ in 0..<20 { metadata.recordSending(["a": .int64(Int64.random(in: 0...1_000_000))]) }
         for _ in 0..<100 { metadata.recordSending(["a": .int64(Int64.random(in: 0...1_000_000))]) }
         #expect(metadata.sent.count == RecordMetadata.sentValuesKept)

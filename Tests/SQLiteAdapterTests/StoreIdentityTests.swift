@@ -179,6 +179,33 @@ struct StoreIdentityTests {
         #expect(try Notes.contents(restored).isEmpty)
     }
 
+    // Found by the history checker (seed 12315, there in PostgreSQL): adding the column made the
+    // adapter forget the synced change tag (so the zone downloads again), and the delete then
+    // met the cloud's color, a field it had no ancestor for, as an edit made elsewhere.
+    @Test("a row deleted after its table gained a column the cloud already fills is deleted everywhere, not revived by that column's values")
+    func deletedAfterColumnAdded() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('2', 'two', 2)"#)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        try pair.fileB.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT"#)
+        try pair.fileB.execute(#"UPDATE "Note" SET color = 'red'"#)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+
+        try pair.fileA.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT"#)
+        try pair.fileA.execute(#"DELETE FROM "Note" WHERE name = '1'"#)
+        let report = try await pair.synchronizer(pair.fileA, name: "a").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].conflicts.isEmpty, "deleting the version it synced is no conflict")
+        #expect(try await zoneContents(of: pair.cloud, zone: Notes.zone).keys.sorted() == ["2"])
+        #expect(try pair.fileA.rows(#"SELECT name, color FROM "Note""#).map { "\($0[0] as String) \($0[1] as String? ?? "-")" } == ["2 red"])
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        #expect(try Notes.contents(pair.fileB).keys.sorted() == ["2"])
+    }
+
     // Found by the history checker (seed 10875): the change log numbered a restored file's changes
     // on from the backup's last version, so a delete the backup already held could not be told
     // from one made after the restore, and the rule above took both for the newer act.

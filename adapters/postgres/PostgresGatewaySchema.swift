@@ -293,6 +293,7 @@ struct PostgresGatewaySchema: Sendable {
         var blobs: [ByteBuffer] = []
         for try await (name, blob) in rows.decode((String, ByteBuffer).self) {
             var metadata = try RecordMetadata(decoding: Data(buffer: blob))
+            metadata.formerChangeTag = metadata.changeTag ?? metadata.formerChangeTag
             metadata.changeTag = nil
             for field in added where keeping[field]?.contains(name) != true { metadata.fingerprints[field] = nil }
             names.append(name)

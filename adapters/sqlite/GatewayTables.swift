@@ -143,6 +143,7 @@ enum GatewayTables {
         let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
         for row in rows {
             var metadata = try RecordMetadata(decoding: row["metadata"] as Data)
+            metadata.formerChangeTag = metadata.changeTag ?? metadata.formerChangeTag
             metadata.changeTag = nil
             for field in added { metadata.fingerprints[field] = nil }
             try update.execute(arguments: [metadata.encoded(), row["record_name"] as String])

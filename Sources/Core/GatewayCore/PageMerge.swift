@@ -59,6 +59,14 @@ extension SyncContext {
                 changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
                 continue
             }
+            if let server, current.record == nil, let former = metadata?.formerChangeTag, server.changeTag == former {
+                // The store deleted the version it last synced (its adapter forgot the tag so the
+                // zone downloads again, after a column was added): nobody changed it since, so the
+                // delete uploads against that version, which the cloud's fields the store never
+                // had are no edit of.
+                changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
+                continue
+            }
             if server == nil, incoming[index].absentFromCloud, metadata?.hasSyncedVersion != true {
                 // Only the intents of a first upload: the cloud never held this record as far as
                 // the store knows, so its absence deletes nothing; the change uploads as usual.

@@ -8,6 +8,11 @@ import Foundation
 public struct RecordMetadata: Sendable, Equatable {
     /// The cloud's change tag of the last synced version; `nil` when the record must be created.
     public var changeTag: String?
+    /// The change tag an adapter forgot so that the zone downloads again (a column added to the
+    /// store's table, whose values the cloud may hold): the store still holds that version's other
+    /// values. A local delete of a record whose cloud version still carries this tag deletes the
+    /// version the store synced, not one changed since.
+    public var formerChangeTag: String?
     /// The record type of the last synced version.
     public var recordType: String
     /// Fingerprints of the last synced field values, by field name.
@@ -30,9 +35,11 @@ public struct RecordMetadata: Sendable, Equatable {
     /// Metadata of a synced version: its change tag, type, field fingerprints, what this replica
     /// sent since, and the values the version superseded.
     public init(
-        changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint], sent: [UInt64] = [], superseded: [UInt64] = []
+        changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint], sent: [UInt64] = [], superseded: [UInt64] = [],
+        formerChangeTag: String? = nil
     ) {
         self.changeTag = changeTag
+        self.formerChangeTag = formerChangeTag
         self.recordType = recordType
         self.fingerprints = fingerprints
         self.sent = sent
@@ -144,7 +151,8 @@ public struct RecordMetadata: Sendable, Equatable {
     /// The blob adapters store.
     public func encoded() -> Data {
         let sorted = fingerprints.indices.sorted(by: { fingerprints[$0].key < fingerprints[$1].key }).lazy.map { self.fingerprints[$0] }
-        return Self.encoded(changeTag: changeTag, recordType: recordType, sortedFingerprints: sorted, sent: sent, superseded: superseded)
+        return Self.encoded(
+            changeTag: changeTag, recordType: recordType, sortedFingerprints: sorted, sent: sent, superseded: superseded, formerChangeTag: formerChangeTag)
     }
 
     /// The blob of the metadata of `record` as the cloud holds it, like
@@ -156,7 +164,7 @@ public struct RecordMetadata: Sendable, Equatable {
         // allocation after the record itself.
         let (names, values) = (record.layout.fieldNames, record.values)
         var writer = BinaryWriter(capacity: 32 + values.count * 24)
-        writeHeader(changeTag: record.changeTag, recordType: record.recordType, fieldCount: record.fieldCount, into: &writer)
+        writeHeader(changeTag: record.changeTag, formerChangeTag: nil, recordType: record.recordType, fieldCount: record.fieldCount, into: &writer)
         var scratch = BinaryWriter(capacity: 0)
         for position in record.layout.canonicalOrder {
             guard let value = values[position] else { continue }
@@ -179,10 +187,10 @@ public struct RecordMetadata: Sendable, Equatable {
     /// The blob of a metadata whose fingerprints are given sorted by field name.
     static func encoded(
         changeTag: String?, recordType: String, sortedFingerprints: some Collection<(key: String, value: FieldFingerprint)>, sent: [UInt64],
-        superseded: [UInt64] = []
+        superseded: [UInt64] = [], formerChangeTag: String? = nil
     ) -> Data {
         var writer = BinaryWriter(capacity: 32 + sortedFingerprints.count * 24 + sent.count * 8)
-        writeHeader(changeTag: changeTag, recordType: recordType, fieldCount: sortedFingerprints.count, into: &writer)
+        writeHeader(changeTag: changeTag, formerChangeTag: formerChangeTag, recordType: recordType, fieldCount: sortedFingerprints.count, into: &writer)
         for (name, fingerprint) in sortedFingerprints {
             writer.writeString(name)
             writer.writeInt64(Int64(bitPattern: fingerprint.value))
@@ -193,13 +201,18 @@ public struct RecordMetadata: Sendable, Equatable {
         return Data(writer.bytes)
     }
 
-    /// The blob's start: format version, change tag, record type and the count of fingerprints
-    /// that follow.
-    private static func writeHeader(changeTag: String?, recordType: String, fieldCount: Int, into writer: inout BinaryWriter) {
+    /// The blob's start: format version, change tag (a flag, then the tag: 1 for the change tag,
+    /// 2 for a former one, 0 for none), record type and the count of fingerprints that follow.
+    private static func writeHeader(
+        changeTag: String?, formerChangeTag: String?, recordType: String, fieldCount: Int, into writer: inout BinaryWriter
+    ) {
         writer.writeByte(Self.formatVersion)
         if let changeTag {
             writer.writeByte(1)
             writer.writeString(changeTag)
+        } else if let formerChangeTag {
+            writer.writeByte(2)
+            writer.writeString(formerChangeTag)
         } else {
             writer.writeByte(0)
         }
@@ -217,11 +230,9 @@ public struct RecordMetadata: Sendable, Equatable {
                     guard try reader.readByte() == Self.formatVersion else {
                         throw BinaryDecodingError(offset: 0, reason: "unknown metadata version")
                     }
-                    let tag: String? =
-                        switch try reader.readByte() {
-                        case 0: nil
-                        default: try reader.readString()
-                        }
+                    let flag = try reader.readByte()
+                    let tagText: String? = flag == 0 ? nil : try reader.readString()
+                    let (tag, former) = flag == 2 ? (nil, tagText) : (tagText, nil)
                     let type = try reader.readString()
                     let count = try reader.readLength()
                     var fingerprints = [String: FieldFingerprint](minimumCapacity: count)
@@ -238,7 +249,8 @@ public struct RecordMetadata: Sendable, Equatable {
                     guard reader.isAtEnd else {
                         throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the metadata")
                     }
-                    return RecordMetadata(changeTag: tag, recordType: type, fingerprints: fingerprints, sent: sent, superseded: superseded)
+                    return RecordMetadata(
+                        changeTag: tag, recordType: type, fingerprints: fingerprints, sent: sent, superseded: superseded, formerChangeTag: former)
                 }.get()
             }
         } catch {
