@@ -90,7 +90,8 @@ let package = Package(
             dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Sources/Core/CSQLiteProcess"
         ),
-        // What the SQLite-backed cloud and adapter share: statements bound through SQLite's C API.
+        // What the SQLite-backed cloud, the SQLite adapter and the kit's sidecar databases share:
+        // statements bound through SQLite's C API.
         .target(
             name: "SQLiteSupport",
             dependencies: [

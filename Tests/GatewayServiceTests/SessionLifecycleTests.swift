@@ -68,6 +68,7 @@ struct SessionLifecycleTests {
                 command: python3
                 args: ["\(Self.plugin)"]
                 zone: Csv
+                working_directory: .
                 settings: { directory: csv, record_types: [Note] }
             """
         try config.write(toFile: directory.path("config.yaml"), atomically: true, encoding: .utf8)

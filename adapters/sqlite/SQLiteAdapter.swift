@@ -6,9 +6,11 @@ import Synchronization
 
 /// Keeps tables of a SQLite database, written by any program, in sync with one zone.
 ///
-/// Triggers installed in the database log every insert, update and delete into
-/// `_gateway_changes`, whoever makes them; the gateway's own writes are not logged because a flag
-/// row exists only inside its transactions. Sync metadata, failure marks and the zone state live
+/// Triggers installed in the database append every insert, update and delete, whoever makes
+/// them, to `_gateway_log` with the clock; the gateway folds that log into `_gateway_changes`,
+/// numbering each record's change from the clock (so versions keep growing across a restore of
+/// the file). The gateway's own writes are not logged because a flag row exists only inside its
+/// transactions. Sync metadata, failure marks and the zone state live
 /// in `_gateway_*` tables of the same database and commit with the data. A column added to a
 /// synced table is picked up on the next operation.
 public final class SQLiteAdapter: ModelAdapter {
@@ -435,8 +437,9 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func changeSignals() -> ChangeSignals {
         let pool = pool
-        // Every captured change takes the next log version, and the newest log row is never
-        // deleted, so the largest version moves with each local change (and only then): a change
+        // Every captured change takes the next log position (`_gateway_log.version`, its rowid),
+        // and the newest log row is never deleted, so the largest moves with each local change
+        // (and only then, the fold and backfills keep it): a change
         // made while an earlier one is still pending signals too.
         let path = configuration.path
         // The file's identity is part of the stamp: a file replaced behind the pool signals, so

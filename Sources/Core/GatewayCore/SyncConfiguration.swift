@@ -5,12 +5,15 @@ public struct SyncConfiguration: Sendable {
     /// This gateway's model compatibility version. Records stamped with a higher one are refused.
     public var compatibilityVersion: Int64
     /// Identifies this gateway in the records it writes. Records are stamped with
-    /// `<deviceID>:<adapter name>`, so each replica recognises its own writes (for example a save
-    /// whose answer was lost) while several adapters of one gateway share a zone.
+    /// `<deviceID>:<adapter name>@<version>` (the store's change-log version of the change
+    /// uploaded), so each replica recognises its own writes (for example a save whose answer was
+    /// lost) while several adapters of one gateway share a zone, and can tell a local change made
+    /// before that upload from one made after it.
     public var deviceID: String
     /// The reserved field holding the compatibility version (SyncKit's name by default).
     public var compatibilityVersionField: String
-    /// The reserved field holding the writer's device id (SyncKit's name by default).
+    /// The reserved field holding the writer stamp, `<deviceID>:<adapter>@<version>` (SyncKit's
+    /// name by default).
     public var deviceIDField: String
     /// The reserved field holding a record's superseded values (see
     /// ``RecordMetadata/superseded``): 8 bytes per (field name, value) digest, newest first.

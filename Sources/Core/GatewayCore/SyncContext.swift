@@ -12,8 +12,9 @@ struct SyncContext: Sendable {
     let observer: @Sendable (SyncEvent) -> Void
     /// What the pass waits on, for the stall guard.
     let activity: SyncActivity
-    /// The value this replica stamps into the device field of the records it uploads: the
-    /// gateway's device id and the adapter, since several adapters of one gateway may share a zone.
+    /// This replica's writer stamp, `<deviceID>:<adapter>`: the gateway's device id and the
+    /// adapter, since several adapters of one gateway may share a zone. The device field of an
+    /// uploaded record holds it followed by `@<version>` (``writerStampField(version:)``).
     let writerStamp: String
 
     init(

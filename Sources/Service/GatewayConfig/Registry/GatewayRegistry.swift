@@ -2,7 +2,7 @@ import GatewayCore
 
 /// The adapter kinds, cloud kinds and merge resolvers a gateway build knows, by name.
 ///
-/// `GatewayKinds.builtIn` has what this package ships; a custom build registers more before
+/// `GatewayRegistry.builtIn` (module `GatewayKinds`) has what this package ships; a custom build registers more before
 /// loading the config:
 /// ```swift
 /// var registry = GatewayRegistry.builtIn
