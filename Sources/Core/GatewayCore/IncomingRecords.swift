@@ -8,7 +8,7 @@ struct IncomingRecord: Sendable {
     /// Whether this replica wrote that version (its stamp was in the device field).
     var writtenHere = false
     /// The store's change-log version of the change this replica uploaded as that version, when
-    /// its stamp carries one (``SyncContext/writerStampField(version:)``).
+    /// its stamp carries one (``SyncContext/writerStampField(_:version:)``).
     var writtenHereFromVersion: Int64?
     /// A record a full refetch did not return (no record, not even a tombstone), rather than a
     /// tombstone from the feed.
@@ -109,11 +109,7 @@ extension SyncContext {
 
     /// The device field's value for a record uploaded from the change with `version`: the
     /// writer stamp and the version, so that a later sync can tell a local change made before
-    /// that upload from one made after it (``PageMerge``'s rule for a restored store's deletes).
-    func writerStampField(version: Int64) -> FieldValue {
-        Self.writerStampField(writerStamp, version: version)
-    }
-
+    /// that upload from one made after it (the merge's rule for a restored store's deletes).
     static func writerStampField(_ writerStamp: String, version: Int64) -> FieldValue {
         .string("\(writerStamp)@\(version)")
     }

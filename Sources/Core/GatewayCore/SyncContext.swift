@@ -14,7 +14,7 @@ struct SyncContext: Sendable {
     let activity: SyncActivity
     /// This replica's writer stamp, `<deviceID>:<adapter>`: the gateway's device id and the
     /// adapter, since several adapters of one gateway may share a zone. The device field of an
-    /// uploaded record holds it followed by `@<version>` (``writerStampField(version:)``).
+    /// uploaded record holds it followed by `@<version>` (``writerStampField(_:version:)``).
     let writerStamp: String
 
     init(
