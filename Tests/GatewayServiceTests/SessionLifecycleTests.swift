@@ -32,24 +32,38 @@ struct SessionLifecycleTests {
         }
     }
 
-    /// The connections other than the asking one to `endpoint`'s database.
-    static func connections(to endpoint: PostgresEndpoint) async throws -> Int64 {
-        let observer = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        let counted: Result<Int64, any Error>
-        do {
-            counted = .success(try await observer.withConnection(doing: "counting connections") { connection in
-                let rows = try await connection.query(
-                    "SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                    logger: connection.logger)
-                var count: Int64 = 0
-                for try await (number) in rows.decode(Int64.self) { count = number }
-                return count
-            })
-        } catch {
-            counted = .failure(error)
+    /// The client connections to `observer`'s database other than its own.
+    ///
+    /// One observer connection asks every time: a new connection per question would leave the
+    /// backends of the earlier ones in the count until the server has ended them, which a
+    /// loaded machine takes its time to do.
+    static func connections(asking observer: PostgresConnectionPool) async throws -> Int64 {
+        try await observer.withConnection(doing: "counting connections") { connection in
+            let rows = try await connection.query(
+                """
+                SELECT count(*)::int8 FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                """,
+                logger: connection.logger)
+            var count: Int64 = 0
+            for try await (number) in rows.decode(Int64.self) { count = number }
+            return count
         }
-        await observer.close()
-        return try counted.get()
+    }
+
+    /// What the other connections are doing, for a failure's message.
+    static func describeConnections(asking observer: PostgresConnectionPool) async throws -> [String] {
+        try await observer.withConnection(doing: "describing connections") { connection in
+            let rows = try await connection.query(
+                """
+                SELECT backend_type || ' ' || coalesce(state, '?') || ' ' || left(coalesce(query, ''), 80) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                """,
+                logger: connection.logger)
+            var described: [String] = []
+            for try await (line) in rows.decode(String.self) { described.append(line) }
+            return described
+        }
     }
 
     @Test("ending a session stops its plugin process and closes every PostgreSQL connection it opened", .timeLimit(.minutes(2)))
@@ -74,21 +88,25 @@ struct SessionLifecycleTests {
         try config.write(toFile: directory.path("config.yaml"), atomically: true, encoding: .utf8)
         let configuration = try GatewayConfiguration.load(file: directory.path("config.yaml"), registry: .builtIn)
 
+        // Closed at the end, or by its deinit when the test throws.
+        let observer = PostgresConnectionPool(endpoint: database, maximumConnections: 1)
         let session = try await SyncSession.open(configuration, adapters: configuration.adapters)
         let report = try await session.synchronizer(configuration).sync()
         #expect(report.succeeded, "\(report)")
         #expect(Self.children(running: "csv_folder.py").count == 1, "the plugin runs while the session is open")
-        #expect(try await Self.connections(to: database) > 0, "the cloud and the store hold connections")
+        #expect(try await Self.connections(asking: observer) > 0, "the cloud and the store hold connections")
 
         await session.end()
         #expect(Self.children(running: "csv_folder.py").isEmpty, "the plugin process ended with the session")
         // The server notices a closed connection when its backend reads the end of the stream.
         let deadline = ContinuousClock.now + .seconds(30)
-        var left = try await Self.connections(to: database)
+        var left = try await Self.connections(asking: observer)
         while left > 0, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
-            left = try await Self.connections(to: database)
+            left = try await Self.connections(asking: observer)
         }
-        #expect(left == 0, "no connection outlives the session")
+        let remaining = left == 0 ? [] : try await Self.describeConnections(asking: observer)
+        #expect(left == 0, "no connection outlives the session: \(remaining)")
+        await observer.close()
     }
 }
