@@ -94,15 +94,15 @@ struct AssetPipelineTests {
         let report = try await fixture.sync(a, options: inline)
         #expect(report.uploaded == 1)
         #expect(report.failedRecords == 1)
-        let failure = try #require(await a.failedRecords().first)
+        let failure = try #require(try await a.failedRecords().first)
         #expect(failure.recordID.recordName == "over")
         #expect(failure.failure.code == "limitExceeded")
         #expect(failure.failure.message.contains("its largest field is blob"))
 
-        await a.retryFailedRecords()
+        try await a.retryFailedRecords()
         let asAsset = try await fixture.sync(a)
         #expect(asAsset.uploaded == 1, "the same record syncs once its blob is an asset")
-        #expect(await a.failedRecords().isEmpty)
+        #expect(try await a.failedRecords().isEmpty)
     }
 
     @Test("an asset over the cloud's asset limit fails its record alone with a clear message")
@@ -114,7 +114,7 @@ struct AssetPipelineTests {
         let report = try await fixture.sync(a)
         #expect(report.outcome == .synced)
         #expect(report.uploaded == 1)
-        let failure = try #require(await a.failedRecords().first)
+        let failure = try #require(try await a.failedRecords().first)
         #expect(failure.recordID.recordName == "big")
         #expect(failure.failure.message.contains("too large for an asset"))
         #expect(failure.failure.message.contains("over the asset limit of 50000 bytes"))

@@ -132,8 +132,8 @@ struct MergePolicyTableTests {
         #expect(await a.values["r"] == expected, "local replica")
         #expect(await b.values["r"] == expected, "other replica")
         #expect(try await fixture.cloudRecords()["r"] == expected, "cloud")
-        let pendingA = await a.hasChanges()
-        let pendingB = await b.hasChanges()
+        let pendingA = try await a.hasChanges()
+        let pendingB = try await b.hasChanges()
         #expect(!pendingA && !pendingB, "nothing left pending")
         // Both sides deleting agree: that is no conflict.
         let conflicted =
@@ -212,6 +212,6 @@ struct MergePolicyTableTests {
         await b.save(F.note("r", ["title": .string("b again")]))
         let missing = try await fixture.sync(b, options: options, configuration: SyncConfiguration(deviceID: "t"))
         #expect(missing.error?.code == .unknownResolver)
-        #expect(await b.hasChanges(), "the edit stays pending")
+        #expect(try await b.hasChanges(), "the edit stays pending")
     }
 }

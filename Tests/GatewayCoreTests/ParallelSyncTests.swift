@@ -34,8 +34,8 @@ struct ParallelSyncTests {
         #expect(report.adapters[0].uploaded == 400)
         #expect(report.adapters[1].downloaded == 400, "every record the sibling sent arrives in the same sync")
         #expect(await target.values == source.values)
-        #expect(await !target.hasChanges())
-        #expect(await !source.hasChanges())
+        #expect(try await !target.hasChanges())
+        #expect(try await !source.hasChanges())
 
         let events = log.get()
         let lastUpload = events.lastIndex { if case .didUpload("source", _, _, _) = $0 { true } else { false } }

@@ -6,7 +6,7 @@ import Testing
 
 /// A store whose calls can be made to hang: they wait on a gate that ignores cancellation, as a
 /// library call that lost its continuation does.
-final class StuckAdapter: ModelAdapter {
+final class StuckAdapter: ForwardingAdapter {
     let inner: InMemoryAdapter
     private let gate = Mutex<(armed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
@@ -45,23 +45,11 @@ final class StuckAdapter: ModelAdapter {
         }
     }
 
-    func loadZoneState() async throws -> Data? { try await store.loadZoneState() }
-    func hasChanges() async throws -> Bool { try await store.hasChanges() }
+    func forwardingTarget() async throws -> any ModelAdapter { store }
     func pendingChangeCount() async throws -> Int {
         await pass()
         return try await store.pendingChangeCount()
     }
-    func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
-        try await store.pendingChanges(limit: limit, after: version)
-    }
-    func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] { try await store.localState(for: recordIDs) }
-    func syncedRecordIDs() async throws -> [RecordID] { try await store.syncedRecordIDs() }
-    func apply(_ changes: DownloadedChanges) async throws { try await store.apply(changes) }
-    func markUploaded(_ update: SyncStateUpdate) async throws { try await store.markUploaded(update) }
-    func failedRecords() async throws -> [FailedRecord] { try await store.failedRecords() }
-    func retryFailedRecords() async throws { try await store.retryFailedRecords() }
-    func resetSyncState(keepData: Bool) async throws { try await store.resetSyncState(keepData: keepData) }
-    func changeSignals() -> ChangeSignals { inner.changeSignals() }
 }
 
 @Suite("Stall guard")

@@ -101,7 +101,7 @@ struct JSONFilesBehaviourTests {
         // The same values coming back from the cloud (with a new attachment) keep every form.
         var settled = SyncStateUpdate(zoneState: Data("t".utf8))
         settled.settled[record.id] = pending.saves[0].version
-        try await adapter.markUploaded(settled)
+        try await adapter.commit(settled)
         var updated = record
         updated.fields["attachment"] = .bytes(Data([1, 1]))
         try await adapter.apply(Self.download([updated]))

@@ -306,7 +306,7 @@ struct PostgresAdapterBehaviourTests {
             update.settled[save.record.id] = save.version
             update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
         }
-        try await adapter.markUploaded(update)
+        try await adapter.commit(update)
         let again = try await adapter.pendingChanges(limit: 1_000)
         #expect(again.saves.map(\.record.id.recordName) == ["1"])
         #expect(try #require(again.saves.first).version > one.version)

@@ -98,7 +98,7 @@ struct SQLiteMappingTests {
         let pending = try await adapter.pendingChanges(limit: 1)
         var update = SyncStateUpdate(zoneState: Data())
         update.settled[record.id] = pending.saves[0].version
-        try await adapter.markUploaded(update)
+        try await adapter.commit(update)
         try file.execute("UPDATE note SET cache = 'other' WHERE id = 'n'")
         #expect(try await adapter.hasChanges() == false, "a change to a column that is not synced is not a change")
         var remote = record
@@ -381,7 +381,7 @@ struct SQLiteMappingTests {
         let pending = try await adapter.pendingChanges(limit: 5)
         var update = SyncStateUpdate(zoneState: Data())
         update.settled[pending.saves[0].record.id] = pending.saves[0].version
-        try await adapter.markUploaded(update)
+        try await adapter.commit(update)
         try file.execute("UPDATE note SET id = 'new' WHERE id = 'old'")
         let changed = try await adapter.pendingChanges(limit: 5)
         #expect(changed.saves.map(\.record.id.recordName) == ["new"])

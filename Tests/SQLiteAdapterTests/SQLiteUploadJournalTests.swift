@@ -127,10 +127,10 @@ struct SQLiteUploadJournalTests {
         let intent = Data([1, 2, 3])
         let saved = Data([4, 5, 6])
         // Batch 1 goes out; then, while batch 2 is in flight, batch 1's outcome commits with batch 3's intents.
-        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("a"): intent], zoneState: Data(), sending: [id("a")]))
-        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("b"): intent], zoneState: Data(), sending: [id("b")]))
+        try await adapter.commit(SyncStateUpdate(metadata: [id("a"): intent], zoneState: Data(), sending: [id("a")]))
+        try await adapter.commit(SyncStateUpdate(metadata: [id("b"): intent], zoneState: Data(), sending: [id("b")]))
         let inFlightRow = try file.rows(#"SELECT batch, intents FROM "_gateway_intents" ORDER BY batch"#).last
-        try await adapter.markUploaded(
+        try await adapter.commit(
             SyncStateUpdate(metadata: [id("a"): saved, id("c"): intent], zoneState: Data(), sending: [id("c")], stillSending: [id("b")]))
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_records""#) == 1, "only batch 1's outcome is stored per record")
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 2, "batch 2's intents and batch 3's are journaled")
@@ -142,7 +142,7 @@ struct SQLiteUploadJournalTests {
         #expect(states[id("b")]?.metadata == intent, "reads still see the intents of the batch in flight")
         #expect(states[id("c")]?.metadata == intent)
         // Batch 2's outcome, without a batch in flight: its journal entries go, batch 3's are stored.
-        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("b"): saved], zoneState: Data()))
+        try await adapter.commit(SyncStateUpdate(metadata: [id("b"): saved], zoneState: Data()))
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 0)
         #expect(try await adapter.localState(for: [id("c")])[id("c")]?.metadata == intent)
     }
@@ -157,9 +157,9 @@ struct SQLiteUploadJournalTests {
         func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: Notes.zone) }
         let (intent, saved) = (Data([1]), Data([2]))
         // One row with a (answered now), b (still in flight) and c (never answered).
-        try await adapter.markUploaded(
+        try await adapter.commit(
             SyncStateUpdate(metadata: [id("a"): intent, id("b"): intent, id("c"): intent], zoneState: Data(), sending: [id("a"), id("b"), id("c")]))
-        try await adapter.markUploaded(SyncStateUpdate(metadata: [id("a"): saved], zoneState: Data(), stillSending: [id("b")]))
+        try await adapter.commit(SyncStateUpdate(metadata: [id("a"): saved], zoneState: Data(), stillSending: [id("b")]))
         #expect(try file.count(#"SELECT COUNT(*) FROM "_gateway_intents""#) == 1, "b alone is journaled again")
         #expect(try file.rows(#"SELECT record_name FROM "_gateway_records" ORDER BY record_name"#).map { $0[0] as String } == ["a", "c"],
             "the answered and the unanswered intents are stored per record")

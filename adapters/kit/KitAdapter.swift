@@ -150,7 +150,7 @@ public final class KitAdapter: ModelAdapter {
         try await exclusively { try await self.applyExclusively(changes) }
     }
 
-    public func markUploaded(_ update: SyncStateUpdate) async throws {
+    public func commit(_ update: SyncStateUpdate) async throws {
         try await exclusively {
             try await self.state.write { db in try KitStateDatabase.commit(update, skipping: [], db: db) }
         }

@@ -374,7 +374,7 @@ public final class PostgresAdapter: ModelAdapter {
         }
     }
 
-    public func markUploaded(_ update: SyncStateUpdate) async throws {
+    public func commit(_ update: SyncStateUpdate) async throws {
         let zone = zoneID
         try await transaction("recording an upload") { [state] connection, _ in
             try await Self.commit(update, zone: zone, skipping: [], written: [:], state: state, connection: connection)

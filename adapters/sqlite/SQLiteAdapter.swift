@@ -373,7 +373,7 @@ public final class SQLiteAdapter: ModelAdapter {
         }
     }
 
-    public func markUploaded(_ update: SyncStateUpdate) async throws {
+    public func commit(_ update: SyncStateUpdate) async throws {
         let zone = zoneID
         try await write(foldingIntents: false) { db, catalog in
             // The journal holds the intents of the batch this update answers (or, after a failure,

@@ -27,10 +27,22 @@ public protocol AdapterConformanceHarness: Sendable {
     /// its scans, so the suite lets it look (`hasChanges()`) after each edit whose order it checks,
     /// as the service's change signals would. Default `false`.
     var detectsChangesByScanning: Bool { get }
+
+    /// Whether the adapter keeps failure marks (implements `failedRecords()` and
+    /// `retryFailedRecords()`). Without them, the suite checks instead that a failed record stays
+    /// pending and is offered again. Default `true`.
+    var keepsFailureMarks: Bool { get }
+
+    /// Whether the adapter signals its changes (implements `changeSignals()`). Without signals,
+    /// the suite leaves the signal cases out: local changes wait for the interval sync.
+    /// Default `true`.
+    var signalsChanges: Bool { get }
 }
 
 extension AdapterConformanceHarness {
     public var detectsChangesByScanning: Bool { false }
+    public var keepsFailureMarks: Bool { true }
+    public var signalsChanges: Bool { true }
 
     /// Lets a scanning store see the edit just made; nothing for stores that capture edits.
     func observe(_ adapter: any ModelAdapter) async throws {

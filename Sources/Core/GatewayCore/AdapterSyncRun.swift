@@ -76,7 +76,7 @@ struct AdapterSyncRun {
                 "zone \(zone) was deleted in the cloud (\(error.code)); local data is untouched. Reset the adapter to upload everything again"
             state.pausedReason = reason
             let zoneState = state.encoded()
-            try await context.store("committing the zone state") { try await context.adapter.markUploaded(SyncStateUpdate(zoneState: zoneState)) }
+            try await context.store("committing the zone state") { try await context.adapter.commit(SyncStateUpdate(zoneState: zoneState)) }
             report.outcome = .paused(reason: reason)
         }
     }

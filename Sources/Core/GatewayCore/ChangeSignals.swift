@@ -99,3 +99,21 @@ struct PollingChangeSource<Stamp: Equatable & Sendable>: ChangeSignalSource {
         return false
     }
 }
+
+extension ChangeSignals {
+    /// Signals that never fire; the sequence ends when the iterating task is cancelled. For
+    /// stores that cannot tell when they change: the service's interval syncs find their changes.
+    public static var never: ChangeSignals {
+        ChangeSignals { SilentChangeSource() }
+    }
+}
+
+/// Waits for cancellation and reports no change.
+struct SilentChangeSource: ChangeSignalSource {
+    mutating func waitForChange() async -> Bool {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .seconds(3_600)) } catch { return false }
+        }
+        return false
+    }
+}

@@ -111,7 +111,7 @@ struct DownloadPass {
             state.refetching = false
             let zoneState = state.encoded()
             try await context.store("committing the zone state") {
-                try await context.adapter.markUploaded(SyncStateUpdate(zoneState: zoneState))
+                try await context.adapter.commit(SyncStateUpdate(zoneState: zoneState))
             }
         }
     }

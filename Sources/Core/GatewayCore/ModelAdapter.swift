@@ -7,14 +7,23 @@ import Foundation
 /// grows), one opaque metadata blob per synced record, and one opaque zone-state blob. The blobs
 /// belong to the synchronizer; the adapter stores them and hands them back unchanged.
 ///
+/// The contract is small: nine members are required (the store's identity, reading what is
+/// pending and what the store holds, writing downloads, committing sync state, and reset). The
+/// rest are capabilities with defaults that an adapter overrides where its store can do better:
+/// counting pending changes without reading them, keeping failure marks, signalling changes,
+/// and releasing what it holds. Decorators conform to ``ForwardingAdapter`` and override only what
+/// they change.
+///
 /// An adapter does not merge, encrypt, batch or retry: the ``Synchronizer`` does. Every method
 /// that writes is one transaction. Calls may overlap: ``localState(for:)`` of the next page runs
 /// while ``apply(_:)`` writes the current one (never for the same records), and
-/// ``pendingChanges(limit:after:)`` runs while ``markUploaded(_:)`` commits an upload's outcome
+/// ``pendingChanges(limit:after:)`` runs while ``commit(_:)`` commits an upload's outcome
 /// (and conflicts it met are applied) for other records, so an adapter either serializes them or
 /// lets its store run them side by side. Prove an adapter with the adapter conformance suite in
 /// `GatewayTesting`.
 public protocol ModelAdapter: Sendable {
+    // MARK: Required
+
     /// The adapter's name from the configuration, used in logs, errors and status.
     var name: String { get }
     /// The zone this adapter syncs.
@@ -22,12 +31,6 @@ public protocol ModelAdapter: Sendable {
 
     /// The zone-state blob last committed, `nil` before the first sync or after a reset.
     func loadZoneState() async throws -> Data?
-
-    /// Whether the store holds local changes not yet in the cloud (failed records included).
-    func hasChanges() async throws -> Bool
-
-    /// How many records have local changes not yet in the cloud (failed records included).
-    func pendingChangeCount() async throws -> Int
 
     /// Up to `limit` local changes to upload, saves and deletes together, oldest version first,
     /// only those with a version above `after` when it is given (the synchronizer reads the next
@@ -49,25 +52,43 @@ public protocol ModelAdapter: Sendable {
     /// (see ``DownloadedChanges/expectedPendingVersions``) are left alone.
     func apply(_ changes: DownloadedChanges) async throws
 
-    /// Commits the outcome of an upload: new metadata, change-log entries cleared up to the
-    /// version that was read (an edit made during the upload stays pending), failure marks and
-    /// the zone state, in one transaction.
-    func markUploaded(_ update: SyncStateUpdate) async throws
-
-    /// Records whose upload failed permanently, with the error, until they change or are retried.
-    func failedRecords() async throws -> [FailedRecord]
-
-    /// Clears every failure mark, so failed records are uploaded again.
-    func retryFailedRecords() async throws
+    /// Commits sync state without data, in one transaction: an upload's outcome (new metadata,
+    /// change-log entries cleared up to the version that was read, so an edit made during the
+    /// upload stays pending), upload intents before a request, failure marks, and the zone state.
+    func commit(_ update: SyncStateUpdate) async throws
 
     /// Forgets the zone state and every record's metadata. With `keepData`, every record becomes
     /// a pending change (to be uploaded again); without it, the local data is deleted too, without
     /// creating change-log entries.
     func resetSyncState(keepData: Bool) async throws
 
+    // MARK: Capabilities with defaults
+
+    /// Whether the store holds local changes not yet in the cloud (failed records included).
+    /// The default reads one pending change and the failure marks.
+    func hasChanges() async throws -> Bool
+
+    /// How many records have local changes not yet in the cloud (failed records included).
+    /// The default reads every pending change a page at a time; a store that can count
+    /// overrides it.
+    func pendingChangeCount() async throws -> Int
+
+    /// Records whose upload failed permanently, with the error, until they change or are retried.
+    ///
+    /// Failure bookkeeping: an adapter that stores ``SyncStateUpdate/failures`` (and leaves the
+    /// marked records out of ``pendingChanges(limit:after:)`` until they change) reports them
+    /// here. The default reports none: an adapter that ignores failure marks keeps failed
+    /// records pending, and every sync tries them again.
+    func failedRecords() async throws -> [FailedRecord]
+
+    /// Clears every failure mark, so failed records are uploaded again. The default does
+    /// nothing (an adapter without failure marks retries every sync anyway).
+    func retryFailedRecords() async throws
+
     /// Fires after local changes: each new change signals (several may coalesce into one signal),
     /// also while earlier changes are still pending, since a change made during a sync finds the
-    /// store already changed. The adapter's own writes (``apply(_:)``) need not fire.
+    /// store already changed. The adapter's own writes (``apply(_:)``) need not fire. The default
+    /// never fires: local changes then wait for the service's `sync_interval`.
     func changeSignals() -> ChangeSignals
 
     /// Releases what the adapter holds (connections, files, processes) when the process is done
@@ -77,6 +98,30 @@ public protocol ModelAdapter: Sendable {
 }
 
 extension ModelAdapter {
+    public func hasChanges() async throws -> Bool {
+        if !(try await pendingChanges(limit: 1, after: nil)).isEmpty { return true }
+        return !(try await failedRecords()).isEmpty
+    }
+
+    public func pendingChangeCount() async throws -> Int {
+        let page = 1_000
+        var count = 0
+        var after: Int64?
+        while true {
+            let changes = try await pendingChanges(limit: page, after: after)
+            count += changes.count
+            guard changes.count >= page, let last = (changes.saves.map(\.version) + changes.deletes.map(\.version)).max() else { break }
+            after = last
+        }
+        return count + (try await failedRecords()).count
+    }
+
+    public func failedRecords() async throws -> [FailedRecord] { [] }
+
+    public func retryFailedRecords() async throws {}
+
+    public func changeSignals() -> ChangeSignals { .never }
+
     /// Does nothing: the adapter holds nothing that its last reference does not release.
     public func close() async {}
 

@@ -44,6 +44,10 @@ struct UploadPass {
     private var ahead: (batch: UploadBatch, size: Int)?
     /// The last round: its answers are sorted, its outcome is not committed yet.
     private var unsettled: Round?
+    /// Records the cloud refused for good during this pass. They are not read again in it: an
+    /// adapter that keeps failure marks leaves them out anyway, one without marks offers them
+    /// again, and they wait for the next sync.
+    private var failedThisPass: Set<RecordID> = []
 
     init(context: SyncContext, state: ZoneSyncState, report: AdapterSyncReport) {
         self.context = context
@@ -163,8 +167,7 @@ struct UploadPass {
         }
         ahead = nil  // read after a batch no longer in flight
         let context = context
-        let pending = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size) }
-        if pending.isEmpty { return nil }
+        guard let pending = try await Self.readPending(after: nil, excluding: [], failed: failedThisPass, size: size, context: context) else { return nil }
         let batch = try UploadBatch(pending, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption)
         try await commitIntents(of: batch)
         return batch
@@ -176,7 +179,7 @@ struct UploadPass {
         guard !batch.operations.isEmpty else { return }
         let intents = SyncStateUpdate(metadata: batch.intents, zoneState: state.encoded(), sending: batch.intentIDs)
         let context = context
-        try await context.store("committing upload intents") { try await context.adapter.markUploaded(intents) }
+        try await context.store("committing upload intents") { try await context.adapter.commit(intents) }
     }
 
     // MARK: 2. Send
@@ -206,7 +209,7 @@ struct UploadPass {
                 try await settleLastRound(whileSending: batch)
             } else if case .success(let next) = upcoming, sent + next.operations.count < budget {
                 let excluded = [batch.recordIDs, unsettled?.batch.recordIDs ?? [], next.recordIDs]
-                async let further = Self.readAhead(after: next, excluding: excluded, size: round.size, context: context)
+                async let further = Self.readAhead(after: next, excluding: excluded, failed: failedThisPass, size: round.size, context: context)
                 try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
                 // A batch that could not be read ahead is read again when it is due.
                 if let further = try? await further { ahead = (further, round.size) }
@@ -229,7 +232,7 @@ struct UploadPass {
             var update = round.update
             update.zoneState = state.encoded()
             let context = context
-            try await context.store("committing a batch's outcome") { [update] in try await context.adapter.markUploaded(update) }
+            try await context.store("committing a batch's outcome") { [update] in try await context.adapter.commit(update) }
             // The batches prepared meanwhile were read at the old size: read again.
             prepared = nil
             ahead = nil
@@ -277,23 +280,33 @@ struct UploadPass {
     /// committed yet, and a record edited again meanwhile goes in a later round.
     private func readNext(after batch: UploadBatch, and previous: UploadBatch?, size: Int) async throws -> Result<UploadBatch, any Error>? {
         let context = context
-        guard let next = try await Self.readPending(after: batch.latestVersion, excluding: [batch.recordIDs, previous?.recordIDs ?? []], size: size, context: context)
+        guard
+            let next = try await Self.readPending(
+                after: batch.latestVersion, excluding: [batch.recordIDs, previous?.recordIDs ?? []], failed: failedThisPass, size: size, context: context)
         else { return nil }
         return Result { try Self.prepare(next, context: context) }
     }
 
     /// Reads and prepares the batch after `next` (see ``readNext(after:and:size:)``), without the
     /// records of the three batches before it.
-    private static func readAhead(after next: UploadBatch, excluding excluded: [Set<RecordID>], size: Int, context: SyncContext) async throws -> UploadBatch? {
-        guard let pending = try await readPending(after: next.latestVersion, excluding: excluded, size: size, context: context) else { return nil }
+    private static func readAhead(
+        after next: UploadBatch, excluding excluded: [Set<RecordID>], failed: Set<RecordID>, size: Int, context: SyncContext
+    ) async throws -> UploadBatch? {
+        guard let pending = try await readPending(after: next.latestVersion, excluding: excluded, failed: failed, size: size, context: context) else { return nil }
         return try prepare(pending, context: context)
     }
 
-    /// The pending changes after `cursor` but those of the `excluded` batches, the oldest `size`;
+    /// The pending changes after `cursor` but those of the `excluded` batches and the records that
+    /// `failed` in this pass, the oldest `size`;
     /// `nil` when none are left.
-    private static func readPending(after cursor: Int64?, excluding excluded: [Set<RecordID>], size: Int, context: SyncContext) async throws -> PendingChanges? {
-        let read = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: size, after: cursor) }
-        let next = read.excluding(where: { id in excluded.contains { $0.contains(id) } }, limit: size)
+    private static func readPending(
+        after cursor: Int64?, excluding excluded: [Set<RecordID>], failed: Set<RecordID>, size: Int, context: SyncContext
+    ) async throws -> PendingChanges? {
+        // Records that failed in this pass may come back from an adapter without failure marks:
+        // read enough that they do not shorten the batch.
+        let limit = size + failed.count
+        let read = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: limit, after: cursor) }
+        let next = read.excluding(where: { id in failed.contains(id) || excluded.contains { $0.contains(id) } }, limit: size)
         return next.isEmpty ? nil : next
     }
 
@@ -359,6 +372,7 @@ struct UploadPass {
                         version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: batch.operations[position].record))
                     report.failedRecords += 1
                     round.settled += 1
+                    failedThisPass.insert(id)
                 }
             }
         }
@@ -378,7 +392,7 @@ struct UploadPass {
         round.update.zoneState = state.encoded()
         context.observer(.willCommit(adapter: name, records: round.batch.operations.count))
         let (context, update) = (context, round.update)
-        try await context.store("committing a batch's outcome") { try await context.adapter.markUploaded(update) }
+        try await context.store("committing a batch's outcome") { try await context.adapter.commit(update) }
         if round.quotaError == nil, case .failure(let error) = round.upcoming { throw error }
         done += round.settled
         context.observer(

@@ -84,7 +84,7 @@ public actor InMemoryAdapter: ModelAdapter {
     /// The records the store holds.
     public var records: [RecordID: Record] { storage.rows }
 
-    /// Makes the next transaction (``apply(_:)``, ``markUploaded(_:)``) fail with `error`.
+    /// Makes the next transaction (``apply(_:)``, ``commit(_:)``) fail with `error`.
     public func failNextTransaction(with error: any Error) {
         injectedFailure = error
     }
@@ -100,9 +100,9 @@ public actor InMemoryAdapter: ModelAdapter {
 
     public func loadZoneState() -> Data? { storage.zoneState }
 
-    public func hasChanges() -> Bool { !storage.changeLog.isEmpty }
+    public func hasChanges() async throws -> Bool { !storage.changeLog.isEmpty }
 
-    public func pendingChangeCount() -> Int { storage.changeLog.count }
+    public func pendingChangeCount() async throws -> Int { storage.changeLog.count }
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         if let pendingReadDelay { try await Task.sleep(for: pendingReadDelay) }
@@ -186,15 +186,15 @@ public actor InMemoryAdapter: ModelAdapter {
         appliedAsAbsent += changes.writes.map(\.id).filter { changes.absentLocally.contains($0) }
     }
 
-    public func markUploaded(_ update: SyncStateUpdate) throws {
+    public func commit(_ update: SyncStateUpdate) throws {
         try transaction { storage in Self.commit(update, skipping: [], into: &storage) }
     }
 
-    public func failedRecords() -> [FailedRecord] {
+    public func failedRecords() async throws -> [FailedRecord] {
         storage.failures.map { FailedRecord(recordID: $0.key, failure: $0.value) }.sorted { $0.recordID.recordName < $1.recordID.recordName }
     }
 
-    public func retryFailedRecords() {
+    public func retryFailedRecords() async throws {
         storage.failures.removeAll()
     }
 

@@ -13,7 +13,7 @@ extension ModelAdapter {
             update.settled[save.record.id] = save.version
             update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
         }
-        try await markUploaded(update)
+        try await commit(update)
         return saves.map(\.record)
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// and its identity is checked as at any open, instead of the old file taking the writes.
 ///
 /// A store that turns out not to match the configuration fails with that ``ConfigError``.
-final class ReopeningAdapter: ModelAdapter {
+final class ReopeningAdapter: ForwardingAdapter {
     let configuration: AdapterConfiguration
     /// The open store and how many times a store was opened (the signals follow the newest).
     private let opened: Mutex<(adapter: (any ModelAdapter)?, generation: Int)>
@@ -25,6 +25,9 @@ final class ReopeningAdapter: ModelAdapter {
 
     var name: String { configuration.name }
     var zoneID: ZoneID { configuration.settings.zoneID }
+
+    /// Every call goes to the store, opened first if it was not yet.
+    func forwardingTarget() async throws -> any ModelAdapter { try await store() }
 
     /// The store, opened now if it was not yet.
     func store() async throws -> any ModelAdapter {
@@ -72,19 +75,6 @@ final class ReopeningAdapter: ModelAdapter {
             return try await store().loadZoneState()
         }
     }
-    func hasChanges() async throws -> Bool { try await store().hasChanges() }
-    func pendingChangeCount() async throws -> Int { try await store().pendingChangeCount() }
-    func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
-        try await store().pendingChanges(limit: limit, after: version)
-    }
-    func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] { try await store().localState(for: recordIDs) }
-    func syncedRecordIDs() async throws -> [RecordID] { try await store().syncedRecordIDs() }
-    func apply(_ changes: DownloadedChanges) async throws { try await store().apply(changes) }
-    func markUploaded(_ update: SyncStateUpdate) async throws { try await store().markUploaded(update) }
-    func failedRecords() async throws -> [FailedRecord] { try await store().failedRecords() }
-    func retryFailedRecords() async throws { try await store().retryFailedRecords() }
-    func resetSyncState(keepData: Bool) async throws { try await store().resetSyncState(keepData: keepData) }
-
     /// The store's signals once it is open; until then, a signal each time it opens, so the
     /// service syncs it at once.
     func changeSignals() -> ChangeSignals {
