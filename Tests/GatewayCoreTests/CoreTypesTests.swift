@@ -60,7 +60,11 @@ struct CoreTypesTests {
     @Test("polling change signals fire once per change and end on cancellation")
     func pollingSignals() async throws {
         let version = LockedValue(0)
-        let signals = ChangeSignals.polling(every: .milliseconds(5)) { version.get() }
+        let probes = LockedValue(0)
+        let signals = ChangeSignals.polling(every: .milliseconds(5)) {
+            probes.withLock { $0 += 1 }
+            return version.get()
+        }
         let received = LockedValue(0)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -68,7 +72,9 @@ struct CoreTypesTests {
                     received.withLock { $0 += 1 }
                 }
             }
-            try await Task.sleep(for: .milliseconds(30))
+            try await withTimeout(.seconds(10), "three probes") {
+                while probes.get() < 3 { try await Task.sleep(for: .milliseconds(2)) }
+            }
             #expect(received.get() == 0, "no signal without a change")
             version.set(1)
             try await withTimeout(.seconds(10), "first signal") {

@@ -174,8 +174,16 @@ struct PluginSupervisionTests {
         defer { Task { await adapter.close() } }
         try await adapter.apply(PluginFixtures.download([PluginFixtures.note("a", "A")], marker: "t1"))
         let store = try #require(adapter.store as? PluginStore)
-        kill(try #require(store.processID), SIGKILL)
-        try await Task.sleep(for: .milliseconds(100))
+        let pid = try #require(store.processID)
+        kill(pid, SIGKILL)
+        // Dead once the kernel has ended it: a zombie until reaped, or gone.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline,
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            !stat.contains(") Z ")
+        {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(try await adapter.pendingChangeCount() == 0)
         #expect(try await adapter.syncedRecordIDs().map(\.recordName) == ["a"])
     }

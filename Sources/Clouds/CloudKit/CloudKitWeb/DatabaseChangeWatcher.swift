@@ -24,21 +24,25 @@ final class DatabaseChangeWatcher: Sendable {
     private let state = Mutex(State())
     private let interval: Duration
     private let fetch: Fetch
+    /// The clock the interval is measured on (a test's own, to step it without waiting).
+    private let now: @Sendable () -> ContinuousClock.Instant
     /// Pages read per poll at most; a database with more changed zones than this finishes on the
     /// next poll.
     private let maximumPages = 20
 
-    init(interval: Duration, fetch: @escaping Fetch) {
+    init(interval: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, fetch: @escaping Fetch) {
         self.interval = interval
+        self.now = now
         self.fetch = fetch
     }
 
     /// A number that grows whenever `zone` changed, or `nil` when the service has no
     /// `changes/database`.
     func stamp(for zone: ZoneID) async throws -> Int? {
+        let now = now()
         let (due, unsupported) = state.withLock { state in
-            let due = state.lastPoll.map { ContinuousClock.now - $0 >= interval / 2 } ?? true
-            if due { state.lastPoll = .now }
+            let due = state.lastPoll.map { now - $0 >= interval / 2 } ?? true
+            if due { state.lastPoll = now }
             return (due, state.unsupported)
         }
         if unsupported { return nil }
