@@ -322,6 +322,7 @@ let package = Package(
                 "PostgresTesting", "SQLiteWriter", "PostgresWriter", "PostgresSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: strictSettings
         ),

@@ -16,6 +16,21 @@ import ServiceLifecycle
 public enum ControlServer {
     /// The application, a `Service` to run next to the scheduler.
     public static func application(scheduler: SyncScheduler, logger: Logger) -> some Service {
+        let address = scheduler.configuration.settings.control
+        let application = Application(
+            router: router(scheduler: scheduler),
+            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: "sync-gateway"),
+            onServerRunning: { channel in
+                logger.info(
+                    "control server listening", metadata: ["address": "\(address.host):\(channel.localAddress?.port ?? address.port)"])
+            },
+            logger: logger)
+        return ListeningService(application: application, address: "\(address.host):\(address.port)")
+    }
+
+    /// Every route of the control server, with the token checks as middleware: what the
+    /// application serves, and what tests drive in process.
+    public static func router(scheduler: SyncScheduler) -> Router<BasicRequestContext> {
         let settings = scheduler.configuration.settings.control
         let router = Router()
         let everything = !settings.isLoopback
@@ -70,17 +85,7 @@ public enum ControlServer {
         }
 
         StatusPageRoutes(scheduler: scheduler, token: token, everything: everything).add(to: router)
-
-        let address = settings
-        let application = Application(
-            router: router,
-            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: "sync-gateway"),
-            onServerRunning: { channel in
-                logger.info(
-                    "control server listening", metadata: ["address": "\(address.host):\(channel.localAddress?.port ?? address.port)"])
-            },
-            logger: logger)
-        return ListeningService(application: application, address: "\(address.host):\(address.port)")
+        return router
     }
 
     /// The application, with a socket error at start-up turned into a message that names the
