@@ -56,9 +56,20 @@ final class StuckAdapter: ForwardingAdapter {
 struct StallGuardTests {
     typealias F = SyncFixture
 
-    /// Limits far above what any step of these in-memory syncs takes, even on a loaded machine (2 s
-    /// was not: with the whole suite and a browser running on two cores, a fetch once took longer).
+    /// The limits of the product's defaults' order; the guard reads them on a clock the tests step.
     static let guarded = SyncConfiguration(deviceID: "test", stallTimeout: .seconds(6), stopTimeout: .seconds(1))
+
+    /// The fixture's environment with the stall guard on `clock`.
+    static func environment(_ fixture: SyncFixture, clock: ManualSyncClock) -> SyncEnvironment {
+        var environment = fixture.environment
+        environment.clock = clock
+        return environment
+    }
+
+    /// Waits until the stuck adapter's call hangs.
+    static func untilHanging(_ stuck: StuckAdapter) async throws {
+        while stuck.hanging == 0 { try await Task.sleep(for: .milliseconds(2)) }
+    }
 
     @Test("a store call that never returns fails its adapter with stalled, naming the call; the others sync", .timeLimit(.minutes(1)))
     func stalledCallFailsItsAdapter() async throws {
@@ -68,11 +79,18 @@ struct StallGuardTests {
         await stuck.inner.save(F.note("a", ["title": .string("from stuck")]))
         await fine.save(F.note("b", ["title": .string("from fine")]))
         stuck.arm()
+        let clock = ManualSyncClock()
         let synchronizer = Synchronizer(
             cloud: fixture.cloud, adapters: [SyncedAdapter(stuck), SyncedAdapter(fine)], configuration: Self.guarded,
-            environment: fixture.environment)
+            environment: Self.environment(fixture, clock: clock))
 
-        let first = try await synchronizer.sync()
+        let syncing = Task { try await synchronizer.sync() }
+        try await Self.untilHanging(stuck)
+        await clock.waitForPendingSleeps(1)  // the guard looks at the pass
+        clock.advance(by: .seconds(7))  // no progress for longer than stall_timeout: the guard stops the pass
+        await clock.waitForPendingSleeps(1)  // the stopped pass's deadline
+        clock.advance(by: .seconds(1))  // the call ignores cancellation: the pass is left behind
+        let first = try await syncing.value
         #expect(first.adapters[0].error?.code == .stalled)
         let message = first.adapters[0].error?.message ?? ""
         #expect(message.contains("no progress for 6s"), "\(message)")
@@ -106,28 +124,36 @@ struct StallGuardTests {
         stuck.arm()
         var configuration = Self.guarded
         configuration.stallTimeout = nil
+        let clock = ManualSyncClock()
         let synchronizer = Synchronizer(
-            cloud: fixture.cloud, adapters: [SyncedAdapter(stuck)], configuration: configuration, environment: fixture.environment)
+            cloud: fixture.cloud, adapters: [SyncedAdapter(stuck)], configuration: configuration,
+            environment: Self.environment(fixture, clock: clock))
         let syncing = Task { try await synchronizer.sync() }
-        while stuck.hanging == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await Self.untilHanging(stuck)
         syncing.cancel()
+        await clock.waitForPendingSleeps(1)  // the stopped pass's deadline
+        clock.advance(by: .seconds(1))
         let report = try await syncing.value
         #expect(report.adapters[0].error?.code == .interrupted)
         #expect(report.adapters[0].error?.message.contains("the store: counting pending changes") == true, "\(report.adapters[0].error?.message ?? "")")
         stuck.release()
     }
 
-    // The time limit is generous: under a loaded CI machine a batch's cloud commit can take a second.
-    @Test("a pass that keeps making progress is never stalled, however long it runs", .timeLimit(.minutes(3)))
+    @Test("a pass that keeps making progress is never stalled, however long it runs", .timeLimit(.minutes(1)))
     func slowButMovingIsFine() async throws {
         let fixture = try SyncFixture()
         let source = fixture.adapter("source")
         for index in 0..<12 { await source.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
-        // Twelve batches of one, each read after 700 ms: over 8 s in all, against a 6 s stall limit.
-        await source.delayPendingReads(by: .milliseconds(700))
-        let report = try await fixture.synchronizer(
-            [source], options: AdapterSyncOptions(batchSize: 1), configuration: Self.guarded
+        // Twelve batches of one, each read taking 700 ms of the guard's clock: 8.4 s in all,
+        // against a 6 s stall limit.
+        let clock = ManualSyncClock()
+        let start = clock.now
+        await source.runBeforePendingReads { clock.advance(by: .milliseconds(700)) }
+        let report = try await Synchronizer(
+            cloud: fixture.cloud, adapters: [SyncedAdapter(source, options: AdapterSyncOptions(batchSize: 1))], configuration: Self.guarded,
+            environment: Self.environment(fixture, clock: clock)
         ).sync()
+        #expect(clock.now - start >= .seconds(8), "the guard's clock moved on by more than the stall limit")
         #expect(report.adapters[0].outcome == .synced)
         #expect(report.adapters[0].uploaded == 12)
     }

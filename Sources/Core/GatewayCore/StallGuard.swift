@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// Runs one adapter's sync pass so that a pass that stops making progress, or that does not stop
@@ -19,33 +18,26 @@ struct StallGuard {
     let stallTimeout: Duration?
     /// How long a cancelled pass may take to stop before it is left behind.
     let stopTimeout: Duration
+    /// The clock stalls and stop deadlines are measured on.
+    var clock: any SyncClock = LiveSyncClock()
 
     /// Runs `pass`; returns its report, or a failure report when it was given up (then the
     /// still-running pass is returned as `abandoned`).
     func run(_ pass: @escaping @Sendable () async -> AdapterSyncReport) async -> (report: AdapterSyncReport, abandoned: PassHandle?) {
-        let handle = PassHandle()
+        let handle = PassHandle(clock: clock)
         let task = Task { handle.finish(await pass()) }
         handle.attach(task)
-        let (adapter, activity, stallTimeout, stopTimeout) = (adapter, activity, stallTimeout, stopTimeout)
-        let watchdog: (any DispatchSourceTimer)? = stallTimeout.map { limit in
-            let timer = DispatchSource.makeTimerSource(queue: .global())
-            let interval = min(max(limit / 5, .milliseconds(20)), .seconds(1))
-            timer.schedule(deadline: .now() + interval.dispatchInterval, repeating: interval.dispatchInterval)
-            timer.setEventHandler {
-                guard activity.idle >= limit else { return }
-                let waiting = activity.oldestWait.map { "; it was waiting for \($0)" } ?? ""
-                handle.stop(
-                    within: stopTimeout,
-                    giving: SyncError(
-                        .stalled,
-                        "the sync made no progress for \(SyncActivity.rounded(limit)) (stall_timeout)\(waiting). What was committed stays; the rest is retried by the next sync",
-                        adapter: adapter))
-            }
-            timer.resume()
-            return timer
-        }
+        let (adapter, activity, stopTimeout) = (adapter, activity, stopTimeout)
         let report = await withTaskCancellationHandler {
-            await handle.wait()
+            await withTaskGroup(of: AdapterSyncReport?.self) { group in
+                group.addTask { await handle.wait() }
+                if let stallTimeout { group.addTask { await watch(handle, limit: stallTimeout); return nil } }
+                var report: AdapterSyncReport?
+                while report == nil, let next = await group.next() { report = next }
+                group.cancelAll()
+                // The first child always returns a report.
+                return report ?? AdapterSyncReport(adapter: adapter, outcome: .failed(code: .interrupted, message: "the pass ended without a report"))
+            }
         } onCancel: {
             let waiting = activity.oldestWait.map { " while waiting for \($0)" } ?? ""
             handle.stop(
@@ -55,8 +47,25 @@ struct StallGuard {
                     "the sync was stopped and did not end within \(SyncActivity.rounded(stopTimeout))\(waiting); what was committed stays, the rest stays pending",
                     adapter: adapter))
         }
-        watchdog?.cancel()
         return (report, handle.isFinished ? nil : handle)
+    }
+
+    /// Looks at the pass's progress a few times per `limit` until it has made none for `limit`,
+    /// then stops it; returns then, or when cancelled (the pass ended).
+    private func watch(_ handle: PassHandle, limit: Duration) async {
+        let interval = min(max(limit / 5, .milliseconds(20)), .seconds(1))
+        while true {
+            do { try await clock.sleep(for: interval) } catch { return }
+            guard activity.idle >= limit else { continue }
+            let waiting = activity.oldestWait.map { "; it was waiting for \($0)" } ?? ""
+            handle.stop(
+                within: stopTimeout,
+                giving: SyncError(
+                    .stalled,
+                    "the sync made no progress for \(SyncActivity.rounded(limit)) (stall_timeout)\(waiting). What was committed stays; the rest is retried by the next sync",
+                    adapter: adapter))
+            return
+        }
     }
 }
 
@@ -73,6 +82,12 @@ final class PassHandle: Sendable {
     }
 
     private let state = Mutex(State())
+    private let clock: any SyncClock
+
+    /// A pass whose stop deadline runs on `clock`.
+    init(clock: any SyncClock) {
+        self.clock = clock
+    }
 
     /// Whether the pass has returned.
     var isFinished: Bool { state.withLock { $0.finished } }
@@ -126,7 +141,10 @@ final class PassHandle: Sendable {
         }
         guard let task else { return }
         task.cancel()
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.dispatchInterval) { [self] in
+        // Unstructured on purpose: the deadline must run out although the sync that asked for the
+        // stop is itself being cancelled.
+        Task { [self, clock] in
+            try? await clock.sleep(for: timeout)
             giveUp(error)
         }
     }
@@ -165,15 +183,5 @@ final class AbandonedPasses: Sendable {
                 "an earlier sync of this adapter is still stuck (\(entry.error?.message ?? "it did not stop")); the adapter syncs again once that call returns",
                 adapter: adapter)
         }
-    }
-}
-
-extension Duration {
-    /// The duration as Dispatch takes it.
-    var dispatchInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = components
-        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !nanoseconds.overflow, nanoseconds.partialValue < Int64(Int.max) else { return .never }
-        return .nanoseconds(Int(nanoseconds.partialValue + attoseconds / 1_000_000_000))
     }
 }

@@ -13,26 +13,30 @@ public final class SyncActivity: Sendable {
     }
 
     private let state: Mutex<State>
+    private let clock: any SyncClock
 
-    /// Nothing synced yet.
-    public init() {
-        state = Mutex(State(lastProgress: .now))
+    /// Nothing synced yet; time is read from `clock`.
+    public init(clock: any SyncClock = LiveSyncClock()) {
+        self.clock = clock
+        state = Mutex(State(lastProgress: clock.now))
     }
 
     /// Registers a call that has started; pass the result to ``end(_:)``.
     func begin(_ what: String) -> Int {
-        state.withLock { state in
+        let now = clock.now
+        return state.withLock { state in
             state.nextID += 1
-            state.waits[state.nextID] = (what, .now)
+            state.waits[state.nextID] = (what, now)
             return state.nextID
         }
     }
 
     /// The call has returned (or thrown): that is progress.
     func end(_ id: Int) {
+        let now = clock.now
         state.withLock { state in
             state.waits[id] = nil
-            state.lastProgress = .now
+            state.lastProgress = now
         }
     }
 
@@ -46,22 +50,24 @@ public final class SyncActivity: Sendable {
     /// A wait of known length is about to start (a backoff before a retry): the time without
     /// progress is counted from its end, so a long `retryAfter` is not taken for a stall.
     func expectDelay(_ delay: Duration) {
+        let end = clock.now + delay
         state.withLock { state in
-            let end = ContinuousClock.now + delay
             if end > state.lastProgress { state.lastProgress = end }
         }
     }
 
     /// How long ago the last progress was (negative during an expected delay).
     public var idle: Duration {
-        state.withLock { ContinuousClock.now - $0.lastProgress }
+        let now = clock.now
+        return state.withLock { now - $0.lastProgress }
     }
 
     /// The oldest call still running, described for an error message, or `nil` when none runs.
     public var oldestWait: String? {
-        state.withLock { state in
+        let now = clock.now
+        return state.withLock { state in
             guard let oldest = state.waits.values.min(by: { $0.since < $1.since }) else { return nil }
-            return "\(oldest.what) (running for \(Self.rounded(ContinuousClock.now - oldest.since)))"
+            return "\(oldest.what) (running for \(Self.rounded(now - oldest.since)))"
         }
     }
 

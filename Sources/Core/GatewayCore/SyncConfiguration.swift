@@ -170,16 +170,20 @@ public struct SyncEnvironment: Sendable {
     public var now: @Sendable () -> Date
     /// A number in [0, 1) for backoff jitter.
     public var jitter: @Sendable () -> Double
+    /// The monotonic clock of the stall guard: how long a pass made no progress, and how long a
+    /// stopped pass has to end.
+    public var clock: any SyncClock
 
     /// An environment with other sleeping, clock and jitter than the live one (tests use it to make
     /// time deterministic).
     public init(
         sleep: @escaping @Sendable (Duration) async throws -> Void, now: @escaping @Sendable () -> Date,
-        jitter: @escaping @Sendable () -> Double
+        jitter: @escaping @Sendable () -> Double, clock: any SyncClock = LiveSyncClock()
     ) {
         self.sleep = sleep
         self.now = now
         self.jitter = jitter
+        self.clock = clock
     }
 
     /// Real time and system randomness.

@@ -183,9 +183,10 @@ public actor Synchronizer {
     ) async -> AdapterSyncReport {
         let name = synced.adapter.name
         if let blocked = abandoned.blocking(name) { return stoppedReport(synced, by: blocked) }
-        let activity = SyncActivity()
+        let activity = SyncActivity(clock: environment.clock)
         let guarding = StallGuard(
-            adapter: name, activity: activity, stallTimeout: configuration.stallTimeout, stopTimeout: configuration.stopTimeout)
+            adapter: name, activity: activity, stallTimeout: configuration.stallTimeout, stopTimeout: configuration.stopTimeout,
+            clock: environment.clock)
         let (report, left) = await guarding.run {
             var run = AdapterSyncRun(
                 cloud: cloud, synced: synced, configuration: configuration, environment: environment, observer: observer, activity: activity)

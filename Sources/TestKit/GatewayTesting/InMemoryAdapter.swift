@@ -49,6 +49,8 @@ public actor InMemoryAdapter: ModelAdapter {
     private var injectedFailure: (any Error)?
     private var applyDelay: Duration?
     private var pendingReadDelay: Duration?
+    /// Runs at the start of every read of pending changes (``runBeforePendingReads(_:)``).
+    private var beforePendingRead: (@Sendable () async -> Void)?
     /// The writer ``keepRewriting(_:)`` stands for: records rewritten before each read.
     private var rewritten: [RecordID] = []
     private var rewrites = 0
@@ -106,6 +108,7 @@ public actor InMemoryAdapter: ModelAdapter {
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
         if let pendingReadDelay { try await Task.sleep(for: pendingReadDelay) }
+        if let beforePendingRead { await beforePendingRead() }
         for id in rewritten {
             guard var record = storage.rows[id] else { continue }
             rewrites += 1
@@ -159,6 +162,12 @@ public actor InMemoryAdapter: ModelAdapter {
     /// batches takes a while and another adapter can work meanwhile.
     public func delayPendingReads(by delay: Duration?) {
         pendingReadDelay = delay
+    }
+
+    /// Runs `hook` at the start of every read of pending changes (`nil`: nothing), such as a
+    /// step of a test's clock that stands for a slow read.
+    public func runBeforePendingReads(_ hook: (@Sendable () async -> Void)?) {
+        beforePendingRead = hook
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {
