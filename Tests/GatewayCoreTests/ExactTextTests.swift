@@ -35,6 +35,26 @@ struct ExactTextTests {
         #expect(byID[composed] == 1 && byID[decomposed] == 2)
     }
 
+    @Test("record names as keys compare bytes, hash as their record IDs do, and code as plain strings")
+    func recordNames() throws {
+        let zone = ZoneID(zoneName: "Z")
+        let composed = RecordID(recordName: "caf\u{E9}", zoneID: zone)
+        let decomposed = RecordID(recordName: "cafe\u{301}", zoneID: zone)
+        #expect(composed.name != decomposed.name)
+        #expect(composed.name == RecordName("caf\u{E9}"))
+        var byName: [RecordName: Int] = [composed.name: 1]
+        byName[decomposed.name] = 2
+        #expect(byName.count == 2 && byName[RecordName("cafe\u{301}")] == 2)
+        var idHash = Hasher()
+        composed.hash(into: &idHash)
+        var nameHash = Hasher()
+        composed.name.hash(into: &nameHash)
+        #expect(idHash.finalize() == nameHash.finalize())
+        let coded = try JSONEncoder().encode([composed.name, "plain"])
+        #expect(String(decoding: coded, as: UTF8.self) == "[\"caf\u{E9}\",\"plain\"]")
+        #expect(try JSONDecoder().decode([RecordName].self, from: coded) == [composed.name, "plain"])
+    }
+
     @Test("a JSON object whose member names differ only in Unicode normalization is refused where it is written")
     func jsonMembers() throws {
         let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(Data("{\"caf\u{E9}\": 1,\n \"cafe\u{301}\": 2}".utf8), numbers: .exact) }

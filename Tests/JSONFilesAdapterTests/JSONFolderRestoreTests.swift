@@ -279,9 +279,9 @@ struct JSONFolderRestoreTests {
             let id = RecordID(recordName: "1", zoneID: JSONFilesBehaviourTests.zone)
             let update = Record(id: id, recordType: "Article", fields: ["title": .string("two titles"), "note": .string("a note")])
             var journal = KitJournal(
-                saves: [update], deletes: [], before: [ExactText.Key("1"): try #require(oldObserved)],
+                saves: [update], deletes: [], before: [RecordName("1"): try #require(oldObserved)],
                 update: SyncStateUpdate(metadata: [id: metadata], zoneState: zoneState), skipped: [])
-            journal.changedFields = [ExactText.Key("1"): ["note", "title"]]
+            journal.changedFields = [RecordName("1"): ["note", "title"]]
             try db.execute(sql: "UPDATE metadata SET data = ? WHERE record_name = '1'", arguments: [oldMetadata])
             try db.execute(sql: "UPDATE records SET observed = ? WHERE record_name = '1'", arguments: [oldObserved])
             return journal
@@ -321,7 +321,7 @@ struct JSONFolderRestoreTests {
             metadata[id] = try Data.fetchOne(db, sql: "SELECT data FROM metadata WHERE record_name = '3'")
             let own = KitRecordObservation.observed(Record(id: id, recordType: "Article", fields: ["title": .string("mine")]))
             let journal = KitJournal(
-                saves: [Record(id: id, recordType: "Article", fields: ["title": .string("three")])], deletes: [], before: [ExactText.Key("3"): own],
+                saves: [Record(id: id, recordType: "Article", fields: ["title": .string("three")])], deletes: [], before: [RecordName("3"): own],
                 update: SyncStateUpdate(metadata: metadata, zoneState: after), skipped: [])
             try db.execute(sql: "DELETE FROM metadata WHERE record_name = '3'")
             try db.execute(sql: "UPDATE records SET observed = ? WHERE record_name = '3'", arguments: [own])
@@ -342,9 +342,9 @@ struct JSONFolderRestoreTests {
         let zone = JSONFilesBehaviourTests.zone
         let id = RecordID(recordName: "1", zoneID: zone)
         var journal = KitJournal(
-            saves: [Record(id: id, recordType: "Article", fields: ["title": .string("one")])], deletes: [], before: [ExactText.Key("1"): "h:00"],
+            saves: [Record(id: id, recordType: "Article", fields: ["title": .string("one")])], deletes: [], before: [RecordName("1"): "h:00"],
             update: SyncStateUpdate(zoneState: Data("t".utf8)), skipped: [])
-        journal.changedFields = [ExactText.Key("1"): ["note", "title"]]
+        journal.changedFields = [RecordName("1"): ["note", "title"]]
         let decoded = try KitJournal.decode(journal.encoded(), zone: zone, statePath: "state.sqlite")
         #expect(decoded.changedFields == journal.changedFields)
         #expect(decoded.saves.map(\.id) == [id])

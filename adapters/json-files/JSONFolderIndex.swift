@@ -74,8 +74,8 @@ struct JSONFolderIndex: Sendable {
     /// records: the kit drops their sync metadata as it records the entries.
     static func reportRolledBack(_ entries: inout [KitEntry], db: Database) throws {
         guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM rolled_back)") == true else { return }
-        let names = Set(try String.fetchAll(db, sql: "SELECT record_name FROM rolled_back").map(ExactText.Key.init))
-        for index in entries.indices where names.contains(ExactText.Key(entries[index].key.recordName)) {
+        let names = Set(try String.fetchAll(db, sql: "SELECT record_name FROM rolled_back").map { RecordName($0) })
+        for index in entries.indices where names.contains(entries[index].key.name) {
             entries[index].rolledBack = true
             try db.cachedStatement(sql: "DELETE FROM rolled_back WHERE record_name = ?").execute(arguments: [entries[index].key.recordName])
         }

@@ -113,12 +113,12 @@ public struct JSONFolderStore: KitStore {
                 }
                 // By bytes: a collection's objects are keyed by `String`, which would hand the
                 // record "é" (composed) to a read of "e\u{301}", a record it does not hold.
-                var objects: [ExactText.Key: [String: JSONValue]] = [:]
+                var objects: [RecordName: [String: JSONValue]] = [:]
                 if store.layout == .collection {
-                    for (key, object) in document.objects { objects[ExactText.Key(key)] = object }
+                    for (key, object) in document.objects { objects[RecordName(key)] = object }
                 }
                 for name in wanted.names {
-                    let found = store.layout == .collection ? objects[ExactText.Key(name)] : document.objects[name]
+                    let found = store.layout == .collection ? objects[RecordName(name)] : document.objects[name]
                     guard let object = found, let fields = try? store.mapping.namedFields(of: object) else { continue }
                     entries.append(
                         KitEntry(

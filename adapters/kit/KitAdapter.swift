@@ -95,7 +95,7 @@ public final class KitAdapter: ModelAdapter {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
                 if row.type != nil {
                     // Gone since the listing: the next listing logs the delete.
-                    guard let record = current[ExactText.Key(row.name)] else { continue }
+                    guard let record = current[RecordName(row.name)] else { continue }
                     pending.saves.append(PendingSave(record: record, metadata: row.metadata, version: row.version))
                 } else {
                     pending.deletes.append(PendingDelete(recordID: id, metadata: row.metadata, version: row.version))
@@ -133,7 +133,7 @@ public final class KitAdapter: ModelAdapter {
             for row in rows where row.metadata != nil || row.version != nil {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
                 states[id] = LocalRecordState(
-                    record: row.version == nil ? nil : records[ExactText.Key(row.name)], metadata: row.metadata, pendingVersion: row.version)
+                    record: row.version == nil ? nil : records[RecordName(row.name)], metadata: row.metadata, pendingVersion: row.version)
             }
             return states
         }
@@ -338,18 +338,18 @@ public final class KitAdapter: ModelAdapter {
     }
 
     /// The store's current records for `keys`, by name, with this adapter's zone.
-    private func readRecords(_ keys: [KitRecordKey]) async throws -> [ExactText.Key: GatewayCore.Record] {
+    private func readRecords(_ keys: [KitRecordKey]) async throws -> [RecordName: GatewayCore.Record] {
         keys.isEmpty ? [:] : records(of: try await store.read(keys))
     }
 
     /// The records among `entries` (those that carry values), by name compared by bytes, with
     /// this adapter's zone.
-    private func records(of entries: [KitEntry]) -> [ExactText.Key: GatewayCore.Record] {
-        var records: [ExactText.Key: GatewayCore.Record] = [:]
+    private func records(of entries: [KitEntry]) -> [RecordName: GatewayCore.Record] {
+        var records: [RecordName: GatewayCore.Record] = [:]
         for entry in entries {
             guard var record = entry.record else { continue }
             record.id = RecordID(recordName: entry.key.recordName, zoneID: zoneID)
-            records[ExactText.Key(entry.key.recordName)] = record
+            records[entry.key.name] = record
         }
         return records
     }
@@ -357,12 +357,12 @@ public final class KitAdapter: ModelAdapter {
     private func applyExclusively(_ changes: DownloadedChanges) async throws {
         let deleteNames = changes.deletes.map(\.recordName)
         let deleteTypes = try await state.read { db in
-            var types: [ExactText.Key: String] = [:]
+            var types: [RecordName: String] = [:]
             for row in try Row.fetchAll(
                 db, sql: "SELECT r.record_name, r.record_type FROM json_each(?) n JOIN records r ON r.record_name = n.value",
                 arguments: [KitStateDatabase.jsonArray(deleteNames)])
             {
-                types[ExactText.Key(row[0])] = row[1]
+                types[RecordName(row[0])] = row[1]
             }
             return types
         }
@@ -371,32 +371,32 @@ public final class KitAdapter: ModelAdapter {
         let served = try await store.servedRecordTypes()
         let unserved = Set(
             changes.writes.filter { served?.contains($0.recordType) == false || !store.canHold(recordNamed: $0.id.recordName) }
-                .map { ExactText.Key($0.id.recordName) })
-        let saveKeys = changes.writes.filter { !unserved.contains(ExactText.Key($0.id.recordName)) }.map {
+                .map { $0.id.name })
+        let saveKeys = changes.writes.filter { !unserved.contains($0.id.name) }.map {
             KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType)
         }
-        let deleteKeys = changes.deletes.compactMap { id in deleteTypes[ExactText.Key(id.recordName)].map { KitRecordKey(recordName: id.recordName, recordType: $0) } }
+        let deleteKeys = changes.deletes.compactMap { id in deleteTypes[id.name].map { KitRecordKey(recordName: id.recordName, recordType: $0) } }
         // What the store holds now: an edit the last listing missed becomes a change here, so the
         // version comparison below leaves that record alone.
         let current = try await store.read(saveKeys + deleteKeys)
         let heldRecords = Dictionary(
-            current.compactMap { entry in entry.record.map { (ExactText.Key(entry.key.recordName), $0) } }, uniquingKeysWith: { first, _ in first })
+            current.compactMap { entry in entry.record.map { (entry.key.name, $0) } }, uniquingKeysWith: { first, _ in first })
         let expected = changes.expectedPendingVersions
         let plan = try await state.write { db -> KitJournal in
             let before = try KitListingRecorder.notice(current, keys: saveKeys + deleteKeys, db: db)
-            var versions: [ExactText.Key: Int64] = [:]
+            var versions: [RecordName: Int64] = [:]
             for row in try Row.fetchAll(
                 db, sql: "SELECT c.record_name, c.version FROM json_each(?) n JOIN changes c ON c.record_name = n.value",
                 arguments: [KitStateDatabase.jsonArray(expected.keys.map(\.recordName))])
             {
-                versions[ExactText.Key(row[0])] = row[1]
+                versions[RecordName(row[0])] = row[1]
             }
             var skipped = unserved
-            for (id, version) in expected where (versions[ExactText.Key(id.recordName)] ?? 0) != version { skipped.insert(ExactText.Key(id.recordName)) }
-            let saves = changes.writes.filter { !skipped.contains(ExactText.Key($0.id.recordName)) }
-            var changedFields: [ExactText.Key: [String]] = [:]
+            for (id, version) in expected where (versions[id.name] ?? 0) != version { skipped.insert(id.name) }
+            let saves = changes.writes.filter { !skipped.contains($0.id.name) }
+            var changedFields: [RecordName: [String]] = [:]
             for record in saves {
-                let name = ExactText.Key(record.id.recordName)
+                let name = record.id.name
                 guard let held = heldRecords[name] else { continue }
                 var names = Set<String>()
                 record.forEachField { field, _ in names.insert(field) }
@@ -404,7 +404,7 @@ public final class KitAdapter: ModelAdapter {
                 changedFields[name] = names.filter { record[$0] != held[$0] }.sorted()
             }
             let journal = KitJournal(
-                saves: saves, deletes: deleteKeys.filter { !skipped.contains(ExactText.Key($0.recordName)) },
+                saves: saves, deletes: deleteKeys.filter { !skipped.contains($0.name) },
                 before: before, update: changes.state, skipped: skipped.map(\.text).sorted(), changedFields: changedFields)
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)").execute(arguments: [journal.encoded()])
             return journal
@@ -434,14 +434,14 @@ public final class KitAdapter: ModelAdapter {
             throw error
         }
         try await state.write { db in
-            var observedAfter: [ExactText.Key: String] = [:]
+            var observedAfter: [RecordName: String] = [:]
             for entry in stored {
-                if let observed = KitRecordObservation.observed(entry) { observedAfter[ExactText.Key(entry.key.recordName)] = observed }
+                if let observed = KitRecordObservation.observed(entry) { observedAfter[entry.key.name] = observed }
             }
             for record in journal.saves {
                 let name = record.id.recordName
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
-                    .execute(arguments: [name, record.recordType, observedAfter[ExactText.Key(name)] ?? KitRecordObservation.observed(record)])
+                    .execute(arguments: [name, record.recordType, observedAfter[RecordName(name)] ?? KitRecordObservation.observed(record)])
                 // A local delete that a merge turned into a record to keep (an edit beat it) is a
                 // save now: what stays pending is uploading the record as written.
                 try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL")
@@ -451,7 +451,7 @@ public final class KitAdapter: ModelAdapter {
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
             try KitStateDatabase.commit(
-                journal.update, skipping: Set(journal.skipped.map(ExactText.Key.init)), advancingZone: !journal.keepsZonePosition, db: db)
+                journal.update, skipping: Set(journal.skipped.map { RecordName($0) }), advancingZone: !journal.keepsZonePosition, db: db)
             try db.execute(sql: "DELETE FROM journal")
         }
     }
@@ -465,11 +465,11 @@ public final class KitAdapter: ModelAdapter {
     private func reconcile(afterFailedWrite journal: KitJournal) async throws {
         let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
         let current = Dictionary(
-            (keys.isEmpty ? [] : try await store.read(keys)).map { (ExactText.Key($0.key.recordName), $0) }, uniquingKeysWith: { first, _ in first })
+            (keys.isEmpty ? [] : try await store.read(keys)).map { ($0.key.name, $0) }, uniquingKeysWith: { first, _ in first })
         try await state.write { db in
-            var confirmed = Set<ExactText.Key>()
+            var confirmed = Set<RecordName>()
             for record in journal.saves {
-                let name = ExactText.Key(record.id.recordName)
+                let name = record.id.name
                 guard let entry = current[name], entry.record.map(KitRecordObservation.observed) == KitRecordObservation.observed(record),
                     let observed = KitRecordObservation.observed(entry)
                 else { continue }
@@ -477,11 +477,11 @@ public final class KitAdapter: ModelAdapter {
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
                     .execute(arguments: [record.id.recordName, record.recordType, observed])
             }
-            for key in journal.deletes where current[ExactText.Key(key.recordName)] == nil {
-                confirmed.insert(ExactText.Key(key.recordName))
+            for key in journal.deletes where current[key.name] == nil {
+                confirmed.insert(key.name)
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
-            let skipped = Set(journal.skipped.map(ExactText.Key.init))
+            let skipped = Set(journal.skipped.map { RecordName($0) })
             try KitStateDatabase.commitRecords(of: journal.update, where: { confirmed.contains($0) && !skipped.contains($0) }, db: db)
             try db.execute(sql: "DELETE FROM journal")
         }
@@ -495,21 +495,21 @@ public final class KitAdapter: ModelAdapter {
         guard let data else { return }
         var journal = try KitJournal.decode(data, zone: zoneID, statePath: state.path)
         let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
-        let current = Dictionary(try await store.read(keys).map { (ExactText.Key($0.key.recordName), $0) }, uniquingKeysWith: { first, _ in first })
-        var edited = Set<ExactText.Key>()
+        let current = Dictionary(try await store.read(keys).map { ($0.key.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var edited = Set<RecordName>()
         for record in journal.saves {
-            let name = ExactText.Key(record.id.recordName)
+            let name = record.id.name
             let values = current[name]?.record.map(KitRecordObservation.observed)
             let now = current[name].flatMap { KitRecordObservation.observed($0) }
             if values != KitRecordObservation.observed(record), now != journal.before[name] { edited.insert(name) }
         }
         for key in journal.deletes {
-            let name = ExactText.Key(key.recordName)
+            let name = key.name
             guard let entry = current[name] else { continue }
             if KitRecordObservation.observed(entry) != journal.before[name] { edited.insert(name) }
         }
         if !edited.isEmpty {
-            let editedEntries = current.values.filter { edited.contains(ExactText.Key($0.key.recordName)) }
+            let editedEntries = current.values.filter { edited.contains($0.key.name) }
             // The write landed, then the application edited the record, when a field the write
             // set (every field of a record the store did not hold before; the fields an update
             // changed) holds the written value: the write's version is the edit's ancestor (its
@@ -518,7 +518,7 @@ public final class KitAdapter: ModelAdapter {
             // application created or rewrote while the write never landed: the older ancestor
             // stays (a record created alongside has none, and joins).
             let landed = journal.saves.filter { record in
-                let name = ExactText.Key(record.id.recordName)
+                let name = record.id.name
                 guard edited.contains(name), let now = current[name]?.record else { return false }
                 var written: [String] = []
                 if journal.before[name] == nil { record.forEachField { field, _ in written.append(field) } } else { written = journal.changedFields[name] ?? [] }
@@ -542,11 +542,11 @@ public final class KitAdapter: ModelAdapter {
             // delete is kept as a local change, and the page downloads again, so the record meets
             // the cloud's version (an edit beats a delete) instead of the store silently lacking
             // a record the zone holds.
-            if journal.saves.contains(where: { edited.contains(ExactText.Key($0.id.recordName)) && current[ExactText.Key($0.id.recordName)]?.record == nil }) {
+            if journal.saves.contains(where: { edited.contains($0.id.name) && current[$0.id.name]?.record == nil }) {
                 journal.keepsZonePosition = true
             }
-            journal.saves.removeAll { edited.contains(ExactText.Key($0.id.recordName)) }
-            journal.deletes.removeAll { edited.contains(ExactText.Key($0.recordName)) }
+            journal.saves.removeAll { edited.contains($0.id.name) }
+            journal.deletes.removeAll { edited.contains($0.name) }
             journal.skipped += edited.map(\.text).sorted()
         }
         try await finish(journal)

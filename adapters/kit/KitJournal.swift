@@ -10,14 +10,14 @@ struct KitJournal: Sendable {
     var saves: [Record]
     var deletes: [KitRecordKey]
     /// What the store held of each record before the write (by name; absent: nothing).
-    var before: [ExactText.Key: String]
+    var before: [RecordName: String]
     var update: SyncStateUpdate
     /// Records left alone: edited in the store since the synchronizer read them.
     var skipped: [String]
     /// For each save of a record the store held, the fields the save changes: a replay that finds
     /// one of them holding the saved value knows the write landed. (Journals of an earlier
     /// release have none.)
-    var changedFields: [ExactText.Key: [String]] = [:]
+    var changedFields: [RecordName: [String]] = [:]
     /// Whether committing the journal leaves the zone state where it was, so the page downloads
     /// again (a replay that cannot tell what became of a record). Not stored.
     var keepsZonePosition = false
@@ -96,8 +96,8 @@ struct KitJournal: Sendable {
                 for _ in 0..<(try reader.readLength()) {
                     deletes.append(KitRecordKey(recordName: try reader.readString(), recordType: try reader.readString()))
                 }
-                var before: [ExactText.Key: String] = [:]
-                for _ in 0..<(try reader.readLength()) { before[ExactText.Key(try reader.readString())] = try reader.readString() }
+                var before: [RecordName: String] = [:]
+                for _ in 0..<(try reader.readLength()) { before[RecordName(try reader.readString())] = try reader.readString() }
                 var skipped: [String] = []
                 for _ in 0..<(try reader.readLength()) { skipped.append(try reader.readString()) }
                 var update = SyncStateUpdate(zoneState: Data())
@@ -111,10 +111,10 @@ struct KitJournal: Sendable {
                 }
                 update.zoneState = try reader.readData()
                 for _ in 0..<(try reader.readLength()) { update.sending.insert(id(try reader.readString())) }
-                var changedFields: [ExactText.Key: [String]] = [:]
+                var changedFields: [RecordName: [String]] = [:]
                 if !reader.isAtEnd {
                     for _ in 0..<(try reader.readLength()) {
-                        let name = ExactText.Key(try reader.readString())
+                        let name = RecordName(try reader.readString())
                         var fields: [String] = []
                         for _ in 0..<(try reader.readLength()) { fields.append(try reader.readString()) }
                         changedFields[name] = fields

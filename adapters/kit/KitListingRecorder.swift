@@ -8,21 +8,21 @@ enum KitListingRecorder {
     @discardableResult
     static func record(_ listing: KitListing, db: Database) throws -> Bool {
         var changed = false
-        // Names by bytes, as the store and the state database tell them apart (see ExactText).
-        var known: [ExactText.Key: (type: String, observed: String)] = [:]
+        // Names by bytes, as the store and the state database tell them apart (see RecordName).
+        var known: [RecordName: (type: String, observed: String)] = [:]
         if listing.isComplete {
             for row in try Row.fetchAll(db, sql: "SELECT record_name, record_type, observed FROM records") {
-                known[ExactText.Key(row[0])] = (row[1], row[2])
+                known[RecordName(row[0])] = (row[1], row[2])
             }
         }
-        let problemNames = Set(listing.problems.map { ExactText.Key($0.recordName) })
-        var seen = Set<ExactText.Key>()
-        for entry in listing.entries where !problemNames.contains(ExactText.Key(entry.key.recordName)) {
+        let problemNames = Set(listing.problems.map { $0.name })
+        var seen = Set<RecordName>()
+        for entry in listing.entries where !problemNames.contains(entry.key.name) {
             if entry.rolledBack { try forgetMetadata(of: entry.key.recordName, db: db) }
             guard let observed = KitRecordObservation.observed(entry) else { continue }
             let name = entry.key.recordName
-            seen.insert(ExactText.Key(name))
-            let previous = listing.isComplete ? known[ExactText.Key(name)] : try row(name, db: db)
+            seen.insert(RecordName(name))
+            let previous = listing.isComplete ? known[RecordName(name)] : try row(name, db: db)
             if previous?.observed != observed || previous?.type != entry.key.recordType {
                 try save(name, type: entry.key.recordType, observed: observed, db: db)
                 changed = true
@@ -58,18 +58,18 @@ enum KitListingRecorder {
     /// Compares the store's current form of `keys` (the records it holds among them are
     /// `current`) with what the kit saw, logging a change for each difference.
     /// - Returns: what the store held of each key before the coming write (absent: nothing).
-    static func notice(_ current: [KitEntry], keys: [KitRecordKey], db: Database) throws -> [ExactText.Key: String] {
-        var held: [ExactText.Key: KitEntry] = [:]
-        for entry in current { held[ExactText.Key(entry.key.recordName)] = entry }
+    static func notice(_ current: [KitEntry], keys: [KitRecordKey], db: Database) throws -> [RecordName: String] {
+        var held: [RecordName: KitEntry] = [:]
+        for entry in current { held[entry.key.name] = entry }
         // What the kit saw of the page's records, in one query rather than one per record.
-        var seen: [ExactText.Key: String] = [:]
+        var seen: [RecordName: String] = [:]
         let rows = try Row.fetchCursor(
             db.cachedStatement(sql: "SELECT r.record_name, r.observed FROM json_each(?) n JOIN records r ON r.record_name = n.value"),
             arguments: [KitStateDatabase.jsonArray(keys.map(\.recordName))])
-        while let row = try rows.next() { seen[ExactText.Key(row[0])] = row[1] }
-        var before: [ExactText.Key: String] = [:]
+        while let row = try rows.next() { seen[RecordName(row[0])] = row[1] }
+        var before: [RecordName: String] = [:]
         for key in keys {
-            let name = ExactText.Key(key.recordName)
+            let name = key.name
             let previous = seen[name]
             if let entry = held[name], entry.rolledBack { try forgetMetadata(of: key.recordName, db: db) }
             if let entry = held[name], let observed = KitRecordObservation.observed(entry) {

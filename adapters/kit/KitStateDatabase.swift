@@ -104,7 +104,7 @@ struct KitStateDatabase: Sendable {
 
     /// Commits a sync-state update, leaving out the records in `skipped` (edited meanwhile), and
     /// its zone state unless `advancingZone` is false.
-    static func commit(_ update: SyncStateUpdate, skipping skipped: Set<ExactText.Key>, advancingZone: Bool = true, db: Database) throws {
+    static func commit(_ update: SyncStateUpdate, skipping skipped: Set<RecordName>, advancingZone: Bool = true, db: Database) throws {
         try commitRecords(of: update, where: { !skipped.contains($0) }, db: db)
         for (id, failure) in update.failures {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO failures (record_name, version, code, message) VALUES (?, ?, ?, ?)")
@@ -117,14 +117,14 @@ struct KitStateDatabase: Sendable {
 
     /// Commits the per-record part of `update` (metadata, removals, settled versions) for the
     /// records `included` accepts, without failures or the zone state.
-    static func commitRecords(of update: SyncStateUpdate, where included: (ExactText.Key) -> Bool, db: Database) throws {
-        for (id, data) in update.metadata where included(ExactText.Key(id.recordName)) {
+    static func commitRecords(of update: SyncStateUpdate, where included: (RecordName) -> Bool, db: Database) throws {
+        for (id, data) in update.metadata where included(id.name) {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)").execute(arguments: [id.recordName, data])
         }
-        for id in update.removedMetadata where included(ExactText.Key(id.recordName)) {
+        for id in update.removedMetadata where included(id.name) {
             try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?").execute(arguments: [id.recordName])
         }
-        for (id, version) in update.settled where included(ExactText.Key(id.recordName)) {
+        for (id, version) in update.settled where included(id.name) {
             try db.cachedStatement(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
             try db.cachedStatement(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
         }

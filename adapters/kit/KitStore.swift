@@ -157,3 +157,13 @@ public struct KitProblem: Sendable, Equatable {
         self.message = message
     }
 }
+
+extension KitRecordKey {
+    /// The record's name as a key that compares bytes.
+    public var name: RecordName { RecordName(recordName) }
+}
+
+extension KitProblem {
+    /// The record's name as a key that compares bytes.
+    public var name: RecordName { RecordName(recordName) }
+}

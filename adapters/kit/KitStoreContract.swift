@@ -56,8 +56,8 @@ public enum KitStoreContract {
             let records = (0..<count).map { note("many-\($0)", zone: zone, ["title": .string("t\($0)"), "rank": .int64(Int64($0))]) }
             _ = try await store.write(saves: records, deletes: [])
             let listing = try await store.list(since: nil)
-            let listed = Set(listing.entries.map { ExactText.Key($0.key.recordName) })
-            let missing = records.filter { !listed.contains(ExactText.Key($0.id.recordName)) }.count
+            let listed = Set(listing.entries.map { $0.key.name })
+            let missing = records.filter { !listed.contains($0.id.name) }.count
             try require(missing == 0, "\(missing) of \(count) records written in one message were not listed")
             try require(listing.entries.count == count, "the listing has \(listing.entries.count) entries for \(count) records")
         },
@@ -106,8 +106,8 @@ public enum KitStoreContract {
     static func readBack(_ names: [String], from store: any KitStore) async throws -> [String: Record] {
         let entries = try await store.read(names.map { KitRecordKey(recordName: $0, recordType: "Note") })
         var records: [String: Record] = [:]
-        let wanted = Set(names.map(ExactText.Key.init))
-        for entry in entries where wanted.contains(ExactText.Key(entry.key.recordName)) {
+        let wanted = Set(names.map { RecordName($0) })
+        for entry in entries where wanted.contains(entry.key.name) {
             if let record = entry.record { records[entry.key.recordName] = record }
         }
         return records

@@ -65,8 +65,8 @@ public final class PluginStore: KitStore {
         let types = handshake.declaredFields
         let sentCursor = handshake.listsChangesSinceCursor ? cursor : nil
         var listing = KitListing(entries: [], isComplete: sentCursor == nil)
-        // Names by bytes: "é" and "e\u{301}" are two records (see ExactText).
-        var seen = Set<ExactText.Key>()
+        // Names by bytes: "é" and "e\u{301}" are two records (see RecordName).
+        var seen = Set<RecordName>()
         var continuation: JSONValue = .null
         var pages = 0
         repeat {
@@ -76,7 +76,7 @@ public final class PluginStore: KitStore {
             for json in records {
                 switch try decode(json, types: types) {
                 case .entry(let entry):
-                    if seen.insert(ExactText.Key(entry.key.recordName)).inserted {
+                    if seen.insert(entry.key.name).inserted {
                         listing.entries.append(entry)
                     } else {
                         listing.problems.append(
@@ -98,8 +98,8 @@ public final class PluginStore: KitStore {
             pages += 1
             if pages > 1_000_000 { throw malformed("answered list with continuations that never end") }
         } while continuation != .null
-        let problemNames = Set(listing.problems.map { ExactText.Key($0.recordName) })
-        listing.entries.removeAll { problemNames.contains(ExactText.Key($0.key.recordName)) }
+        let problemNames = Set(listing.problems.map { $0.name })
+        listing.entries.removeAll { problemNames.contains($0.key.name) }
         return listing
     }
 
@@ -109,10 +109,10 @@ public final class PluginStore: KitStore {
         for chunk in chunks(keys) {
             let answer = try await call("read", ["records": .array(chunk.map(PluginMessages.encode))])
             guard let records = answer["records"]?.arrayValue else { throw malformed("answered read without a records array") }
-            let asked = Set(chunk.map { ExactText.Key($0.recordName) })
+            let asked = Set(chunk.map { $0.name })
             for json in records {
                 // A record it cannot offer is left out here; the next listing reports it.
-                if case .entry(let entry) = try decode(json, types: types), asked.contains(ExactText.Key(entry.key.recordName)) { entries.append(entry) }
+                if case .entry(let entry) = try decode(json, types: types), asked.contains(entry.key.name) { entries.append(entry) }
             }
         }
         return entries

@@ -206,8 +206,8 @@ public final class PostgresAdapter: ModelAdapter {
         // moved yet: they are moved (a transaction) and the state read again after the move, so
         // pending versions are never missed. In that transaction the log is not checked again: a
         // program may have appended to it since, which the apply's own move will see.
-        // Keyed by bytes, as PostgreSQL compares names (see ExactText).
-        typealias Found = [ExactText.Key: (metadata: Data?, pending: (table: String, version: Int64)?)]
+        // Keyed by bytes, as PostgreSQL compares names (see RecordName).
+        typealias Found = [RecordName: (metadata: Data?, pending: (table: String, version: Int64)?)]
         let read: @Sendable (PooledConnection, Bool) async throws -> (found: Found, logged: Bool) = { [state] connection, checkingLog in
             let rows = try await connection.query(
                 """
@@ -226,7 +226,7 @@ public final class PostgresAdapter: ModelAdapter {
                     logged = true
                     continue
                 }
-                found[ExactText.Key(name)] = (metadata.map { Data(buffer: $0) }, pendingTable.flatMap { table in version.map { (table, $0) } })
+                found[RecordName(name)] = (metadata.map { Data(buffer: $0) }, pendingTable.flatMap { table in version.map { (table, $0) } })
             }
             return (found, logged)
         }
@@ -242,13 +242,13 @@ public final class PostgresAdapter: ModelAdapter {
         var current: [RecordID: Record] = [:]
         if !pendingNames.isEmpty {
             current = try await transaction("reading locally changed records") { connection, catalog in
-                let located = recordIDs.compactMap { id in pendingNames[ExactText.Key(id.recordName)].flatMap { catalog.byTable[$0] }.map { (id, $0) } }
+                let located = recordIDs.compactMap { id in pendingNames[id.name].flatMap { catalog.byTable[$0] }.map { (id, $0) } }
                 return try await Self.rows(of: located, connection: connection)
             }
         }
         var result: [RecordID: LocalRecordState] = [:]
         for id in recordIDs {
-            guard let entry = found[ExactText.Key(id.recordName)] else { continue }
+            guard let entry = found[id.name] else { continue }
             result[id] = LocalRecordState(record: current[id], metadata: entry.metadata, pendingVersion: entry.pending?.version)
         }
         return result
@@ -289,17 +289,17 @@ public final class PostgresAdapter: ModelAdapter {
             // is merged again in the next round. Edits still in the capture log count too.
             try await state.compactLog(connection)
             let expectedNames = changes.expectedPendingVersions.keys.map(\.recordName)
-            var current: [ExactText.Key: Int64] = [:]
+            var current: [RecordName: Int64] = [:]
             if !expectedNames.isEmpty {
                 let rows = try await connection.query(
                     """
                     SELECT c.record_name, c.version FROM unnest(\(expectedNames)::text[]) AS n(name)
                     CROSS JOIN LATERAL (\(unescaped: state.pendingLookup(columns: "record_name, version"))) AS c
                     """, logger: connection.logger)
-                for try await (name, version) in rows.decode((String, Int64).self) { current[ExactText.Key(name)] = version }
+                for try await (name, version) in rows.decode((String, Int64).self) { current[RecordName(name)] = version }
             }
             var skipped = Set<RecordID>()
-            for (id, expected) in changes.expectedPendingVersions where (current.isEmpty ? 0 : current[ExactText.Key(id.recordName)] ?? 0) != expected {
+            for (id, expected) in changes.expectedPendingVersions where (current.isEmpty ? 0 : current[id.name] ?? 0) != expected {
                 skipped.insert(id)
             }
             // Each written record's table, and whether it is inserted without a conflict check.
@@ -345,7 +345,7 @@ public final class PostgresAdapter: ModelAdapter {
             }
             if !changes.deletes.isEmpty {
                 let names = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
-                var known: [ExactText.Key: String] = [:]
+                var known: [RecordName: String] = [:]
                 let rows = try await connection.query(
                     """
                     SELECT r.record_name, r.table_name FROM unnest(\(names)::text[]) AS n(name)
@@ -354,10 +354,10 @@ public final class PostgresAdapter: ModelAdapter {
                     SELECT c.record_name, c.table_name FROM unnest(\(names)::text[]) AS n(name)
                     CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.changes, columns: "record_name, table_name"))) AS c
                     """, logger: connection.logger)
-                for try await (name, table) in rows.decode((String, String).self) { known[ExactText.Key(name)] = table }
+                for try await (name, table) in rows.decode((String, String).self) { known[RecordName(name)] = table }
                 var keys: [String: [[String]]] = [:]
                 for name in names {
-                    guard let table = known[ExactText.Key(name)].flatMap({ catalog.byTable[$0] }), let texts = try? table.keyTexts(of: name) else { continue }
+                    guard let table = known[RecordName(name)].flatMap({ catalog.byTable[$0] }), let texts = try? table.keyTexts(of: name) else { continue }
                     var columns = keys[table.table] ?? Array(repeating: [], count: table.keyColumns.count)
                     for (index, text) in texts.enumerated() { columns[index].append(text) }
                     keys[table.table] = columns
@@ -445,11 +445,11 @@ public final class PostgresAdapter: ModelAdapter {
         of records: [(RecordID, PostgresResolvedTable)], connection: PooledConnection
     ) async throws -> [RecordID: Record] {
         var found: [RecordID: Record] = [:]
-        var byTable: [String: (table: PostgresResolvedTable, ids: [ExactText.Key: RecordID], keys: [[String]])] = [:]
+        var byTable: [String: (table: PostgresResolvedTable, ids: [RecordName: RecordID], keys: [[String]])] = [:]
         for (id, table) in records {
             guard let texts = try? table.keyTexts(of: id.recordName) else { continue }
             var entry = byTable[table.table] ?? (table, [:], Array(repeating: [], count: table.keyColumns.count))
-            entry.ids[ExactText.Key(id.recordName)] = id
+            entry.ids[id.name] = id
             for (index, text) in texts.enumerated() { entry.keys[index].append(text) }
             byTable[table.table] = entry
         }
@@ -460,7 +460,7 @@ public final class PostgresAdapter: ModelAdapter {
             for try await row in rows {
                 let cells = row.makeRandomAccess()
                 let name = try cells[0].decode(String.self)
-                guard let id = ids[ExactText.Key(name)] else { continue }
+                guard let id = ids[RecordName(name)] else { continue }
                 var values: [String?] = []
                 values.reserveCapacity(table.valueColumns.count)
                 for index in 1..<cells.count { values.append(try cells[index].decode(String?.self)) }

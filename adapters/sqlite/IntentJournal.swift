@@ -22,7 +22,7 @@ enum IntentJournal {
 
     /// The journaled intents of the records `wanted` accepts, by record name compared by bytes
     /// (a later batch's entry wins). Only their metadata is copied out.
-    static func entries(_ db: Database, wanted: (String) -> Bool = { _ in true }) throws -> [ExactText.Key: Data] {
+    static func entries(_ db: Database, wanted: (String) -> Bool = { _ in true }) throws -> [RecordName: Data] {
         guard try isEmpty(db) == false else { return [:] }
         return try allEntries(db, wanted: wanted)
     }
@@ -31,8 +31,8 @@ enum IntentJournal {
         try Bool.fetchOne(db.cachedStatement(sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_intents")"#)) != true
     }
 
-    private static func allEntries(_ db: Database, wanted: (String) -> Bool) throws -> [ExactText.Key: Data] {
-        var entries: [ExactText.Key: Data] = [:]
+    private static func allEntries(_ db: Database, wanted: (String) -> Bool) throws -> [RecordName: Data] {
+        var entries: [RecordName: Data] = [:]
         let statement = BoundStatement(try db.cachedStatement(sql: #"SELECT intents FROM "_gateway_intents" ORDER BY batch"#))
         try statement.forEachRow([]) { row in try readEntries(row, at: 0, wanted: wanted, into: &entries) }
         return entries
@@ -40,7 +40,7 @@ enum IntentJournal {
 
     /// Adds the entries of one journal row that `wanted` accepts to `entries` (a later one wins).
     private static func readEntries(
-        _ row: StatementRow, at column: Int, wanted: (String) -> Bool, into entries: inout [ExactText.Key: Data]
+        _ row: StatementRow, at column: Int, wanted: (String) -> Bool, into entries: inout [RecordName: Data]
     ) throws {
         do {
             try row.withUnsafeBytes(at: column) { buffer in try scan(buffer, wanted: wanted, into: &entries) }
@@ -75,13 +75,13 @@ enum IntentJournal {
     }
 
     private static func scan(
-        _ buffer: UnsafeRawBufferPointer?, wanted: (String) -> Bool, into entries: inout [ExactText.Key: Data]
+        _ buffer: UnsafeRawBufferPointer?, wanted: (String) -> Bool, into entries: inout [RecordName: Data]
     ) throws(BinaryDecodingError) {
         guard let buffer else { return }
         var reader = BinaryReader(buffer)
         while !reader.isAtEnd {
             let name = try reader.readString()
-            if wanted(name) { entries[ExactText.Key(name)] = try reader.readData() } else { try reader.skipLengthPrefixed() }
+            if wanted(name) { entries[RecordName(name)] = try reader.readData() } else { try reader.skipLengthPrefixed() }
         }
     }
 
@@ -93,8 +93,8 @@ enum IntentJournal {
         _ db: Database, unlessReplacedBy replaced: (String) -> Bool, keeping kept: (String) -> Bool = { _ in false }
     ) throws -> [(name: String, metadata: Data)] {
         guard try isEmpty(db) == false else { return [] }
-        var left: [ExactText.Key: Data] = [:]
-        var journaled: [ExactText.Key: Data] = [:]
+        var left: [RecordName: Data] = [:]
+        var journaled: [RecordName: Data] = [:]
         var spent: [Int64] = []
         let statement = BoundStatement(try db.cachedStatement(sql: #"SELECT batch, intents FROM "_gateway_intents" ORDER BY batch"#))
         try statement.forEachRow([]) { row in
@@ -115,7 +115,7 @@ enum IntentJournal {
             guard !onlyKept || names == 0 else { return }
             spent.append(row.int64(at: 0))
             guard anyUnreplaced else { return }
-            var entries: [ExactText.Key: Data] = [:]
+            var entries: [RecordName: Data] = [:]
             try readEntries(row, at: 1, wanted: { !replaced($0) }, into: &entries)
             for (name, metadata) in entries {
                 if kept(name.text) { journaled[name] = metadata } else { left[name] = metadata }

@@ -191,11 +191,11 @@ public final class SQLiteAdapter: ModelAdapter {
                 joinedRows.append(row.isNull(at: 4) ? nil : joined.record(from: row, id: RecordID(recordName: name, zoneID: zone), offset: 5))
             }
         }
-        let names = Set(entries.lazy.map { ExactText.Key($0.name) })
-        let intents = try IntentJournal.entries(db) { names.contains(ExactText.Key($0)) }
+        let names = Set(entries.lazy.map { RecordName($0.name) })
+        let intents = try IntentJournal.entries(db) { names.contains(RecordName($0)) }
         if !intents.isEmpty {
             for index in entries.indices {
-                if let intent = intents[ExactText.Key(entries[index].name)] { entries[index].metadata = intent }
+                if let intent = intents[RecordName(entries[index].name)] { entries[index].metadata = intent }
             }
         }
         var rows: [Record?]
@@ -275,24 +275,24 @@ public final class SQLiteAdapter: ModelAdapter {
         // point queries per record.
         let names = JSONArrayText.of(recordIDs.lazy.map(\.recordName))
         return try await write { db, catalog in
-            // Keyed by bytes, as SQLite compares names (see ExactText).
-            var metadataRows: [ExactText.Key: (table: String, metadata: Data?)] = [:]
+            // Keyed by bytes, as SQLite compares names (see RecordName).
+            var metadataRows: [RecordName: (table: String, metadata: Data?)] = [:]
             let metadataCursor = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: #"SELECT record_name, table_name, metadata FROM "_gateway_records" WHERE record_name IN (SELECT value FROM json_each(?))"#),
                 arguments: [names])
-            while let row = try metadataCursor.next() { metadataRows[ExactText.Key(row[0])] = (row[1], row[2]) }
-            var changeRows: [ExactText.Key: (table: String, version: Int64)] = [:]
+            while let row = try metadataCursor.next() { metadataRows[RecordName(row[0])] = (row[1], row[2]) }
+            var changeRows: [RecordName: (table: String, version: Int64)] = [:]
             let changeCursor = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: #"SELECT record_name, table_name, version FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#),
                 arguments: [names])
-            while let row = try changeCursor.next() { changeRows[ExactText.Key(row[0])] = (row[1], row[2]) }
+            while let row = try changeCursor.next() { changeRows[RecordName(row[0])] = (row[1], row[2]) }
 
             var states: [RecordID: LocalRecordState] = [:]
             for id in recordIDs {
-                let metadataRow = metadataRows[ExactText.Key(id.recordName)]
-                let changeRow = changeRows[ExactText.Key(id.recordName)]
+                let metadataRow = metadataRows[id.name]
+                let changeRow = changeRows[id.name]
                 guard metadataRow != nil || changeRow != nil else { continue }
                 var record: Record?
                 // Values matter only for merging local edits, so rows without one are not read.
@@ -312,7 +312,7 @@ public final class SQLiteAdapter: ModelAdapter {
             let intents = try IntentJournal.entries(db)
             if !intents.isEmpty {
                 // Records first sent in a batch whose answer is still outstanding.
-                let known = Set(names.map(ExactText.Key.init))
+                let known = Set(names.map { RecordName($0) })
                 names += intents.keys.filter { !known.contains($0) }.map(\.text).sorted()
             }
             return names.map { RecordID(recordName: $0, zoneID: zone) }
@@ -326,16 +326,16 @@ public final class SQLiteAdapter: ModelAdapter {
         try await write { db, catalog in
             try db.cachedStatement(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#).execute()
             try db.cachedStatement(sql: "PRAGMA defer_foreign_keys = ON").execute()
-            var current: [ExactText.Key: Int64] = [:]
+            var current: [RecordName: Int64] = [:]
             if !changes.expectedPendingVersions.isEmpty {
                 let cursor = try Row.fetchCursor(
                     db.cachedStatement(
                         sql: #"SELECT record_name, version FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#),
                     arguments: [expectedNames])
-                while let row = try cursor.next() { current[ExactText.Key(row[0])] = row[1] }
+                while let row = try cursor.next() { current[RecordName(row[0])] = row[1] }
             }
             var skipped = Set<RecordID>()
-            for (id, expected) in changes.expectedPendingVersions where (current[ExactText.Key(id.recordName)] ?? 0) != expected {
+            for (id, expected) in changes.expectedPendingVersions where (current[id.name] ?? 0) != expected {
                 skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]

@@ -3,8 +3,8 @@
 /// `String`'s `==` and hash follow canonical equivalence: the composed "é" and "e" followed by a
 /// combining acute are one key to a `Dictionary<String, _>`, but two rows to SQLite or
 /// PostgreSQL and two records to CloudKit. Wherever names of records or keys of rows identify
-/// something, they are compared with this, or wrapped in ``ExactText/Key`` for use as dictionary
-/// keys.
+/// something, they are compared with this. Record names as dictionary keys are ``RecordName``s;
+/// other texts (paths, primary-key values) are wrapped in ``ExactText/Key``.
 public enum ExactText {
     /// Whether the two texts have the same bytes.
     @inlinable

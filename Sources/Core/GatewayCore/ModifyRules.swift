@@ -55,8 +55,8 @@ package enum ModifyRules {
                 "the request has \(operations.count) operations, more than the limit of \(limits.maxOperationsPerRequest); send smaller batches"
             )
         }
-        // By bytes: canonically equivalent names are two records (see ExactText).
-        var seen = Set<ExactText.Key>(minimumCapacity: operations.count)
+        // By bytes: canonically equivalent names are two records (see RecordName).
+        var seen = Set<RecordName>(minimumCapacity: operations.count)
         var prepared: [Prepared] = []
         prepared.reserveCapacity(operations.count)
         var requestSize = 0
@@ -71,7 +71,7 @@ package enum ModifyRules {
                     .invalidArguments, "record \(id) is not in zone \(zone.zoneName), the zone of the request",
                     recordID: id)
             }
-            guard seen.insert(ExactText.Key(id.recordName)).inserted else {
+            guard seen.insert(id.name).inserted else {
                 throw CloudError(
                     .invalidArguments, "record \(id) appears more than once in one request", recordID: id)
             }

@@ -168,13 +168,13 @@ public final class CloudKitWebDatabase: CloudDatabase {
                 .limitExceeded,
                 "the request has \(operations.count) operations; CloudKit takes at most \(limits.maxOperationsPerRequest) per request")
         }
-        // By bytes, as CloudKit tells names apart (see ExactText).
-        var names = Set<ExactText.Key>()
+        // By bytes, as CloudKit tells names apart (see RecordName).
+        var names = Set<RecordName>()
         for operation in operations {
             guard operation.recordID.zoneID == zone else {
                 throw CloudError(.invalidArguments, "record \(operation.recordID) is not in zone \(zone), the zone of the request")
             }
-            guard names.insert(ExactText.Key(operation.recordID.recordName)).inserted else {
+            guard names.insert(operation.recordID.name).inserted else {
                 throw CloudError(.invalidArguments, "record \(operation.recordID) appears twice in one request")
             }
         }
@@ -277,7 +277,7 @@ public final class CloudKitWebDatabase: CloudDatabase {
     public func lookup(_ recordIDs: [RecordID]) async throws -> [Record?] {
         var found: [RecordID: Record] = [:]
         for (zone, ids) in Dictionary(grouping: recordIDs, by: \.zoneID) {
-            let unique = Array(Set(ids.map { ExactText.Key($0.recordName) })).map(\.text)
+            let unique = Array(Set(ids.map { $0.name })).map(\.text)
             for start in stride(from: 0, to: unique.count, by: limits.maxOperationsPerRequest) {
                 let names = unique[start..<min(start + limits.maxOperationsPerRequest, unique.count)]
                 let body: JSONValue = [

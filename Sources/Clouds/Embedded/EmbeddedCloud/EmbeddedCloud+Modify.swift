@@ -108,7 +108,7 @@ extension EmbeddedCloud {
     ) throws -> [RecordOperationResult] {
         let zoneRow = try zoneRow(db, zone)
         // What the cloud holds of the request's records, in one query rather than one per record.
-        var current: [ExactText.Key: Row] = [:]
+        var current: [RecordName: Row] = [:]
         // By index: iterating the prepared operations would copy each one (its record and
         // encoded fields) to read one name.
         var names: [String] = []
@@ -125,11 +125,11 @@ extension EmbeddedCloud {
                         WHERE zone_key = ? AND record_name IN (SELECT value FROM json_each(?))
                         """),
                 arguments: [zoneRow.key, JSONArrayText.of(names)])
-            while let row = try rows.next() { current[ExactText.Key(row[5])] = row.copy() }
+            while let row = try rows.next() { current[RecordName(row[5])] = row.copy() }
         }
         var prepared = prepared
         let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { id in
-            guard let row = current[ExactText.Key(id.recordName)] else { return nil }
+            guard let row = current[id.name] else { return nil }
             return ModifyRules.Stored(state: .init(changeTag: row[0], isDeleted: row[1])) { try record(fromCurrentRow: row, id: id) }
         } missingAsset: { record in
             try missingAsset(in: record, db: db)
@@ -154,9 +154,9 @@ extension EmbeddedCloud {
                 """)
         let (results, sequence) = try ModifyRules.outcomes(
             of: prepared, failures: allFailures, decisions: decisions, lastSequence: zoneRow.lastSequence, tagSuffix: tagSuffix, now: now,
-            storedCreatedAt: { id in current[ExactText.Key(id.recordName)].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 } },
+            storedCreatedAt: { id in current[id.name].flatMap { row in row[1] as Bool ? nil : row[6] as Int64 } },
             save: { item, record, sequence in
-                try save(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now, with: current[ExactText.Key(item.recordID.recordName)] == nil ? insert : update)
+                try save(item, record, sequence: sequence, zoneKey: zoneRow.key, now: now, with: current[item.recordID.name] == nil ? insert : update)
             },
             delete: { id, sequence in try tombstone.execute(arguments: [sequence, now, zoneRow.key, id.recordName]) })
         if sequence != zoneRow.lastSequence {

@@ -35,7 +35,7 @@ extension PostgresCloud {
         let zoneRow = try await lockZone(zone, tables: tables, connection: connection)!
         // Names refused by the rules (NUL bytes, too long) never reach the database.
         let names = prepared.filter { $0.failure == nil }.map(\.recordID.recordName)
-        var current: [ExactText.Key: Current] = [:]
+        var current: [RecordName: Current] = [:]
         let rows = try await connection.query(
             """
             SELECT record_name, change_tag, deleted, record_type, fields, modified_at, COALESCE(created_at, modified_at)
@@ -45,7 +45,7 @@ extension PostgresCloud {
         for try await (name, tag, deleted, type, fields, modifiedAt, createdAt) in rows.decode(
             (String, String?, Bool, String, ByteBuffer?, Int64, Int64).self)
         {
-            current[ExactText.Key(name)] = Current(
+            current[RecordName(name)] = Current(
                 changeTag: tag, isDeleted: deleted, recordType: type, fields: fields, modifiedAt: modifiedAt, createdAt: createdAt)
         }
         let storedAssets = try await assetSizes(
@@ -53,7 +53,7 @@ extension PostgresCloud {
 
         var prepared = prepared
         let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { id in
-            guard let row = current[ExactText.Key(id.recordName)] else { return nil }
+            guard let row = current[id.name] else { return nil }
             return ModifyRules.Stored(state: .init(changeTag: row.changeTag, isDeleted: row.isDeleted)) { try record(from: row, id: id) }
         } missingAsset: { record in
             record.assetReferences.first { storedAssets[$0.checksum] != $0.size }
@@ -65,7 +65,7 @@ extension PostgresCloud {
         var deleted = (names: [String](), sequences: [Int64]())
         let (results, sequence) = ModifyRules.outcomes(
             of: prepared, failures: allFailures, decisions: decisions, lastSequence: zoneRow.lastSequence, tagSuffix: tagSuffix, now: now,
-            storedCreatedAt: { id in current[ExactText.Key(id.recordName)].flatMap { $0.isDeleted ? nil : $0.createdAt } },
+            storedCreatedAt: { id in current[id.name].flatMap { $0.isDeleted ? nil : $0.createdAt } },
             save: { item, record, sequence in
                 saved.names.append(item.recordID.recordName)
                 saved.types.append(record.recordType)
