@@ -4,10 +4,11 @@ import PostgresNIO
 
 /// A few reusable connections to one database, opened on demand.
 ///
-/// PostgresNIO's own `PostgresClient` needs a `run()` task for its lifetime; the gateway's clouds
-/// and adapters are plain values opened by a command, so this pool lends connections directly
-/// and needs no background task. A connection that failed for any reason other than a server
-/// error is closed rather than lent again.
+/// Kept instead of PostgresNIO's `PostgresClient` for what that client does not do: a deadline
+/// per operation that closes the connection of an overrunning statement (below), and a session
+/// setup on every new connection (``connect(id:)``). It needs no background task, and measured on
+/// short transactions it is as fast or 5–8% faster (`gateway-bench postgres-pool`). A connection
+/// that failed for any reason other than a server error is closed rather than lent again.
 ///
 /// Every operation has a deadline (``requestTimeout``): when it passes, the operation's
 /// connection is closed, which fails the statement in flight, and the operation throws
