@@ -30,6 +30,7 @@ public final class ManualSyncClock: SyncClock {
     public var pendingSleeps: Int { state.withLock { $0.sleepers.count } }
 
     public func sleep(for duration: Duration) async throws {
+        guard duration > .zero else { return try Task.checkCancellation() }
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID

@@ -29,15 +29,19 @@ public struct SyncScheduler: Service {
     private let requests: SyncRequests
     /// Adapters whose last syncs failed wait before they are tried again.
     let backoff: AdapterBackoff
+    /// The clock of the interval, the debounce, the back-off and the cloud's retries (a test's
+    /// own, to step it without waiting).
+    public let clock: any SyncClock
 
     public init(
         configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
-        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration? = nil
+        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration? = nil, clock: any SyncClock = LiveSyncClock()
     ) {
         self.configuration = configuration
         self.logger = logger
         self.monitor = monitor
         self.metrics = metrics
+        self.clock = clock
         self.debounce = debounce ?? configuration.settings.debounce.duration
         self.requests = SyncRequests()
         self.backoff = AdapterBackoff(baseDelay: .seconds(1), maxDelay: configuration.settings.retry.maxDelay.duration)
@@ -116,11 +120,12 @@ public struct SyncScheduler: Service {
         monitor.started(with: adapters)
         let request: @Sendable (Trigger) -> Void = { [requests] in requests.request($0) }
         request(.start)
+        let clock = clock
         await withThrowingTaskGroup(of: Void.self) { group in
             let interval = configuration.settings.syncInterval.duration
             group.addTask {
                 while !Task.isCancelled {
-                    try await Task.sleep(for: interval)
+                    try await clock.sleep(for: interval)
                     request(.interval)
                 }
             }
@@ -128,7 +133,7 @@ public struct SyncScheduler: Service {
                 let debounce = debounce
                 group.addTask {
                     for await _ in opened.adapter.changeSignals() {
-                        try await Task.sleep(for: debounce)
+                        try await clock.sleep(for: debounce)
                         request(.store)
                     }
                 }
@@ -156,7 +161,7 @@ public struct SyncScheduler: Service {
                 if let retryAt = backoff.nextRetry(), retryAt != retryScheduled {
                     retryScheduled = retryAt
                     group.addTask {
-                        try await Task.sleep(until: retryAt, clock: .continuous)
+                        try await clock.sleep(for: retryAt - clock.now)
                         request(.retry)
                     }
                 }
@@ -184,7 +189,7 @@ public struct SyncScheduler: Service {
                 monitor.waiting(for: error.message)
                 logger.error("cannot open the cloud; trying again", metadata: ["error": "\(error.message)", "retry_in": "\(delay)"])
                 let wait = delay
-                let slept: Void? = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+                let slept: Void? = try? await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(for: wait) }
                 if slept == nil || Task.isShuttingDownGracefully { return nil }
                 delay = min(delay * 2, max(configuration.settings.retry.maxDelay.duration, .seconds(1)))
             }
@@ -234,7 +239,7 @@ public struct SyncScheduler: Service {
     }
 
     private func sync(_ synchronizer: Synchronizer, adapters: [OpenedAdapter], reasons: Set<Trigger>) async {
-        let started = ContinuousClock.now
+        let started = clock.now
         let all = configuration.adapters.map(\.name)
         // Adapters that failed recently wait their turn; the others sync now.
         let names = backoff.eligible(all, at: started)
@@ -247,7 +252,7 @@ public struct SyncScheduler: Service {
         logger[metadataKey: "sync"] = "\(requests.nextSyncID())"
         do {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
-            backoff.record(report, at: ContinuousClock.now)
+            backoff.record(report, at: clock.now)
             monitor.syncFinished(report, error: nil)
             // What each store still holds after the sync; `nil` where the store cannot be read
             // (a read cut short by shutdown says nothing about the store: left out).
@@ -263,7 +268,7 @@ public struct SyncScheduler: Service {
             monitor.pendingChanges(pendingByAdapter.values.reduce(0) { $0 + ($1 ?? 0) })
             await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
             metrics.record(
-                report, duration: ContinuousClock.now - started,
+                report, duration: clock.now - started,
                 policies: Dictionary(
                     configuration.adapters.map { ($0.name, configuration.syncOptions(for: $0).merge.policy) },
                     uniquingKeysWith: { first, _ in first }))
@@ -292,14 +297,14 @@ public struct SyncScheduler: Service {
                     metadata["code"] = "\(adapter.failureCode ?? code.rawValue)"
                     metadata["error"] = "\(message)"
                     if let retryAt = backoff.retryAt(adapter.adapter) {
-                        metadata["retry_in"] = "\(retryAt - ContinuousClock.now)"
+                        metadata["retry_in"] = "\(retryAt - clock.now)"
                     }
                     logger.error("adapter failed", metadata: metadata)
                 }
             }
             logger.info(
                 "sync finished",
-                metadata: ["reasons": "\(reasons.map(\.rawValue).sorted())", "duration": "\(ContinuousClock.now - started)"])
+                metadata: ["reasons": "\(reasons.map(\.rawValue).sorted())", "duration": "\(clock.now - started)"])
         } catch {
             monitor.syncFinished(nil, error: error)
             logger.error("sync could not start", metadata: ["error": "\(error)"])
