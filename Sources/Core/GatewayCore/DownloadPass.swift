@@ -39,11 +39,7 @@ struct DownloadPass {
     }
 
     private mutating func run(fetchingAheadIn fetches: inout ThrowingTaskGroup<RawPage, any Error>) async throws {
-        var seen = Set<RecordID>()
-        var expiries = 0
-        // While refetching, pages are fetched from `cursor` but committed with no token, so an
-        // interruption restarts the refetch (see ZoneSyncState.refetching).
-        var cursor = state.refetching ? nil : state.token
+        var progress = DownloadProgress(from: state)
         // The next page, fetched and opened while the previous one was being applied.
         var prefetched: Result<FetchedPage, any Error>?
         var feed = FeedAhead()
@@ -54,27 +50,18 @@ struct DownloadPass {
                 if let prefetched {
                     fetched = try prefetched.get()
                 } else {
-                    fetched = try await open(try await feed.next(since: cursor, context: context, in: &fetches), applying: nil, after: state)
+                    fetched = try await open(try await feed.next(since: progress.cursor, context: context, in: &fetches), applying: nil, after: progress.state)
                 }
                 prefetched = nil
             } catch let error as CloudError where error.code == .changeTokenExpired {
                 // The expired fetch was the only one in flight: a page is fetched ahead only after
                 // the page before it arrived.
                 prefetched = nil
-                expiries += 1
-                guard expiries <= 3 else {
-                    throw SyncError(
-                        .cloudFailed, "the cloud keeps expiring change tokens of zone \(context.zone)", adapter: name, underlying: error)
-                }
-                cursor = nil
-                state.token = nil
-                state.refetching = true
-                seen.removeAll()
+                try progress.tokenExpired(in: context.zone, adapter: name, underlying: error)
+                state = progress.state
                 continue
             }
-            if state.refetching { seen.formUnion(fetched.incoming.lazy.filter { $0.record != nil }.map(\.id)) }
-            cursor = fetched.token
-            let next = Self.committing(fetched.token, after: state)
+            let next = progress.received(records: fetched.incoming.lazy.filter { $0.record != nil }.map(\.id), token: fetched.token)
             let mergedPage: MergedPage
             if let ahead = fetched.merged {
                 mergedPage = ahead
@@ -89,7 +76,7 @@ struct DownloadPass {
             let context = context
             async let applying: Void = context.store("applying a downloaded page") { try await context.adapter.apply(changes) }
             if fetched.moreComing {
-                let (token, applyingIDs) = (cursor, Set(fetched.ids))
+                let (token, applyingIDs) = (progress.cursor, Set(fetched.ids))
                 do {
                     let page = try await feed.next(since: token, context: context, in: &fetches)
                     prefetched = .success(try await open(page, applying: applyingIDs, after: next))
@@ -101,14 +88,15 @@ struct DownloadPass {
             try await applying
             report.downloaded += changes.writes.count
             report.deletedLocally += changes.deletes.count
+            progress.applied(next)
             state = next
             context.observer(.didFetch(adapter: name, written: changes.writes.count, deleted: changes.deletes.count))
             if !fetched.moreComing { break }
         }
-        if state.refetching {
-            try await reconcile(seen: seen)
-            state.token = cursor
-            state.refetching = false
+        if progress.isRefetching {
+            try await reconcile(seen: progress.seen)
+            guard let finished = progress.finishRefetch() else { return }
+            state = finished
             let zoneState = state.encoded()
             try await context.store("committing the zone state") {
                 try await context.adapter.commit(SyncStateUpdate(zoneState: zoneState))
@@ -186,17 +174,9 @@ struct DownloadPass {
             // Disjoint from the page being applied, so that write cannot change what is read here;
             // edits made meanwhile are caught by the expected pending versions.
             let local = try await context.localState(of: fetched.ids)
-            fetched.merged = try context.merged(fetched.incoming, local: local, zoneState: Self.committing(page.token, after: previous))
+            fetched.merged = try context.merged(fetched.incoming, local: local, zoneState: DownloadProgress.committing(page.token, after: previous))
         }
         return fetched
-    }
-
-    /// The zone state a page commits: the previous one with the page's token, or with none while
-    /// refetching (see ZoneSyncState.refetching).
-    private static func committing(_ token: ChangeToken?, after previous: ZoneSyncState) -> ZoneSyncState {
-        var next = previous
-        next.token = previous.refetching ? nil : token
-        return next
     }
 
     /// After a full refetch, local records that were synced but not returned were deleted remotely.
