@@ -74,7 +74,7 @@ struct ZoneConvergenceTests {
         // Each pass sends at most twice what was pending when it began; a pass of `a` begins
         // with its 30 records pending (the writer rewrites those same records).
         let passes = 1 + Synchronizer.maximumFollowUpRounds
-        #expect(report.adapters[0].uploaded <= passes * UploadPass.budget(pendingAtStart: 30, batchSize: batchSize))
+        #expect(report.adapters[0].uploaded <= passes * UploadProgress.budget(pendingAtStart: 30, batchSize: batchSize))
         #expect(report.adapters[0].uploadBounded, "a's upload stopped at its bound, with changes left for the next sync")
         #expect(try await a.hasChanges())
     }
@@ -104,8 +104,8 @@ struct ZoneConvergenceTests {
 
     @Test("the upload bound: twice what was pending, at least one batch more")
     func budget() {
-        #expect(UploadPass.budget(pendingAtStart: 1, batchSize: 200) == 201)
-        #expect(UploadPass.budget(pendingAtStart: 300, batchSize: 200) == 600)
-        #expect(UploadPass.budget(pendingAtStart: 100_000, batchSize: 400) == 200_000)
+        #expect(UploadProgress.budget(pendingAtStart: 1, batchSize: 200) == 201)
+        #expect(UploadProgress.budget(pendingAtStart: 300, batchSize: 200) == 600)
+        #expect(UploadProgress.budget(pendingAtStart: 100_000, batchSize: 400) == 200_000)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The upload of one adapter's pass: pending saves and deletes in batches, until nothing is
-/// pending or the pass has sent its bound (``budget(pendingAtStart:batchSize:)``), so that a
-/// program writing without pause cannot keep a sync from ending. Each round:
+/// pending or the pass has sent its bound (``UploadProgress/budget(pendingAtStart:batchSize:)``),
+/// so that a program writing without pause cannot keep a sync from ending. Each round:
 ///
 /// 1. **take** a batch: the one prepared during the last round, or read now (its intents, the
 ///    values about to be sent, are committed first, so a lost answer is recognised later);
@@ -26,65 +26,22 @@ struct UploadPass {
     var state: ZoneSyncState
     var report: AdapterSyncReport
 
-    /// How many upload rounds in a row may settle nothing (every record met a new conflict)
-    /// before the sync gives up on this adapter for now.
-    static let maximumIdleRounds = 10
-
     private var done = 0
     private var total = 0
-    private var idleRounds = 0
-    /// Operations sent so far, and how many the pass may send: changes keep arriving while a
-    /// program writes, and a sync must end.
-    private var sent = 0
-    private var budget = 0
+    /// What the pass has sent, may still send, and has given up on.
+    private var progress = UploadProgress(budget: 0)
     /// The next batch, already read, whose intents were committed with the last round's outcome.
     private var prepared: UploadBatch?
     /// The batch after the next, read and built while the last round's outcome committed; its
     /// intents go in with the next round's outcome.
     private var ahead: (batch: UploadBatch, size: Int)?
     /// The last round: its answers are sorted, its outcome is not committed yet.
-    private var unsettled: Round?
-    /// Records the cloud refused for good during this pass. They are not read again in it: an
-    /// adapter that keeps failure marks leaves them out anyway, one without marks offers them
-    /// again, and they wait for the next sync.
-    private var failedThisPass: Set<RecordID> = []
+    private var unsettled: UploadRound?
 
     init(context: SyncContext, state: ZoneSyncState, report: AdapterSyncReport) {
         self.context = context
         self.state = state
         self.report = report
-    }
-
-    /// What one round collects before it commits.
-    struct Round {
-        let batch: UploadBatch
-        let size: Int
-        var update: SyncStateUpdate
-        /// Records whose change is settled: saved, deleted, or failed for good.
-        var settled = 0
-        var conflicts: [(RecordID, Record?)] = []
-        var lookups: [RecordID] = []
-        var quotaError: CloudError?
-        /// The next batch, read and prepared while the cloud saved this one; a failure to prepare
-        /// it surfaces after this round's outcome is committed.
-        var upcoming: Result<UploadBatch, any Error>?
-
-        /// Whether reading or preparing the next batch failed.
-        var failedToPrepareNext: Bool {
-            if case .failure = upcoming { return true }
-            return false
-        }
-
-        init(batch: UploadBatch, size: Int) {
-            self.batch = batch
-            self.size = size
-            update = SyncStateUpdate(settled: batch.settledLocally, zoneState: Data())
-            // Room for this batch's outcome and the next batch's intents.
-            update.metadata.reserveCapacity(2 * size)
-            update.settled.reserveCapacity(size)
-            update.removedMetadata = batch.settledLocallyWithMetadata
-            settled = batch.settledLocally.count
-        }
     }
 
     private var name: String { context.name }
@@ -93,11 +50,11 @@ struct UploadPass {
         let context = context
         total = try await context.store("counting pending changes") { try await context.adapter.pendingChangeCount() }
         guard total > 0 else { return }
-        budget = Self.budget(pendingAtStart: total, batchSize: context.options.batchSize)
+        progress = UploadProgress(budget: UploadProgress.budget(pendingAtStart: total, batchSize: context.options.batchSize))
         context.observer(.willUpload(adapter: name, pending: total))
         while true {
             try context.stopIfCancelled()
-            guard sent < budget else {
+            guard progress.maySend else {
                 report.uploadBounded = true
                 break
             }
@@ -105,14 +62,14 @@ struct UploadPass {
             // A batch read now (none was prepared) must see the last round's outcome.
             if prepared == nil { try await settleLastRound() }
             guard let batch = try await take(size: size) else { break }
-            sent += batch.operations.count
-            var round = Round(batch: batch, size: size)
+            progress.took(batch.operations.count)
+            var round = UploadRound(batch: batch, size: size)
             if batch.operations.isEmpty {
                 try await settleLastRound()
             } else {
                 // Settles the last round while the cloud saves this one.
                 guard try await send(&round) else {
-                    sent -= batch.operations.count  // too large: the same changes go again, smaller
+                    progress.tookBack(batch.operations.count)  // too large: the same changes go again, smaller
                     continue
                 }
             }
@@ -142,19 +99,7 @@ struct UploadPass {
         if let sending { round.update.stillSending = sending.intentIDs }
         try await commit(&round)
         try await resolveConflicts(of: round)
-        idleRounds = round.settled > 0 ? 0 : idleRounds + 1
-        guard idleRounds < Self.maximumIdleRounds else {
-            throw SyncError(
-                .conflictsUnresolved,
-                "\(round.batch.recordIDs.count) records kept meeting concurrent changes for \(idleRounds) rounds; they stay pending for the next sync",
-                adapter: name)
-        }
-    }
-
-    /// How many operations a pass may send: what was pending when it began, and as much again
-    /// (at least a batch) of what arrives meanwhile or comes back from conflicts.
-    static func budget(pendingAtStart pending: Int, batchSize: Int) -> Int {
-        max(2 * pending, pending + batchSize)
+        try progress.settled(round, adapter: name)
     }
 
     // MARK: 1. Take
@@ -167,7 +112,7 @@ struct UploadPass {
         }
         ahead = nil  // read after a batch no longer in flight
         let context = context
-        guard let pending = try await Self.readPending(after: nil, excluding: [], failed: failedThisPass, size: size, context: context) else { return nil }
+        guard let pending = try await Self.readPending(after: nil, excluding: [], failed: progress.failed, size: size, context: context) else { return nil }
         let batch = try UploadBatch(pending, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption)
         try await commitIntents(of: batch)
         return batch
@@ -186,7 +131,7 @@ struct UploadPass {
 
     /// Sends the round's batch and sorts the answers into the round. Returns `false` when the
     /// batch was too large and the size shrank: the same changes go again in smaller batches.
-    private mutating func send(_ round: inout Round) async throws -> Bool {
+    private mutating func send(_ round: inout UploadRound) async throws -> Bool {
         let batch = round.batch
         let results: [RecordOperationResult]
         do {
@@ -200,16 +145,16 @@ struct UploadPass {
             if let ahead, ahead.size == round.size {
                 upcoming = .success(ahead.batch)
             } else {
-                upcoming = sent < budget ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
+                upcoming = progress.maySend ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
             }
             ahead = nil
             if case .failure = upcoming {
                 // Surfaces once this round's outcome is committed.
                 round.upcoming = upcoming
                 try await settleLastRound(whileSending: batch)
-            } else if case .success(let next) = upcoming, sent + next.operations.count < budget {
+            } else if case .success(let next) = upcoming, progress.mayReadAhead(after: next.operations.count) {
                 let excluded = [batch.recordIDs, unsettled?.batch.recordIDs ?? [], next.recordIDs]
-                async let further = Self.readAhead(after: next, excluding: excluded, failed: failedThisPass, size: round.size, context: context)
+                async let further = Self.readAhead(after: next, excluding: excluded, failed: progress.failed, size: round.size, context: context)
                 try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
                 // A batch that could not be read ahead is read again when it is due.
                 if let further = try? await further { ahead = (further, round.size) }
@@ -243,7 +188,7 @@ struct UploadPass {
             results = []
             round.quotaError = error
         }
-        try sort(results, into: &round)
+        try round.sort(results, progress: &progress, report: &report, configuration: context.configuration)
         return true
     }
 
@@ -282,7 +227,7 @@ struct UploadPass {
         let context = context
         guard
             let next = try await Self.readPending(
-                after: batch.latestVersion, excluding: [batch.recordIDs, previous?.recordIDs ?? []], failed: failedThisPass, size: size, context: context)
+                after: batch.latestVersion, excluding: [batch.recordIDs, previous?.recordIDs ?? []], failed: progress.failed, size: size, context: context)
         else { return nil }
         return Result { try Self.prepare(next, context: context) }
     }
@@ -323,65 +268,10 @@ struct UploadPass {
         if grown != size { context.observer(.batchSizeChanged(adapter: name, size: grown)) }
     }
 
-    /// Sorts the cloud's answers: saved and deleted records settle, conflicts wait to be merged,
-    /// transient failures stay pending, permanent ones are marked failed.
-    private mutating func sort(_ results: [RecordOperationResult], into round: inout Round) throws {
-        let batch = round.batch
-        // The operation is not copied out (it holds its record): its ID and kind are read in place.
-        for (position, result) in results.enumerated() {
-            let id = batch.operations[position].recordID
-            let version = batch.versions[position]
-            switch result {
-            case .saved(let saved):
-                // A save that replaced nothing left the cloud's superseded values as they were.
-                var superseded = batch.superseded[position]
-                if superseded.isEmpty, case .bytes(let data)? = saved[context.configuration.supersededValuesField] {
-                    superseded = SyncContext.supersededValues(data)
-                }
-                round.update.metadata[id] = RecordMetadata.encoded(
-                    changeTag: saved.changeTag, recordType: saved.recordType, sortedFingerprints: batch.fingerprints[position], sent: [],
-                    superseded: superseded)
-                round.update.settled[id] = version
-                report.uploaded += 1
-                round.settled += 1
-            case .deleted:
-                round.update.removedMetadata.insert(id)
-                round.update.settled[id] = version
-                report.deletedRemotely += 1
-                round.settled += 1
-            case .failed(_, let error):
-                switch error.code {
-                case .serverRecordChanged:
-                    if let server = error.serverRecord { round.conflicts.append((id, server)) } else { round.lookups.append(id) }
-                case .unknownItem:
-                    if case .delete = batch.operations[position] {
-                        round.update.removedMetadata.insert(id)
-                        round.update.settled[id] = version
-                        round.settled += 1
-                    } else {
-                        round.conflicts.append((id, nil))
-                    }
-                case .quotaExceeded:
-                    round.quotaError = error
-                case .zoneNotFound, .userDeletedZone, .notAuthenticated:
-                    throw error
-                case let code where code.isTransient || code == .batchRequestFailed:
-                    break  // stays pending; the next round sends it again
-                default:
-                    round.update.failures[id] = RecordFailure(
-                        version: version, code: error.code.name, message: error.message + Self.sizeHint(error, sent: batch.operations[position].record))
-                    report.failedRecords += 1
-                    round.settled += 1
-                    failedThisPass.insert(id)
-                }
-            }
-        }
-    }
-
     // MARK: 3. Commit
 
     /// Commits the round's outcome with the next batch's intents.
-    private mutating func commit(_ round: inout Round) async throws {
+    private mutating func commit(_ round: inout UploadRound) async throws {
         if round.quotaError == nil, case .success(let next) = round.upcoming {
             // The next batch holds none of this round's records (``readNext(after:and:size:)``).
             round.update.metadata.reserveCapacity(round.update.metadata.count + next.intents.count)
@@ -412,7 +302,7 @@ struct UploadPass {
     // MARK: 4. Resolve
 
     /// Merges the server versions that refused this round's records into the store.
-    private mutating func resolveConflicts(of round: Round) async throws {
+    private mutating func resolveConflicts(of round: UploadRound) async throws {
         var conflicts = round.conflicts
         let context = context
         if !round.lookups.isEmpty {
