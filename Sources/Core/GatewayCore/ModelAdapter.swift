@@ -19,8 +19,8 @@ import Foundation
 /// while ``apply(_:)`` writes the current one (never for the same records), and
 /// ``pendingChanges(limit:after:)`` runs while ``commit(_:)`` commits an upload's outcome
 /// (and conflicts it met are applied) for other records, so an adapter either serializes them or
-/// lets its store run them side by side. Prove an adapter with the adapter conformance suite in
-/// `GatewayTesting`.
+/// lets its store run them side by side. Prove an adapter with the adapter conformance suite
+/// (`AdapterConformance`, which `GatewayTesting` re-exports).
 public protocol ModelAdapter: Sendable {
     // MARK: Required
 
