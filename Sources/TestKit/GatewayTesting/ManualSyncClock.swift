@@ -1,7 +1,7 @@
 import GatewayCore
 import Synchronization
 
-/// A ``SyncClock`` that moves only when a test steps it: sleeps end when ``advance(by:)`` passes
+/// A `SyncClock` that moves only when a test steps it: sleeps end when ``advance(by:)`` passes
 /// their deadline, so stall limits and stop deadlines are tested without waiting for them.
 public final class ManualSyncClock: SyncClock {
     private struct Sleeper {
