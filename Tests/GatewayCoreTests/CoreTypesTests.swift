@@ -60,32 +60,33 @@ struct CoreTypesTests {
     @Test("polling change signals fire once per change and end on cancellation")
     func pollingSignals() async throws {
         let version = LockedValue(0)
-        let probes = LockedValue(0)
-        let signals = ChangeSignals.polling(every: .milliseconds(5)) {
-            probes.withLock { $0 += 1 }
-            return version.get()
-        }
+        let clock = ManualSyncClock()
+        let signals = ChangeSignals.polling(every: .seconds(5), clock: clock) { version.get() }
         let received = LockedValue(0)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await _ in signals {
-                    received.withLock { $0 += 1 }
-                }
-            }
-            try await withTimeout(.seconds(10), "three probes") {
-                while probes.get() < 3 { try await Task.sleep(for: .milliseconds(2)) }
-            }
-            #expect(received.get() == 0, "no signal without a change")
-            version.set(1)
-            try await withTimeout(.seconds(10), "first signal") {
-                while received.get() < 1 { try await Task.sleep(for: .milliseconds(2)) }
-            }
-            version.set(2)
-            try await withTimeout(.seconds(10), "second signal") {
-                while received.get() < 2 { try await Task.sleep(for: .milliseconds(2)) }
-            }
-            group.cancelAll()
+        let listening = Task {
+            for await _ in signals { received.withLock { $0 += 1 } }
         }
+        // The baseline (0) is taken before the first wait.
+        await clock.waitForPendingSleeps(1)
+        clock.advance(by: .seconds(5))  // a poll that finds 0: no signal
+        await clock.waitForPendingSleeps(1)  // the next wait began
+        #expect(received.get() == 0, "no signal without a change")
+        version.set(1)
+        clock.advance(by: .seconds(5))
+        try await withTimeout(.seconds(10), "first signal") {
+            while received.get() < 1 { await Task.yield() }
+        }
+        // Two changes between polls are one signal.
+        await clock.waitForPendingSleeps(1)
+        version.set(2)
+        version.set(3)
+        clock.advance(by: .seconds(5))
+        try await withTimeout(.seconds(10), "second signal") {
+            while received.get() < 2 { await Task.yield() }
+        }
+        await clock.waitForPendingSleeps(1)
+        listening.cancel()
+        await listening.value
         #expect(received.get() == 2)
     }
 }

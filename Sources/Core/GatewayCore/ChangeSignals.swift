@@ -21,10 +21,11 @@ public struct ChangeSignals: AsyncSequence, Sendable {
     /// (a sequence number, a version), and a signal is yielded whenever it differs from the last
     /// value seen. The first probe only sets the baseline. Probe errors count as "no change" and
     /// polling goes on, so a store that is briefly unreachable does not end the sequence.
+    /// - Parameter clock: what the interval is waited on (a test's own, to step it).
     public static func polling<Stamp: Equatable & Sendable>(
-        every interval: Duration, probe: @escaping @Sendable () async throws -> Stamp
+        every interval: Duration, clock: any SyncClock = LiveSyncClock(), probe: @escaping @Sendable () async throws -> Stamp
     ) -> ChangeSignals {
-        ChangeSignals { PollingChangeSource(interval: interval, probe: probe) }
+        ChangeSignals { PollingChangeSource(interval: interval, clock: clock, probe: probe) }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
@@ -67,12 +68,14 @@ extension ChangeSignalSource {
 /// Polls a probe at a fixed interval and reports when its value changes.
 struct PollingChangeSource<Stamp: Equatable & Sendable>: ChangeSignalSource {
     let interval: Duration
+    let clock: any SyncClock
     let probe: @Sendable () async throws -> Stamp
     var last: Stamp?
     var hasBaseline = false
 
-    init(interval: Duration, probe: @escaping @Sendable () async throws -> Stamp) {
+    init(interval: Duration, clock: any SyncClock, probe: @escaping @Sendable () async throws -> Stamp) {
         self.interval = interval
+        self.clock = clock
         self.probe = probe
     }
 
@@ -86,7 +89,7 @@ struct PollingChangeSource<Stamp: Equatable & Sendable>: ChangeSignalSource {
         await start()
         while !Task.isCancelled {
             do {
-                try await Task.sleep(for: interval)
+                try await clock.sleep(for: interval)
             } catch {
                 return false
             }
