@@ -6,8 +6,10 @@ import Testing
 
 /// An adapter that implements only what ``ModelAdapter`` requires, over an in-memory store: no
 /// pending count, no failure marks (it drops them), no change signals. The defaults fill in.
-private struct MinimalAdapter: ModelAdapter {
+private final class MinimalAdapter: ModelAdapter {
     let store: InMemoryAdapter
+
+    init(store: InMemoryAdapter) { self.store = store }
 
     var name: String { store.name }
     var zoneID: ZoneID { store.zoneID }
@@ -48,12 +50,37 @@ private struct MinimalAdapterHarness: AdapterConformanceHarness {
     private func store(_ adapter: any ModelAdapter) -> InMemoryAdapter { (adapter as! MinimalAdapter).store }
 }
 
+/// The minimal adapter as `gateway check-adapter` sees a kind: a scratch store.
+private struct MinimalScratchStore: ScratchStore {
+    let minimal: MinimalAdapter
+    var adapter: any ModelAdapter { minimal }
+    var detectsChangesByScanning: Bool { false }
+    func saveLocally(_ record: Record) async throws { await minimal.store.save(record) }
+    func deleteLocally(_ id: RecordID) async throws { await minimal.store.delete(id) }
+    func storedRecords() async throws -> [RecordID: Record] { await minimal.store.records }
+    func recordThatFailsToApply(zone: ZoneID) -> Record {
+        Record(id: RecordID(recordName: "refused", zoneID: zone), recordType: InMemoryAdapter.failingRecordType)
+    }
+    func close() async {}
+}
+
 /// The nine required members are enough: the defaults of the rest keep the contract.
 @Suite("Minimal adapter conformance", .heavy)
 struct MinimalAdapterConformanceTests {
     @Test(arguments: AdapterConformanceSuite.cases)
     func conformance(_ check: AdapterConformanceCase) async throws {
         try await check.run(with: MinimalAdapterHarness())
+    }
+
+    @Test(
+        "through the scratch-store harness gateway check-adapter uses, with the kind's flags",
+        arguments: AdapterConformanceSuite.cases)
+    func throughScratchStores(_ check: AdapterConformanceCase) async throws {
+        let harness = ScratchStoreHarness(scanning: false, keepsFailureMarks: false, signalsChanges: false) { zone in
+            MinimalScratchStore(minimal: MinimalAdapter(store: InMemoryAdapter(zoneID: zone)))
+        }
+        try await check.run(with: harness)
+        await harness.closeAll()
     }
 
     @Test("the default pending count pages through every pending change")

@@ -7,14 +7,24 @@ public final class ScratchStoreHarness: AdapterConformanceHarness {
     private let makeStore: @Sendable (ZoneID) async throws -> any ScratchStore
     private let stores = Mutex<[any ScratchStore]>([])
     public let detectsChangesByScanning: Bool
+    public let keepsFailureMarks: Bool
+    public let signalsChanges: Bool
 
     /// - Parameters:
     ///   - scanning: whether the stores find edits by looking, as
     ///     ``AdapterConformanceHarness/detectsChangesByScanning`` says.
-    ///   - makeStore: makes a fresh, empty store bound to a zone, once per conformance case.
-    public init(scanning: Bool, makeStore: @escaping @Sendable (ZoneID) async throws -> any ScratchStore) {
+    ///   - keepsFailureMarks: as ``AdapterConformanceHarness/keepsFailureMarks`` says.
+    ///   - signalsChanges: as ``AdapterConformanceHarness/signalsChanges`` says.
+    ///   - makeStore: makes a fresh, empty store bound to a zone, once per conformance case. Its
+    ///     adapter must be a class: the harness tells the stores apart by their adapters' identity.
+    public init(
+        scanning: Bool, keepsFailureMarks: Bool = true, signalsChanges: Bool = true,
+        makeStore: @escaping @Sendable (ZoneID) async throws -> any ScratchStore
+    ) {
         self.makeStore = makeStore
         detectsChangesByScanning = scanning
+        self.keepsFailureMarks = keepsFailureMarks
+        self.signalsChanges = signalsChanges
     }
 
     public func makeAdapter(zone: ZoneID) async throws -> any ModelAdapter {
@@ -51,6 +61,6 @@ public final class ScratchStoreHarness: AdapterConformanceHarness {
 
     private func store(of adapter: any ModelAdapter) throws -> any ScratchStore {
         let found = stores.withLock { stores in stores.last { ($0.adapter as AnyObject) === (adapter as AnyObject) } }
-        return try unwrap(found, "the harness made adapter \(adapter.name)")
+        return try unwrap(found, "the harness made adapter \(adapter.name) (a scratch store's adapter must be a class: the harness tells stores apart by identity)")
     }
 }

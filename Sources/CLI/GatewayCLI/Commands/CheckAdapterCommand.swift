@@ -43,7 +43,9 @@ struct CheckAdapterCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: root) }
         let counter = CaseCounter()
-        let harness = ScratchStoreHarness(scanning: plan.detectsChangesByScanning) { zone in
+        let harness = ScratchStoreHarness(
+            scanning: plan.detectsChangesByScanning, keepsFailureMarks: plan.keepsFailureMarks, signalsChanges: plan.signalsChanges
+        ) { zone in
             let folder = root.appendingPathComponent("store-\(counter.next())")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return try await plan.openScratch(in: folder.path, zone: zone)
