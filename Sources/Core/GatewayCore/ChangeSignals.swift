@@ -21,7 +21,10 @@ public struct ChangeSignals: AsyncSequence, Sendable {
     /// (a sequence number, a version), and a signal is yielded whenever it differs from the last
     /// value seen. The first probe only sets the baseline. Probe errors count as "no change" and
     /// polling goes on, so a store that is briefly unreachable does not end the sequence.
-    /// - Parameter clock: what the interval is waited on (a test's own, to step it).
+    /// - Parameters:
+    ///   - interval: how long to wait between two probes.
+    ///   - clock: what the interval is waited on (a test's own, to step it).
+    ///   - probe: reads the value that changes with the store.
     public static func polling<Stamp: Equatable & Sendable>(
         every interval: Duration, clock: any SyncClock = LiveSyncClock(), probe: @escaping @Sendable () async throws -> Stamp
     ) -> ChangeSignals {
