@@ -16,8 +16,9 @@ struct SessionLifecycleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let plugin = root.appendingPathComponent("examples/plugins/csv-folder/csv_folder.py").path
 
-    /// This process's children running `marker` (from `/proc`).
-    static func children(running marker: String) -> [Int32] {
+    /// This process's children running `marker` in `directory` (from `/proc`): other tests of
+    /// this process run the same plugin at the same time, each in a folder of its own.
+    static func children(running marker: String, in directory: String) -> [Int32] {
         let me = getpid()
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { entry -> Int32? in
@@ -26,7 +27,10 @@ struct SessionLifecycleTests {
                 let line = status.split(separator: "\n").first(where: { $0.hasPrefix("PPid:") }),
                 Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces)) == me,
                 let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
-                String(decoding: command, as: UTF8.self).contains(marker)
+                String(decoding: command, as: UTF8.self).contains(marker),
+                let workingDirectory = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(entry)/cwd"),
+                URL(fileURLWithPath: workingDirectory).standardizedFileURL.resolvingSymlinksInPath().path
+                    == URL(fileURLWithPath: directory).standardizedFileURL.resolvingSymlinksInPath().path
             else { return nil }
             return pid
         }
@@ -93,11 +97,11 @@ struct SessionLifecycleTests {
         let session = try await SyncSession.open(configuration, adapters: configuration.adapters)
         let report = try await session.synchronizer(configuration).sync()
         #expect(report.succeeded, "\(report)")
-        #expect(Self.children(running: "csv_folder.py").count == 1, "the plugin runs while the session is open")
+        #expect(Self.children(running: "csv_folder.py", in: directory.url.path).count == 1, "the plugin runs while the session is open")
         #expect(try await Self.connections(asking: observer) > 0, "the cloud and the store hold connections")
 
         await session.end()
-        #expect(Self.children(running: "csv_folder.py").isEmpty, "the plugin process ended with the session")
+        #expect(Self.children(running: "csv_folder.py", in: directory.url.path).isEmpty, "the plugin process ended with the session")
         // The server notices a closed connection when its backend reads the end of the stream.
         let deadline = ContinuousClock.now + .seconds(30)
         var left = try await Self.connections(asking: observer)
