@@ -1,5 +1,6 @@
 import Foundation
 import GatewayCore
+import GatewayTesting
 import Synchronization
 import Testing
 
@@ -25,14 +26,6 @@ struct DatabaseChangeWatcherTests {
         }
     }
 
-    /// A clock that moves only when the test steps it.
-    final class SteppedClock: Sendable {
-        let start = ContinuousClock.now
-        let elapsed = Mutex(Duration.zero)
-        var now: @Sendable () -> ContinuousClock.Instant { { [self] in start + elapsed.withLock { $0 } } }
-        func step(_ duration: Duration) { elapsed.withLock { $0 += duration } }
-    }
-
     @Test("three zones probed together cost one request per interval; each sees only its own changes")
     func sharedPoll() async throws {
         let feed = FakeFeed()
@@ -53,18 +46,18 @@ struct DatabaseChangeWatcherTests {
     @Test("after the interval the next probe asks with the last token, and only the changed zone's stamp moves")
     func laterPolls() async throws {
         let feed = FakeFeed()
-        let clock = SteppedClock()
-        let watcher = DatabaseChangeWatcher(interval: .seconds(20), now: clock.now) { token in feed.answer(token) }
+        let clock = ManualSyncClock()
+        let watcher = DatabaseChangeWatcher(interval: .seconds(20), clock: clock) { token in feed.answer(token) }
         let a = ZoneID(zoneName: "A")
         let b = ZoneID(zoneName: "B")
         feed.pending.withLock { $0 = ["A", "B"] }
         #expect(try await watcher.stamp(for: a) == 1)
         #expect(try await watcher.stamp(for: b) == 1)
         feed.pending.withLock { $0 = ["B"] }
-        clock.step(.seconds(9))
+        clock.advance(by: .seconds(9))
         #expect(try await watcher.stamp(for: a) == 1)
         #expect(feed.calls.withLock { $0 } == 1, "not asked again within half the interval")
-        clock.step(.seconds(1))
+        clock.advance(by: .seconds(1))
         #expect(try await watcher.stamp(for: a) == 1)
         #expect(try await watcher.stamp(for: b) == 2)
         #expect(feed.tokens.withLock { $0 } == [nil, "db-1"])
@@ -73,13 +66,13 @@ struct DatabaseChangeWatcherTests {
     @Test("a service without changes/database makes the watcher step aside for good")
     func unsupported() async throws {
         let calls = Mutex(0)
-        let clock = SteppedClock()
-        let watcher = DatabaseChangeWatcher(interval: .seconds(1), now: clock.now) { _ in
+        let clock = ManualSyncClock()
+        let watcher = DatabaseChangeWatcher(interval: .seconds(1), clock: clock) { _ in
             calls.withLock { $0 += 1 }
             throw CloudError(.unknownItem, "no such path")
         }
         #expect(try await watcher.stamp(for: ZoneID(zoneName: "A")) == nil)
-        clock.step(.seconds(5))
+        clock.advance(by: .seconds(5))
         #expect(try await watcher.stamp(for: ZoneID(zoneName: "A")) == nil)
         #expect(calls.withLock { $0 } == 1)
     }

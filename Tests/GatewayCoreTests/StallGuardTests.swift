@@ -8,7 +8,8 @@ import Testing
 /// library call that lost its continuation does.
 final class StuckAdapter: ForwardingAdapter {
     let inner: InMemoryAdapter
-    private let gate = Mutex<(armed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let gate = Mutex<(armed: Bool, waiters: [CheckedContinuation<Void, Never>], watchers: [CheckedContinuation<Void, Never>])>(
+        (false, [], []))
 
     init(_ inner: InMemoryAdapter) { self.inner = inner }
 
@@ -17,9 +18,6 @@ final class StuckAdapter: ForwardingAdapter {
 
     var name: String { inner.name }
     var zoneID: ZoneID { inner.zoneID }
-
-    /// How many calls are hanging now.
-    var hanging: Int { gate.withLock { $0.waiters.count } }
 
     /// From now on, counting pending changes (the start of every upload) hangs until ``release()``.
     func arm() { gate.withLock { $0.armed = true } }
@@ -36,12 +34,26 @@ final class StuckAdapter: ForwardingAdapter {
 
     private func pass() async {
         await withCheckedContinuation { continuation in
-            let go = gate.withLock { state -> Bool in
-                guard state.armed else { return true }
+            let (go, watchers) = gate.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                guard state.armed else { return (true, []) }
                 state.waiters.append(continuation)
+                defer { state.watchers = [] }
+                return (false, state.watchers)
+            }
+            watchers.forEach { $0.resume() }
+            if go { continuation.resume() }
+        }
+    }
+
+    /// Returns once a call hangs.
+    func untilHanging() async {
+        await withCheckedContinuation { continuation in
+            let hanging = gate.withLock { state -> Bool in
+                if !state.waiters.isEmpty { return true }
+                state.watchers.append(continuation)
                 return false
             }
-            if go { continuation.resume() }
+            if hanging { continuation.resume() }
         }
     }
 
@@ -66,10 +78,6 @@ struct StallGuardTests {
         return environment
     }
 
-    /// Waits until the stuck adapter's call hangs.
-    static func untilHanging(_ stuck: StuckAdapter) async throws {
-        while stuck.hanging == 0 { try await Task.sleep(for: .milliseconds(2)) }
-    }
 
     @Test("a store call that never returns fails its adapter with stalled, naming the call; the others sync", .timeLimit(.minutes(1)))
     func stalledCallFailsItsAdapter() async throws {
@@ -85,7 +93,7 @@ struct StallGuardTests {
             environment: Self.environment(fixture, clock: clock))
 
         let syncing = Task { try await synchronizer.sync() }
-        try await Self.untilHanging(stuck)
+        await stuck.untilHanging()
         await clock.waitForPendingSleeps(1)  // the guard looks at the pass
         clock.advance(by: .seconds(7))  // no progress for longer than stall_timeout: the guard stops the pass
         await clock.waitForPendingSleeps(1)  // the stopped pass's deadline
@@ -129,7 +137,7 @@ struct StallGuardTests {
             cloud: fixture.cloud, adapters: [SyncedAdapter(stuck)], configuration: configuration,
             environment: Self.environment(fixture, clock: clock))
         let syncing = Task { try await synchronizer.sync() }
-        try await Self.untilHanging(stuck)
+        await stuck.untilHanging()
         syncing.cancel()
         await clock.waitForPendingSleeps(1)  // the stopped pass's deadline
         clock.advance(by: .seconds(1))

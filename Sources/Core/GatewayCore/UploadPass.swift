@@ -251,6 +251,8 @@ struct UploadPass {
         // read enough that they do not shorten the batch.
         let limit = size + failed.count
         let read = try await context.store("reading pending changes") { try await context.adapter.pendingChanges(limit: limit, after: cursor) }
+        // Nothing to leave out (the first batch of most passes): the read is the batch as it is.
+        if failed.isEmpty && excluded.allSatisfy(\.isEmpty) { return read.isEmpty ? nil : read }
         let next = read.excluding(where: { id in failed.contains(id) || excluded.contains { $0.contains(id) } }, limit: size)
         return next.isEmpty ? nil : next
     }

@@ -25,21 +25,21 @@ final class DatabaseChangeWatcher: Sendable {
     private let interval: Duration
     private let fetch: Fetch
     /// The clock the interval is measured on (a test's own, to step it without waiting).
-    private let now: @Sendable () -> ContinuousClock.Instant
+    private let clock: any SyncClock
     /// Pages read per poll at most; a database with more changed zones than this finishes on the
     /// next poll.
     private let maximumPages = 20
 
-    init(interval: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, fetch: @escaping Fetch) {
+    init(interval: Duration, clock: any SyncClock = LiveSyncClock(), fetch: @escaping Fetch) {
         self.interval = interval
-        self.now = now
+        self.clock = clock
         self.fetch = fetch
     }
 
     /// A number that grows whenever `zone` changed, or `nil` when the service has no
     /// `changes/database`.
     func stamp(for zone: ZoneID) async throws -> Int? {
-        let now = now()
+        let now = clock.now
         let (due, unsupported) = state.withLock { state in
             let due = state.lastPoll.map { now - $0 >= interval / 2 } ?? true
             if due { state.lastPoll = now }

@@ -59,6 +59,10 @@ public final class GatewayMonitor: Sendable {
         var lastReport: SyncReport?
         /// Why the service has not opened its stores yet, while it keeps trying.
         var waitingFor: String?
+        /// Callers of ``waitForSync(after:)``, by id: each waits for the count of finished syncs
+        /// to pass its number.
+        var syncWaiters: [Int: (after: Int, continuation: CheckedContinuation<SyncReport?, any Error>)] = [:]
+        var nextWaiterID = 0
     }
 
     private let state = Mutex(State())
@@ -137,6 +141,13 @@ public final class GatewayMonitor: Sendable {
                 }
             }
         }
+        let satisfied = state.withLock { state -> [CheckedContinuation<SyncReport?, any Error>] in
+            let done = state.completedSyncs
+            let due = state.syncWaiters.filter { $0.value.after < done }
+            for id in due.keys { state.syncWaiters[id] = nil }
+            return due.values.map(\.continuation)
+        }
+        satisfied.forEach { $0.resume(returning: report) }
     }
 
     /// Records the pending changes of all adapters together, read after a sync.
@@ -185,12 +196,25 @@ public final class GatewayMonitor: Sendable {
         }
     }
 
-    /// Waits until a sync that starts after this call has finished, and returns its report.
+    /// Waits until the count of finished syncs passes `completed`, and returns the report of the
+    /// sync that passed it; throws `CancellationError` when the waiting task is cancelled.
     func waitForSync(after completed: Int) async throws -> SyncReport? {
-        while true {
-            let (done, report) = state.withLock { ($0.completedSyncs, $0.lastReport) }
-            if done > completed { return report }
-            try await Task.sleep(for: .milliseconds(20))
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SyncReport?, any Error>) in
+                let ready = state.withLock { state -> Result<SyncReport?, any Error>? in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.completedSyncs > completed { return .success(state.lastReport) }
+                    state.syncWaiters[id] = (completed, continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            state.withLock { $0.syncWaiters.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
         }
     }
 }
