@@ -176,6 +176,40 @@ struct JSONFolderRestoreTests {
         #expect(try setup.document("4").contains("four"))
     }
 
+    @Test("a copy taken while the folder's marker was ahead of the kit's state (the gateway killed between the two) is still a copy")
+    func restoredFromCopyTakenAheadOfState() async throws {
+        let setup = try await Setup()
+        defer { setup.directory.remove() }
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try await setup.sqliteSync.sync().succeeded)
+
+        // The gateway was killed after moving the epoch in the folder, before its state recorded
+        // the move; the operator then copied the folder.
+        let markerURL = setup.folder.appendingPathComponent(".gateway/store.json")
+        var marker = try JSONDecoder().decode(KitStoreIdentity.self, from: Data(contentsOf: markerURL))
+        marker.epoch += 1
+        try JSONEncoder().encode(marker).write(to: markerURL)
+        let backup = setup.directory.url.appendingPathComponent("docs-backup")
+        try setup.copy(setup.folder, to: backup)
+
+        // After the copy, a new row arrives from SQLite; then the copy is put back.
+        try await DatabaseQueue(path: setup.databasePath).write { db in
+            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('3', 'three')")
+        }
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try await setup.jsonSync().sync().succeeded)
+        #expect(try setup.document("3").contains("three"))
+        try FileManager.default.removeItem(at: setup.folder)
+        try setup.copy(backup, to: setup.folder)
+
+        let report = try await setup.jsonSync().sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].deletedRemotely == 0, "the document the copy predates is no delete")
+        #expect(try await setup.sqliteSync.sync().succeeded)
+        #expect(try setup.title("3") == "three")
+        #expect(try setup.document("3").contains("three"), "the copy was recognised and the zone downloaded again")
+    }
+
     @Test("a document deleted in a folder restored from a copy that held it is deleted everywhere; one the copy predates comes back")
     func deletedAfterRestore() async throws {
         let setup = try await Setup()

@@ -281,7 +281,13 @@ public final class KitAdapter: ModelAdapter {
         guard try await store.keepsIdentity() else { return }
         let marker = try await store.readIdentity()
         let known = try await knownIdentity()
-        if let known, let marker, marker.store == known.store, marker.epoch >= known.epoch { return }
+        if let known, let marker, marker.store == known.store, marker.epoch >= known.epoch {
+            // The store ahead of the state: a crash came between the two writes of an epoch move,
+            // and a copy taken since holds the store's epoch. The kit moves past it before it
+            // records anything, or such a copy would pass for the store itself.
+            if marker.epoch > known.epoch { try await advanceEpoch(past: marker.epoch) }
+            return
+        }
         let fresh = KitStoreIdentity(store: UUID().uuidString.lowercased(), epoch: 1)
         let listing = known == nil ? nil : try await store.list(since: nil)
         // A copy of this same store (its identity, an older epoch) was taken after the kit last
@@ -326,11 +332,11 @@ public final class KitAdapter: ModelAdapter {
         try await store.writeIdentity(fresh)
     }
 
-    /// Moves the epoch on, in the store first: a crash in between leaves the store ahead of the
-    /// state, which is no sign of a restore.
-    private func advanceEpoch() async throws {
+    /// Moves the epoch on, in the store first, past `epoch` when the store is known to be ahead:
+    /// a crash in between leaves the store ahead of the state, which is no sign of a restore.
+    private func advanceEpoch(past epoch: Int64? = nil) async throws {
         guard let known = try await knownIdentity() else { return }
-        let next = KitStoreIdentity(store: known.store, epoch: known.epoch + 1)
+        let next = KitStoreIdentity(store: known.store, epoch: max(known.epoch, epoch ?? known.epoch) + 1)
         try await store.writeIdentity(next)
         try await state.write { db in
             try db.execute(sql: "UPDATE identity SET epoch = ? WHERE id = 1", arguments: [next.epoch])

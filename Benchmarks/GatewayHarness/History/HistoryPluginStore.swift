@@ -121,6 +121,30 @@ final class HistoryPluginStore: HistoryStore {
         try HistoryFiles.copy(backup, to: folder.path)
     }
 
+    /// The kit's view of the store and the store's marker, one line, for `HISTORY_TRACE`:
+    /// the identity epochs, each record with the epoch it was recorded at, pending changes and
+    /// whether a download's journal is open (read with the `sqlite3` tool, when there is one).
+    func traceState() -> String {
+        let query = """
+            SELECT 'kit epoch ' || coalesce((SELECT epoch FROM identity), '-')
+              || ' records ' || coalesce((SELECT group_concat(record_name || '@' || coalesce(seen_epoch, '?'), ',') FROM records), '')
+              || ' changes ' || coalesce((SELECT group_concat(record_name, ',') FROM changes), '')
+              || ' journal ' || (SELECT count(*) FROM journal);
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = ["-readonly", statePath, query]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard FileManager.default.fileExists(atPath: statePath), (try? process.run()) != nil else { return "kit: no state" }
+        let kit = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let marker = FileManager.default.contents(atPath: folder.appendingPathComponent(".gateway-store.json").path)
+            .map { String(decoding: $0, as: UTF8.self) } ?? "none"
+        return kit.trimmingCharacters(in: .whitespacesAndNewlines) + "; marker " + marker
+    }
+
     /// The system's Python, when there is one: a `python3` found first on `PATH` may be a shim
     /// (pyenv's) that costs a tenth of a second per start.
     static let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"

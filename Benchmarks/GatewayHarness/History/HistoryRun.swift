@@ -241,7 +241,13 @@ private struct History {
 
         let steps = 16 + Int(seed % 37)
         outcome.steps = steps
+        var tracedState = ""
         for step in 1...steps {
+            if trace {
+                let state = e.traceState()
+                if state != tracedState { print("    before \(step): e \(state)") }
+                tracedState = state
+            }
             stepNow.withLock { $0 = step }
             let store = stores.randomElement(using: &random)!
             let roll = Int.random(in: 0..<100, using: &random)
