@@ -441,7 +441,7 @@ public final class PostgresAdapter: ModelAdapter {
     // MARK: Plumbing
 
     /// The current rows of many records, one query per table. Records without a row are absent.
-    private static func rows(
+    static func rows(
         of records: [(RecordID, PostgresResolvedTable)], connection: PooledConnection
     ) async throws -> [RecordID: Record] {
         var found: [RecordID: Record] = [:]
@@ -598,7 +598,7 @@ public final class PostgresAdapter: ModelAdapter {
     private func install(_ catalog: TableCatalog, connection: PooledConnection) async throws {
         try await state.createTables(connection)
         for table in catalog.byTable.values.sorted(by: { $0.table < $1.table }) {
-            try await state.install(table, connection: connection)
+            try await state.install(table, zoneID: zoneID, connection: connection)
         }
         let rows = try await connection.query(
             "SELECT table_name FROM \(unescaped: state.tables) WHERE scope = \(state.scope)", logger: connection.logger)

@@ -130,7 +130,7 @@ struct PostgresGatewaySchema: Sendable {
     /// rows of a table synced for the first time as pending changes; a table whose triggers all
     /// went missing was dropped and created again behind the gateway's back, so it joins the zone
     /// again; a table missing some of its triggers has its rows and synced records compared again.
-    func install(_ table: PostgresResolvedTable, connection: PooledConnection) async throws {
+    func install(_ table: PostgresResolvedTable, zoneID: ZoneID, connection: PooledConnection) async throws {
         let newName = table.nameSQL("NEW")
         let columns = try await columnIdentities(of: table, connection: connection)
         let rows = try await connection.query(
@@ -240,7 +240,9 @@ struct PostgresGatewaySchema: Sendable {
             // without a common ancestor (`join_prefers`), never an edit — even a row the old
             // table had pending: whether the dump was taken after that edit or before it (its
             // values older than what was synced, its empty fields never filled) cannot be told,
-            // and taking it for an edit uploads those. The changes captured on the old table are
+            // and taking it for an edit uploads those. Only a row holding exactly the values last
+            // synced keeps its metadata: it is that version, and takes the cloud's newer one
+            // (`forgetRecordsUnlikeTheirRows`). The changes captured on the old table are
             // dropped, since they describe rows of a table that is gone (a row they name that the
             // new table lacks was deleted by no one): all of `changes` (the log is folded only
             // after this check) and the log's rows of another object id (or of none: logged by
@@ -248,15 +250,14 @@ struct PostgresGatewaySchema: Sendable {
             // table and stay.
             let current = "to_regclass(\(SQLQuoting.literal(table.qualifiedName)))::oid"
             let oldTable = "relid IS DISTINCT FROM \(current)"
-            try await connection.query(
-                "DELETE FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
+            let unchanged = try await forgetRecordsUnlikeTheirRows(of: table, zoneID: zoneID, connection: connection)
             try await connection.query(
                 "DELETE FROM \(unescaped: changes) WHERE scope = \(scope) AND table_name = \(table.table)", logger: connection.logger)
             try await connection.query(
                 "DELETE FROM \(unescaped: changeLog) WHERE scope = \(scope) AND table_name = \(table.table) AND (\(unescaped: oldTable))",
                 logger: connection.logger)
             try await connection.query("DELETE FROM \(unescaped: zones) WHERE scope = \(scope)", logger: connection.logger)
-            try await backfill(table, connection: connection)
+            try await backfill(table, except: unchanged, connection: connection)
         } else if let installed, installed.version == Self.version && !installed.complete {
             // Changes may have gone uncaptured: compare every row and every synced record again.
             try await connection.query(
@@ -277,6 +278,52 @@ struct PostgresGatewaySchema: Sendable {
             ON CONFLICT (scope, table_name) DO UPDATE SET trigger_version = excluded.trigger_version, record_name_sql = excluded.record_name_sql,
                 value_columns = excluded.value_columns, table_oid = excluded.table_oid
             """, logger: connection.logger)
+    }
+
+    /// Forgets the synced records of a table that joins the zone again, except those whose row
+    /// holds exactly the values last synced on every field the table names
+    /// (``RecordMetadata/holdsSyncedValues(of:)``): such a row is a copy of the synced version, not
+    /// an edit, so it keeps its ancestor and takes the cloud's newer values and deletions as any
+    /// unchanged row does. It keeps no intents: the writes they stand for are what the restore
+    /// undid, and a cloud version holding their values is not this copy's. Why: joined, a dump's
+    /// row whose fields the zone has cleared since (the record deleted and created again without
+    /// them) would put them back, since a join keeps a field only one side holds.
+    /// Returns the names of the records kept.
+    func forgetRecordsUnlikeTheirRows(of table: PostgresResolvedTable, zoneID: ZoneID, connection: PooledConnection) async throws -> [String] {
+        let rows = try await connection.query(
+            "SELECT record_name, metadata FROM \(unescaped: records) WHERE scope = \(scope) AND table_name = \(table.table)",
+            logger: connection.logger)
+        var synced: [(id: RecordID, metadata: RecordMetadata)] = []
+        for try await (name, blob) in rows.decode((String, ByteBuffer).self) {
+            guard let metadata = try? RecordMetadata(decoding: Data(buffer: blob)), metadata.hasSyncedVersion else { continue }
+            synced.append((RecordID(recordName: name, zoneID: zoneID), metadata))
+        }
+        var kept: [String] = []
+        var blobs: [ByteBuffer] = []
+        for start in stride(from: 0, to: synced.count, by: 1_000) {
+            let slice = synced[start..<min(start + 1_000, synced.count)]
+            let current = try await PostgresAdapter.rows(of: slice.map { ($0.id, table) }, connection: connection)
+            for (id, metadata) in slice {
+                guard let row = current[id], metadata.holdsSyncedValues(of: row) else { continue }
+                var copy = metadata
+                copy.sent = []
+                kept.append(id.recordName)
+                blobs.append(ByteBuffer(data: copy.encoded()))
+            }
+        }
+        try await connection.query(
+            """
+            DELETE FROM \(unescaped: records)
+            WHERE scope = \(scope) AND table_name = \(table.table) AND NOT (record_name = ANY(\(kept)::text[]))
+            """, logger: connection.logger)
+        guard !kept.isEmpty else { return [] }
+        try await connection.query(
+            """
+            UPDATE \(unescaped: records) AS r SET metadata = u.m
+            FROM unnest(\(kept)::text[], \(blobs)::bytea[]) AS u(n, m)
+            WHERE r.scope = \(scope) AND r.record_name = u.n
+            """, logger: connection.logger)
+        return kept
     }
 
     /// Makes the next download write the table's records again even where nothing changed in
@@ -410,13 +457,15 @@ struct PostgresGatewaySchema: Sendable {
             """, logger: connection.logger)
     }
 
-    /// Queues every row of `table` as a pending change (rows that were there before the gateway).
-    func backfill(_ table: PostgresResolvedTable, connection: PooledConnection) async throws {
+    /// Queues every row of `table` as a pending change (rows that were there before the gateway),
+    /// except the `unchanged` records (rows known to hold their synced values).
+    func backfill(_ table: PostgresResolvedTable, except unchanged: [String] = [], connection: PooledConnection) async throws {
         try await connection.query(
             """
             INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)
             SELECT \(scope), \(unescaped: table.nameSQL("source")), \(table.table), nextval(\(versions)::regclass)
             FROM \(unescaped: table.qualifiedName) AS source
+            WHERE (\(unescaped: table.nameSQL("source")) = ANY(\(unchanged)::text[])) IS NOT TRUE
             ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
             """, logger: connection.logger)
     }

@@ -121,6 +121,17 @@ public struct RecordMetadata: Sendable, Equatable {
         return recognized
     }
 
+    /// Whether every field `record` names holds the synced version's value (null where that
+    /// version had none): the record is a copy of the synced version, whatever happened to its
+    /// store since. A field its layout does not name is unknown to its store and not compared.
+    public func holdsSyncedValues(of record: Record) -> Bool {
+        guard hasSyncedVersion else { return false }
+        for (position, name) in record.layout.fieldNames.enumerated() where fingerprints[name] != record[position: position].map(FieldFingerprint.init) {
+            return false
+        }
+        return true
+    }
+
     /// Whether `server` holds a value for a field this replica neither synced nor sent: a field
     /// its store never named, kept by a partial save.
     public func lacksField(of server: Record) -> Bool {
