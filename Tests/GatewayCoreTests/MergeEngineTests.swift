@@ -116,6 +116,8 @@ struct MergeEngineTests {
         var forgotten = metadata
         (forgotten.formerChangeTag, forgotten.changeTag) = (forgotten.changeTag, nil)
         #expect(try RecordMetadata(decoding: forgotten.encoded()) == forgotten, "a forgotten tag round-trips as the former one")
+        let deletion = try RecordMetadata(decoding: RecordMetadata.encodedDeletion())
+        #expect(deletion.deletedHere && deletion.changeTag == nil && !deletion.hasSyncedVersion, "a confirmed delete round-trips")
         #expect(try RecordMetadata(decoding: forgotten.encoded()).hasSyncedVersion, "its fingerprints still make an ancestor")
         for _ in 0..<20 { metadata.recordSending(["a": .int64(Int64.random(in: 0...1_000_000))]) }
         for _ in 0..<100 { metadata.recordSending(["a": .int64(Int64.random(in: 0...1_000_000))]) }

@@ -42,7 +42,7 @@ struct UploadRoundTests {
         .failed(id(name), CloudError(code, "refused", recordID: id(name), serverRecord: server))
     }
 
-    @Test("saves and deletes settle at the version read; a save's metadata carries the server's tag")
+    @Test("saves and deletes settle at the version read; a save's metadata carries the server's tag, a delete's says it was deleted here")
     func settled() throws {
         var round = try Self.round(saves: ["a"], deletes: ["b"])
         var progress = UploadProgress(budget: 10)
@@ -50,7 +50,8 @@ struct UploadRoundTests {
         try round.sort([Self.saved("a", tag: "new"), .deleted(Self.id("b"))], progress: &progress, report: &report, configuration: Self.configuration)
         #expect(round.update.settled == [Self.id("a"): 1, Self.id("b"): 2])
         #expect(try RecordMetadata(decoding: try #require(round.update.metadata[Self.id("a")])).changeTag == "new")
-        #expect(round.update.removedMetadata == [Self.id("b")])
+        #expect(round.update.removedMetadata.isEmpty)
+        #expect(try RecordMetadata(decoding: try #require(round.update.metadata[Self.id("b")])).deletedHere, "a confirmed delete is remembered")
         #expect(round.settled == 2)
         #expect(report.uploaded == 1 && report.deletedRemotely == 1)
     }
@@ -78,7 +79,7 @@ struct UploadRoundTests {
         #expect(round.conflicts[0].1?.id == server.id && round.conflicts[1].1 == nil)
         #expect(round.lookups == [Self.id("without")])
         #expect(round.update.settled == [Self.id("deleted"): 4])
-        #expect(round.update.removedMetadata == [Self.id("deleted")])
+        #expect(try RecordMetadata(decoding: try #require(round.update.metadata[Self.id("deleted")])).deletedHere)
         #expect(round.settled == 1)
         #expect(report.uploaded == 0 && report.failedRecords == 0)
     }

@@ -287,6 +287,40 @@ struct StoreIdentityTests {
         #expect(try Notes.contents(pair.fileB)["3"]?["title"] == .string("one"))
     }
 
+    @Test("a rebuilt table's row that holds exactly its synced values takes the cloud's newer version, a field cleared since included")
+    func tableRebuiltWithTheSyncedVersion() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1), ('2', 'two', 2)"#)
+        let a = try pair.synchronizer(pair.fileA, name: "a")
+        let b = try pair.synchronizer(pair.fileB, name: "b")
+        #expect(try await a.sync().succeeded)
+        #expect(try await b.sync().succeeded)
+        let dump = try pair.fileA.rows(#"SELECT name, title, rank FROM "Note""#)
+
+        // b deletes row 1 and creates it again with a title only; a, not synced since, is then
+        // rebuilt from its dump, which holds row 1 as a last synced it.
+        try pair.fileB.execute(#"DELETE FROM "Note" WHERE name = '1'"#)
+        #expect(try await b.sync().succeeded)
+        try pair.fileB.execute(#"INSERT INTO "Note" VALUES ('1', 'one again', NULL)"#)
+        #expect(try await b.sync().succeeded)
+        try pair.fileA.execute(#"DROP TABLE "Note""#)
+        try pair.fileA.execute(Notes.schema)
+        for row in dump {
+            try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [row[0] as String, row[1] as String, row[2] as Int64])
+        }
+
+        let report = try await pair.synchronizer(pair.fileA, name: "a").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].uploaded == 0, "the dump's rows are the synced versions, no edits")
+        #expect(report.adapters[0].conflictCount == 0)
+        #expect(try await b.sync().succeeded)
+        for file in [pair.fileA, pair.fileB] {
+            #expect(try Notes.contents(file)["1"] == ["title": .string("one again")])
+            #expect(try Notes.contents(file)["2"] == ["title": .string("two"), "rank": .int64(2)])
+        }
+    }
+
     @Test("a store on an older schema never erases a column it does not have; the column, added later, gets the cloud's values")
     func olderSchema() async throws {
         let pair = try Pair()

@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import GRDB
+import SQLiteSupport
 
 /// The adapter's own tables in the user's database (all prefixed `_gateway_`) and the triggers
 /// that capture changes, installed idempotently and versioned.
@@ -132,6 +133,41 @@ enum GatewayTables {
         return forgot
     }
 
+    /// Forgets the synced records of a table that joins the zone again, except those whose row
+    /// holds exactly the values last synced (``RecordMetadata/holdsSyncedValues(of:)``): such a row
+    /// is a copy of the synced version, not an edit, so it keeps its ancestor (without the intents
+    /// of writes the restore undid) and takes the cloud's newer values and deletions as any
+    /// unchanged row does. Joined, it would put back fields the zone cleared since (the record
+    /// deleted and created again without them), since a join keeps a field only one side holds.
+    /// Returns the names of the records kept.
+    static func forgetRecordsUnlikeTheirRows(of table: ResolvedTable, db: Database) throws -> [String] {
+        var synced: [String: RecordMetadata] = [:]
+        for row in try Row.fetchAll(db, sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table]) {
+            guard let metadata = try? RecordMetadata(decoding: row["metadata"] as Data), metadata.hasSyncedVersion else { continue }
+            synced[row["record_name"]] = metadata
+        }
+        var kept: [String] = []
+        if !synced.isEmpty {
+            let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
+            let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)")
+            let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
+            while let row = try rows.next() {
+                guard let name = row[0] as String?, var metadata = synced[name] else { continue }
+                // (The zone does not matter to the comparison.)
+                let record = table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1)
+                guard metadata.holdsSyncedValues(of: record) else { continue }
+                metadata.sent = []
+                try update.execute(arguments: [metadata.encoded(), name])
+                kept.append(name)
+            }
+        }
+        try db.execute(
+            sql: #"DELETE FROM "_gateway_records" WHERE table_name = ? AND record_name NOT IN (SELECT value FROM json_each(?))"#,
+            arguments: [table.table, JSONArrayText.of(kept)])
+        return kept
+    }
+
     /// Makes the next download write the table's records again even where nothing changed in
     /// the cloud: their metadata keeps its fields (the common ancestor of a merge) and loses its
     /// change tag, so the cloud's version is no longer taken for the one already stored. The
@@ -256,13 +292,17 @@ enum GatewayTables {
             // and the zone is downloaded again: a row the cloud also holds is a conflict without
             // a common ancestor (`join_prefers`), never an edit of the synced version. (Without
             // triggers, a row edited since the table came back cannot be told from one the copy
-            // held, so no row keeps an ancestor.) The changes captured on the old table are
-            // dropped: a row they name that the new table lacks was deleted by no one, so the
-            // cloud's version comes back.
+            // held, so no row keeps an ancestor, except one holding exactly its synced values:
+            // that is the synced version, `forgetRecordsUnlikeTheirRows`.) The changes captured
+            // on the old table are dropped: a row they name that the new table lacks was deleted
+            // by no one, so the cloud's version comes back.
             try compact(db)
-            try db.execute(sql: #"DELETE FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table])
+            let unchanged = try forgetRecordsUnlikeTheirRows(of: table, db: db)
             try db.execute(sql: #"DELETE FROM "_gateway_changes" WHERE table_name = ?"#, arguments: [table.table])
             try backfill(table, db: db)
+            try db.execute(
+                sql: #"DELETE FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#,
+                arguments: [JSONArrayText.of(unchanged)])
             try forgetDownloadPosition(db)
         }
         try db.execute(

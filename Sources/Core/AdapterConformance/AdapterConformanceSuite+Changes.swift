@@ -135,6 +135,23 @@ extension AdapterConformanceSuite {
             try expectEqual(try await adapter.hasChanges(), false, "nothing pending after the delete was uploaded")
             try expectEqual(try await adapter.syncedRecordIDs(), [note("b", title: "").id], "synced records")
         },
+        AdapterConformanceCase("a confirmed delete's metadata is kept, though the store no longer holds the record") {
+            harness in
+            let adapter = try await harness.makeAdapter(zone: zone)
+            try await adapter.apply(download([note("a", title: "A"), note("b", title: "B")], marker: "t1"))
+            let id = note("a", title: "").id
+            try await harness.deleteLocally(id, in: adapter)
+            let pending = try await adapter.pendingChanges(limit: 10)
+            var update = SyncStateUpdate(zoneState: zoneState("t2"))
+            update.metadata[id] = RecordMetadata.encodedDeletion()
+            update.settled[id] = pending.deletes.first?.version ?? 0
+            try await adapter.commit(update)
+            try expectEqual(try await adapter.hasChanges(), false, "nothing pending after the delete was confirmed")
+            try expectEqual(Set(try await adapter.syncedRecordIDs()), [id, note("b", title: "").id], "the deleted record's metadata counts")
+            let state = try await adapter.localState(for: [id])
+            try expectEqual(state[id]?.metadata, RecordMetadata.encodedDeletion(), "its metadata, byte for byte")
+            try expect(state[id]?.record == nil, "no record")
+        },
         AdapterConformanceCase("failed records stay pending but are not offered until they change or are retried") {
             harness in
             let adapter = try await harness.makeAdapter(zone: zone)

@@ -46,8 +46,9 @@ extension SyncContext {
                     if current?.isEmpty ?? true { changes.absentLocally.insert(id) }
                     changes.state.metadata[id] = RecordMetadata.encoded(syncedRecord: server, superseded: superseded)
                     changes.writes.append(server)  // its last use, so the record moves
-                } else if metadata != nil {
-                    changes.deletes.append(id)
+                } else if let metadata {
+                    // (The store's own deletion coming back deletes nothing more.)
+                    if !metadata.deletedHere { changes.deletes.append(id) }
                     changes.state.removedMetadata.insert(id)
                 }
                 continue
@@ -70,6 +71,12 @@ extension SyncContext {
             if server == nil, incoming[index].absentFromCloud, metadata?.hasSyncedVersion != true {
                 // Only the intents of a first upload: the cloud never held this record as far as
                 // the store knows, so its absence deletes nothing; the change uploads as usual.
+                continue
+            }
+            if server == nil, metadata?.deletedHere == true, current.record != nil {
+                // The store's own deletion coming back, after the store created the record again
+                // under its name: the record is newer, and uploads as a new one.
+                changes.state.removedMetadata.insert(id)
                 continue
             }
             if server == nil && current.record == nil {

@@ -26,6 +26,10 @@ public struct RecordMetadata: Sendable, Equatable {
     /// ``SyncConfiguration/supersededValuesField``). An upload carries them on, with the values it
     /// replaces, so a replica holding one of them as a pending edit knows the zone moved past it.
     public var superseded: [UInt64]
+    /// The store deleted the record and the cloud confirmed it (or had no such record left). Kept
+    /// until a download brings the deletion back: that deletion is the store's own, older than a
+    /// record the store created again under the name meanwhile, which must not lose to it.
+    public var deletedHere: Bool
 
     /// How many unconfirmed (field, value) pairs are remembered.
     public static let sentValuesKept = 64
@@ -36,10 +40,11 @@ public struct RecordMetadata: Sendable, Equatable {
     /// sent since, and the values the version superseded.
     public init(
         changeTag: String?, recordType: String, fingerprints: [String: FieldFingerprint], sent: [UInt64] = [], superseded: [UInt64] = [],
-        formerChangeTag: String? = nil
+        formerChangeTag: String? = nil, deletedHere: Bool = false
     ) {
         self.changeTag = changeTag
         self.formerChangeTag = formerChangeTag
+        self.deletedHere = deletedHere
         self.recordType = recordType
         self.fingerprints = fingerprints
         self.sent = sent
@@ -112,6 +117,7 @@ public struct RecordMetadata: Sendable, Equatable {
     /// change made elsewhere. A store restored from a backup, or new, lacks the intents of the
     /// writes its adapter made since, so a version it did not send is never taken for its own.
     public func recognizes(_ server: Record) -> Bool {
+        guard !deletedHere else { return false }
         var recognized = true
         server.forEachField { name, value in
             guard recognized else { return }
@@ -163,7 +169,14 @@ public struct RecordMetadata: Sendable, Equatable {
     public func encoded() -> Data {
         let sorted = fingerprints.indices.sorted(by: { fingerprints[$0].key < fingerprints[$1].key }).lazy.map { self.fingerprints[$0] }
         return Self.encoded(
-            changeTag: changeTag, recordType: recordType, sortedFingerprints: sorted, sent: sent, superseded: superseded, formerChangeTag: formerChangeTag)
+            changeTag: changeTag, recordType: recordType, sortedFingerprints: sorted, sent: sent, superseded: superseded, formerChangeTag: formerChangeTag,
+            deletedHere: deletedHere)
+    }
+
+    /// The blob of the metadata of a record the store deleted and the cloud confirmed deleted
+    /// (``deletedHere``).
+    public static func encodedDeletion() -> Data {
+        RecordMetadata(changeTag: nil, recordType: "", fingerprints: [:], deletedHere: true).encoded()
     }
 
     /// The blob of the metadata of `record` as the cloud holds it, like
@@ -198,10 +211,12 @@ public struct RecordMetadata: Sendable, Equatable {
     /// The blob of a metadata whose fingerprints are given sorted by field name.
     static func encoded(
         changeTag: String?, recordType: String, sortedFingerprints: some Collection<(key: String, value: FieldFingerprint)>, sent: [UInt64],
-        superseded: [UInt64] = [], formerChangeTag: String? = nil
+        superseded: [UInt64] = [], formerChangeTag: String? = nil, deletedHere: Bool = false
     ) -> Data {
         var writer = BinaryWriter(capacity: 32 + sortedFingerprints.count * 24 + sent.count * 8)
-        writeHeader(changeTag: changeTag, formerChangeTag: formerChangeTag, recordType: recordType, fieldCount: sortedFingerprints.count, into: &writer)
+        writeHeader(
+            changeTag: changeTag, formerChangeTag: formerChangeTag, deletedHere: deletedHere, recordType: recordType,
+            fieldCount: sortedFingerprints.count, into: &writer)
         for (name, fingerprint) in sortedFingerprints {
             writer.writeString(name)
             writer.writeInt64(Int64(bitPattern: fingerprint.value))
@@ -213,9 +228,11 @@ public struct RecordMetadata: Sendable, Equatable {
     }
 
     /// The blob's start: format version, change tag (a flag, then the tag: 1 for the change tag,
-    /// 2 for a former one, 0 for none), record type and the count of fingerprints that follow.
+    /// 2 for a former one, 0 for none, 3 for none and deleted here), record type and the count of
+    /// fingerprints that follow.
     private static func writeHeader(
-        changeTag: String?, formerChangeTag: String?, recordType: String, fieldCount: Int, into writer: inout BinaryWriter
+        changeTag: String?, formerChangeTag: String?, deletedHere: Bool = false, recordType: String, fieldCount: Int,
+        into writer: inout BinaryWriter
     ) {
         writer.writeByte(Self.formatVersion)
         if let changeTag {
@@ -224,6 +241,8 @@ public struct RecordMetadata: Sendable, Equatable {
         } else if let formerChangeTag {
             writer.writeByte(2)
             writer.writeString(formerChangeTag)
+        } else if deletedHere {
+            writer.writeByte(3)
         } else {
             writer.writeByte(0)
         }
@@ -242,7 +261,7 @@ public struct RecordMetadata: Sendable, Equatable {
                         throw BinaryDecodingError(offset: 0, reason: "unknown metadata version")
                     }
                     let flag = try reader.readByte()
-                    let tagText: String? = flag == 0 ? nil : try reader.readString()
+                    let tagText: String? = flag == 0 || flag == 3 ? nil : try reader.readString()
                     let (tag, former) = flag == 2 ? (nil, tagText) : (tagText, nil)
                     let type = try reader.readString()
                     let count = try reader.readLength()
@@ -261,7 +280,8 @@ public struct RecordMetadata: Sendable, Equatable {
                         throw BinaryDecodingError(offset: reader.offset, reason: "trailing bytes after the metadata")
                     }
                     return RecordMetadata(
-                        changeTag: tag, recordType: type, fingerprints: fingerprints, sent: sent, superseded: superseded, formerChangeTag: former)
+                        changeTag: tag, recordType: type, fingerprints: fingerprints, sent: sent, superseded: superseded, formerChangeTag: former,
+                        deletedHere: flag == 3)
                 }.get()
             }
         } catch {

@@ -56,7 +56,7 @@ struct UploadRound {
                 report.uploaded += 1
                 settled += 1
             case .deleted:
-                update.removedMetadata.insert(id)
+                update.metadata[id] = RecordMetadata.encodedDeletion()
                 update.settled[id] = version
                 report.deletedRemotely += 1
                 settled += 1
@@ -66,7 +66,7 @@ struct UploadRound {
                     if let server = error.serverRecord { conflicts.append((id, server)) } else { lookups.append(id) }
                 case .unknownItem:
                     if case .delete = batch.operations[position] {
-                        update.removedMetadata.insert(id)
+                        update.metadata[id] = RecordMetadata.encodedDeletion()
                         update.settled[id] = version
                         settled += 1
                     } else {
