@@ -98,6 +98,10 @@ final class PluginProcess: Sendable {
     /// Whether the process has already failed (exited, broke the protocol): no request can succeed.
     var hasFailed: Bool { state.withLock { $0.failure != nil } }
 
+    /// Whether the process has exited (it is reaped then): checked before a request, since the
+    /// end of its output may not have been read yet when it died between two calls.
+    var hasExited: Bool { reapIfExited() != nil }
+
     /// How many change notifications the plugin has sent.
     var notifications: Int { state.withLock { $0.notifications } }
 

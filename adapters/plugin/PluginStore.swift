@@ -242,7 +242,7 @@ public final class PluginStore: KitStore {
 
     private func callAlone(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
         var current = try await connectedAlone()
-        if current.process.hasFailed {
+        if current.process.hasFailed || current.process.hasExited {
             // It went away between calls (killed, crashed while idle): nothing was sent, so a new
             // process takes this request.
             let failure = await describe(PluginError(.exited, adapter: configuration.adapterName, plugin: configuration.displayName, "exited while idle"), process: current.process)
