@@ -22,6 +22,38 @@ struct PostgresStoreIdentityTests {
         return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
     }
 
+    /// Two gateways, `a` and `b`, each over the table `note` (with `columns`) of its own schema in
+    /// a fresh database, on one embedded cloud in a temporary folder; `a`'s table starts with
+    /// `rows` (what follows `INSERT INTO a.note`).
+    struct Pair {
+        let endpoint: PostgresEndpoint
+        let pool: PostgresConnectionPool
+        let directory: TemporaryDirectory
+        let cloud: EmbeddedCloud
+        let a: Synchronizer
+        let b: Synchronizer
+        private let adapters: [PostgresAdapter]
+
+        init(_ database: String, columns: String, rows: String) async throws {
+            endpoint = try await PostgresTestServer.freshDatabase(database)
+            pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+            try await PostgresConnectionPool.execute(
+                ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (\(columns))", "CREATE TABLE b.note (\(columns))", "INSERT INTO a.note \(rows)"],
+                on: endpoint, doing: "setting up")
+            directory = try TemporaryDirectory(prefix: "pg-\(database)")
+            cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+            let (a, adapterA) = try await PostgresStoreIdentityTests.gateway("a", endpoint: endpoint, cloud: cloud)
+            let (b, adapterB) = try await PostgresStoreIdentityTests.gateway("b", endpoint: endpoint, cloud: cloud)
+            (self.a, self.b, adapters) = (a, b, [adapterA, adapterB])
+        }
+
+        /// Closes the adapters and the pool.
+        func close() async {
+            for adapter in adapters { await adapter.close() }
+            await pool.close()
+        }
+    }
+
     /// The one number `sql` selects.
     static func count(_ sql: String, pool: PostgresConnectionPool) async throws -> Int64 {
         try await pool.withConnection(doing: "counting") { connection in
@@ -80,17 +112,9 @@ struct PostgresStoreIdentityTests {
 
     @Test("a table restored with pg_dump --clean (its triggers recreated after its rows) joins the zone; its edits lost with the old table delete nothing")
     func tableRestoredWithItsTriggers() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("restored_with_triggers")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await PostgresConnectionPool.execute(
-            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
-             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note VALUES (1, 'one'), (2, 'two'), (3, 'three')"],
-            on: endpoint, doing: "setting up")
-        let directory = try TemporaryDirectory(prefix: "pg-restored-triggers")
-        defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
-        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
+        let pair = try await Pair("restored_with_triggers", columns: "id bigint PRIMARY KEY, title text", rows: "VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+        defer { pair.directory.remove() }
+        let (endpoint, pool, directory, a, b) = (pair.endpoint, pair.pool, pair.directory, pair.a, pair.b)
         try await Synchronizer.syncInTurns([a, b])
         try await PostgresTestServer.dump(table: "a.note", of: endpoint, to: directory.path("a-note.sql"))
         #expect(try String(contentsOfFile: directory.path("a-note.sql"), encoding: .utf8).contains("CREATE TRIGGER"), "the dump holds the capture triggers")
@@ -112,24 +136,14 @@ struct PostgresStoreIdentityTests {
         let expected: [Int64: String] = [1: "one", 2: "edited in b", 3: "three", 4: "four"]
         #expect(try await Self.titles("a", pool: pool) == expected)
         #expect(try await Self.titles("b", pool: pool) == expected)
-        await adapterA.close()
-        await adapterB.close()
-        await pool.close()
+        await pair.close()
     }
 
     @Test("a dump holding an edit that had not synced yet joins the zone: the edit meets the cloud without an ancestor and is reported, never uploaded as an edit")
     func dumpHoldingAnUnsyncedEdit() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("dump_unsynced_edit")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await PostgresConnectionPool.execute(
-            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
-             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note VALUES (1, 'one'), (2, 'two')"],
-            on: endpoint, doing: "setting up")
-        let directory = try TemporaryDirectory(prefix: "pg-dump-unsynced")
-        defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
-        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
+        let pair = try await Pair("dump_unsynced_edit", columns: "id bigint PRIMARY KEY, title text", rows: "VALUES (1, 'one'), (2, 'two')")
+        defer { pair.directory.remove() }
+        let (endpoint, pool, directory, a, b) = (pair.endpoint, pair.pool, pair.directory, pair.a, pair.b)
         try await Synchronizer.syncInTurns([a, b])
         try await PostgresConnectionPool.execute(["UPDATE a.note SET title = 'edited in a' WHERE id = 2"], on: endpoint, doing: "editing a")
         try await PostgresTestServer.dump(table: "a.note", of: endpoint, to: directory.path("a-note.sql"))
@@ -144,24 +158,14 @@ struct PostgresStoreIdentityTests {
         #expect(report.adapters[0].uploaded == 0)
         #expect(try await b.sync().succeeded)
         #expect(try await Self.titles("b", pool: pool)[2] == "two")
-        await adapterA.close()
-        await adapterB.close()
-        await pool.close()
+        await pair.close()
     }
 
     @Test("a row a dump holds exactly as it was synced takes the cloud's newer version, a field cleared since included")
     func dumpHoldingTheSyncedVersion() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("dump_synced_version")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await PostgresConnectionPool.execute(
-            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text, rank text)",
-             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text, rank text)", "INSERT INTO a.note VALUES (1, 'one', 'first'), (2, 'two', 'second')"],
-            on: endpoint, doing: "setting up")
-        let directory = try TemporaryDirectory(prefix: "pg-dump-synced")
-        defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
-        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
+        let pair = try await Pair("dump_synced_version", columns: "id bigint PRIMARY KEY, title text, rank text", rows: "VALUES (1, 'one', 'first'), (2, 'two', 'second')")
+        defer { pair.directory.remove() }
+        let (endpoint, pool, directory, a, b) = (pair.endpoint, pair.pool, pair.directory, pair.a, pair.b)
         try await Synchronizer.syncInTurns([a, b])
         try await PostgresTestServer.dump(table: "a.note", of: endpoint, to: directory.path("a-note.sql"))
 
@@ -183,25 +187,15 @@ struct PostgresStoreIdentityTests {
             #expect(try await Self.count("SELECT count(*) FROM \(schema).note WHERE id = 1 AND title = 'one again' AND rank IS NULL", pool: pool) == 1)
             #expect(try await Self.count("SELECT count(*) FROM \(schema).note WHERE id = 2 AND title = 'two' AND rank = 'second'", pool: pool) == 1)
         }
-        await adapterA.close()
-        await adapterB.close()
-        await pool.close()
+        await pair.close()
     }
 
     @Test("a table on an older schema never erases a column it lacks; the column, added later, gets the cloud's values")
     func olderSchema() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("older_schema")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await PostgresConnectionPool.execute(
-            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text)",
-             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text)", "INSERT INTO a.note SELECT g, 'one' FROM generate_series(1, 20) g"],
-            on: endpoint, doing: "setting up")
+        let pair = try await Pair("older_schema", columns: "id bigint PRIMARY KEY, title text", rows: "SELECT g, 'one' FROM generate_series(1, 20) g")
+        defer { pair.directory.remove() }
+        let (endpoint, pool, a, b) = (pair.endpoint, pair.pool, pair.a, pair.b)
         func count(_ sql: String) async throws -> Int64 { try await Self.count(sql, pool: pool) }
-        let directory = try TemporaryDirectory(prefix: "pg-older-schema")
-        defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
-        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
         try await Synchronizer.syncInTurns([a, b])
         try await PostgresConnectionPool.execute(
             ["ALTER TABLE b.note ADD COLUMN color text", "UPDATE b.note SET color = 'red'"], on: endpoint, doing: "upgrading b")
@@ -214,26 +208,15 @@ struct PostgresStoreIdentityTests {
         try await PostgresConnectionPool.execute(["ALTER TABLE a.note ADD COLUMN color text"], on: endpoint, doing: "upgrading a")
         #expect(try await a.sync().succeeded)
         #expect(try await count("SELECT count(*) FROM a.note WHERE color = 'red'") == 20, "the added column received the cloud's values")
-        await adapterA.close()
-        await adapterB.close()
-        await pool.close()
+        await pair.close()
     }
 
     @Test("a renamed column keeps its values: they are uploaded under the new name, and the old field stays in the zone")
     func columnRenamed() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("renamed_column")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await PostgresConnectionPool.execute(
-            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text, color text)",
-             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text, color text)",
-             "INSERT INTO a.note SELECT g, 'one', 'red' FROM generate_series(1, 10) g"],
-            on: endpoint, doing: "setting up")
+        let pair = try await Pair("renamed_column", columns: "id bigint PRIMARY KEY, title text, color text", rows: "SELECT g, 'one', 'red' FROM generate_series(1, 10) g")
+        defer { pair.directory.remove() }
+        let (endpoint, pool, cloud, a, b) = (pair.endpoint, pair.pool, pair.cloud, pair.a, pair.b)
         func count(_ sql: String) async throws -> Int64 { try await Self.count(sql, pool: pool) }
-        let directory = try TemporaryDirectory(prefix: "pg-renamed-column")
-        defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
-        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
         try await Synchronizer.syncInTurns([a, b])
 
         try await PostgresConnectionPool.execute(
@@ -247,26 +230,15 @@ struct PostgresStoreIdentityTests {
         #expect(try await count("SELECT count(*) FROM b.note WHERE title = 'edited in a'") == 1)
         let records = try await zoneContents(of: cloud, zone: Self.zone)
         #expect(records.values.filter { $0["hue"] == .string("red") }.count == 10, "the values travel under the new name")
-        await adapterA.close()
-        await adapterB.close()
-        await pool.close()
+        await pair.close()
     }
 
     @Test("a column dropped and added again between two syncs gets the cloud's values back, and a row edited meanwhile keeps its edit")
     func columnDroppedAndAddedAgain() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("readded_column")
-        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
-        try await PostgresConnectionPool.execute(
-            ["CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id bigint PRIMARY KEY, title text, color text)",
-             "CREATE TABLE b.note (id bigint PRIMARY KEY, title text, color text)",
-             "INSERT INTO a.note SELECT g, 'one', 'red' FROM generate_series(1, 10) g"],
-            on: endpoint, doing: "setting up")
+        let pair = try await Pair("readded_column", columns: "id bigint PRIMARY KEY, title text, color text", rows: "SELECT g, 'one', 'red' FROM generate_series(1, 10) g")
+        defer { pair.directory.remove() }
+        let (endpoint, pool, a, b) = (pair.endpoint, pair.pool, pair.a, pair.b)
         func count(_ sql: String) async throws -> Int64 { try await Self.count(sql, pool: pool) }
-        let directory = try TemporaryDirectory(prefix: "pg-readded-column")
-        defer { directory.remove() }
-        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-        let (a, adapterA) = try await Self.gateway("a", endpoint: endpoint, cloud: cloud)
-        let (b, adapterB) = try await Self.gateway("b", endpoint: endpoint, cloud: cloud)
         try await Synchronizer.syncInTurns([a, b])
 
         // A migration and its rollback with no sync in between; then row 1's title and row 2's
@@ -283,8 +255,6 @@ struct PostgresStoreIdentityTests {
         #expect(try await count("SELECT count(*) FROM a.note WHERE color = 'red'") == 9)
         #expect(try await count("SELECT count(*) FROM a.note WHERE color = 'blue' AND id = 2") == 1)
         #expect(try await count("SELECT count(*) FROM a.note WHERE title = 'edited in b' AND color = 'red'") == 1)
-        await adapterA.close()
-        await adapterB.close()
-        await pool.close()
+        await pair.close()
     }
 }
