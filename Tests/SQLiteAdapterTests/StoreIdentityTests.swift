@@ -385,6 +385,28 @@ struct StoreIdentityTests {
         #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE title = 'edited in b'"#) == 1)
     }
 
+    @Test("a schema change that empties no column (an index) leaves a field the application cleared, or a row it inserted again, as it made them")
+    func clearedAfterUnrelatedSchemaChange() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        for index in 1...3 { try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, 'one', ?)"#, ["\(index)", index]) }
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+
+        try pair.fileB.execute(#"CREATE INDEX "Note_by_rank" ON "Note" (rank)"#)
+        try pair.fileB.execute(#"UPDATE "Note" SET title = NULL WHERE name = '1'"#)
+        try pair.fileB.execute(#"DELETE FROM "Note" WHERE name = '2'"#)
+        try pair.fileB.execute(#"INSERT INTO "Note" (name, rank) VALUES ('2', 20)"#)
+        let report = try await pair.synchronizer(pair.fileB, name: "b").sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].uploaded == 2 && report.adapters[0].conflictCount == 0)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        for file in [pair.fileA, pair.fileB] {
+            #expect(try Notes.contents(file)["1"] == ["rank": .int64(1)], "the cleared title stays cleared")
+            #expect(try Notes.contents(file)["2"] == ["rank": .int64(20)], "the row inserted again has no title")
+        }
+    }
+
     @Test("a renamed column keeps its values: they are the store's, uploaded under the new name, and the old field stays in the zone")
     func columnRenamed() async throws {
         let pair = try Pair(schema: #"CREATE TABLE "Note" (name TEXT PRIMARY KEY, title TEXT, rank INTEGER, color TEXT)"#)

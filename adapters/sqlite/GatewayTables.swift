@@ -93,9 +93,13 @@ enum GatewayTables {
     /// a column dropped and added again between two syncs comes back empty (or filled with its
     /// default), and no trigger fires for that — so that the next download fills them with the
     /// cloud's values, as for a column added later, instead of the store keeping them empty. In
-    /// a row with a captured change the values are the application's, except an emptied field:
-    /// a NULL where a value was synced, in a window where the schema changed, is taken for the
-    /// column's loss rather than a deliberate clear (the cloud's value comes back).
+    /// a row with a captured change the values are the application's, except an emptied field
+    /// of a column that lost values: a NULL where a value was synced is then taken for the
+    /// column's loss rather than a deliberate clear (the cloud's value comes back). A column lost
+    /// values only where a row without a captured change differs from what was synced in it: the
+    /// schema version also moves for changes that touch no value (an index, another table), and
+    /// there a NULL in an edited row is the application's clear, or a row deleted and inserted
+    /// again.
     /// - Returns: whether any field was forgotten (the caller downloads the zone again).
     static func forgetUncapturedValues(of table: ResolvedTable, db: Database) throws -> Bool {
         var pending = Set<String>()
@@ -110,22 +114,37 @@ enum GatewayTables {
         guard !synced.isEmpty else { return false }
         let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
         let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
-        let rows = try Row.fetchCursor(db, sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)")
+        let select = "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)"
+        /// Each synced row with its record, whether it has a captured change, and its metadata.
+        func forEachSyncedRow(_ body: (String, Record, Bool, RecordMetadata) throws -> Void) throws {
+            let rows = try Row.fetchCursor(db, sql: select)
+            while let row = try rows.next() {
+                let name: String = row[0]
+                guard let metadata = synced[name] else { continue }
+                // (The zone does not matter to the comparison.)
+                try body(name, table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1), pending.contains(name), metadata)
+            }
+        }
+        var lostValues = Set<String>()
+        try forEachSyncedRow { _, record, edited, metadata in
+            guard !edited else { return }
+            for column in table.valueColumns where !lostValues.contains(column.name) {
+                if let known = metadata.fingerprints[column.name], known != record[column.name].map(FieldFingerprint.init) { lostValues.insert(column.name) }
+            }
+        }
+        guard !lostValues.isEmpty else { return false }
         let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
         var forgot = false
-        while let row = try rows.next() {
-            let name: String = row[0]
-            guard var metadata = synced[name] else { continue }
-            let record = table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1)
+        try forEachSyncedRow { name, record, edited, synced in
+            var metadata = synced
             var changed = false
-            let edited = pending.contains(name)
-            for column in table.valueColumns {
+            for column in table.valueColumns where lostValues.contains(column.name) {
                 let value = record[column.name]
                 guard let known = metadata.fingerprints[column.name], known != value.map(FieldFingerprint.init), !edited || value == nil else { continue }
                 metadata.fingerprints[column.name] = nil
                 changed = true
             }
-            guard changed else { continue }
+            guard changed else { return }
             metadata.changeTag = nil
             try update.execute(arguments: [metadata.encoded(), name])
             forgot = true

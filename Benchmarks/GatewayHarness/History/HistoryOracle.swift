@@ -23,6 +23,14 @@ struct HistoryOracle {
         let dependencies: Set<Int>
         /// For a delete, the values the record held when it was deleted (tagged).
         var removedValues: [String] = []
+        /// For a write that created the record again after its store deleted it, the fields the
+        /// new record names (a SQL row names every column, a JSON document only its keys): a
+        /// field it does not name is unknown to it, so the cloud's value stays, as an edit
+        /// revives a deleted record whole.
+        var recreatedNaming: Set<String>? = nil
+
+        /// Whether this write created the record again without naming `field`.
+        func recreated(without field: String) -> Bool { recreatedNaming.map { !$0.contains(field) } ?? false }
     }
 
     /// A conflict the gateway reported: the step and the store whose sync reported it.
@@ -94,11 +102,28 @@ struct HistoryOracle {
         eventByValue[Self.tag(field, value)].map { events[$0] }
     }
 
-    /// Records a write of `value` into `field` of `record` at `store`, which held `previous` there.
-    mutating func write(step: Int, store: String, record: String, field: String, value: String, previous: String?) {
-        let dependencies = previous.flatMap { eventByValue[Self.tag(field, $0)] }.map { Set([$0]).union(events[$0].dependencies) } ?? []
+    /// Each store's latest delete of each record, while the store has not been restored since:
+    /// a write into a record the store no longer holds comes after it (the store's own order).
+    private var latestDelete: [String: [String: Int]] = [:]
+
+    /// Records a write of `value` into `field` of `record` at `store`, which held `previous` there;
+    /// `recordHeld` tells whether the store held the record at all (a write into a record the
+    /// store deleted creates it again, after that delete).
+    mutating func write(
+        step: Int, store: String, record: String, field: String, value: String, previous: String?, recordHeld: Bool = true, naming: Set<String> = []
+    ) {
+        var dependencies = previous.flatMap { eventByValue[Self.tag(field, $0)] }.map { Set([$0]).union(events[$0].dependencies) } ?? []
+        var recreatedNaming: Set<String>?
+        if !recordHeld, let delete = latestDelete[store]?[record] {
+            dependencies.insert(delete)
+            dependencies.formUnion(events[delete].dependencies)
+            recreatedNaming = naming.union([field])
+        }
         eventByValue[Self.tag(field, value)] = events.count
-        events.append(Event(id: events.count, step: step, store: store, record: record, kind: .write(field: field, value: value), dependencies: dependencies))
+        events.append(
+            Event(
+                id: events.count, step: step, store: store, record: record, kind: .write(field: field, value: value), dependencies: dependencies,
+                recreatedNaming: recreatedNaming))
     }
 
     /// Records a column of `store` renamed from `field` to `newName`, holding `values` (record →
@@ -123,6 +148,7 @@ struct HistoryOracle {
             dependencies.insert(id)
             dependencies.formUnion(events[id].dependencies)
         }
+        latestDelete[store, default: [:]][record] = events.count
         events.append(
             Event(id: events.count, step: step, store: store, record: record, kind: .delete, dependencies: dependencies, removedValues: previous))
     }
@@ -218,6 +244,7 @@ struct HistoryOracle {
     /// cloud holds the record now says nothing: another store may have created it again.)
     mutating func restore(store: String, toStep step: Int, atStep now: Int, seenInCloud: Set<String>) {
         restoredAt[store, default: []].append(now)
+        latestDelete[store] = nil
         restores[store, default: []].append((now, step))
         for event in events where event.store == store && event.step > step && !withdrawn.contains(event.id) {
             switch event.kind {
@@ -276,7 +303,8 @@ struct HistoryOracle {
                         let revived = later.contains { event in
                             guard case .delete = event.kind else { return false }
                             return survivors.contains { survivor in
-                                survivor != winner.id && !event.dependencies.contains(survivor) && !events[survivor].dependencies.contains(event.id)
+                                guard survivor != winner.id, !event.dependencies.contains(survivor) else { return false }
+                                return !events[survivor].dependencies.contains(event.id) || events[survivor].recreated(without: field)
                             }
                         }
                         if revived {

@@ -9,6 +9,7 @@ import PluginAdapter
 /// everything but before answering (the write the gateway must recognise as its own). The
 /// application edits `Note.csv` directly, as a spreadsheet would.
 final class HistoryPluginStore: HistoryStore {
+    let namesEveryField = true
     let name: String
     let folder: URL
     let statePath: String

@@ -10,6 +10,7 @@ import PostgresSupport
 /// never captured), and a restore is what `psql` does with that dump: the table is dropped and
 /// created again.
 final class HistoryPostgresStore: HistorySchemaStore {
+    let namesEveryField = true
     let name: String
     let endpoint: PostgresEndpoint
     let schema: String

@@ -256,9 +256,11 @@ private struct History {
             case 0..<40:
                 let field = store.fields.randomElement(using: &random)!
                 let value = "\(store.name)-\(step)-\(field)"
-                let previous = try await store.contents()[record]?[field]
+                let held = try await store.contents()[record]
                 try await store.write(record: record, field: field, value: value)
-                oracle.write(step: step, store: store.name, record: record, field: field, value: value, previous: previous)
+                oracle.write(
+                    step: step, store: store.name, record: record, field: field, value: value, previous: held?[field], recordHeld: held != nil,
+                    naming: store.namesEveryField ? Set(store.fields) : [])
                 outcome.history.append("\(step): \(store.name) sets \(record).\(field) = \(value)")
             case 40..<46:
                 guard let held = try await store.contents()[record] else { continue }

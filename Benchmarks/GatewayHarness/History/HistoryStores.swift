@@ -11,6 +11,9 @@ protocol HistoryStore: AnyObject {
     var name: String { get }
     /// The fields this store has a place for now.
     var fields: [String] { get }
+    /// Whether a record it creates names every field it has a place for (a SQL row, a CSV line
+    /// under its header), or only those given a value (a JSON document's keys).
+    var namesEveryField: Bool { get }
     /// What the store holds: record → field → value (only fields with a value).
     func contents() async throws -> [String: [String: String]]
     /// Sets one field of a record, creating the record when missing.
@@ -48,6 +51,7 @@ private func text(_ value: DatabaseValue) -> String? {
 /// A SQLite database with table `Note(name, title, rank)`; `color` and `hue` come and go with
 /// schema changes.
 final class HistorySQLiteStore: HistorySchemaStore {
+    let namesEveryField = true
     let name: String
     let path: String
     private(set) var fields = ["title", "rank"]
@@ -140,6 +144,7 @@ final class HistorySQLiteStore: HistorySchemaStore {
 /// A folder of JSON documents, one per record (`Note/<name>.json`), synced by the JSON adapter on
 /// the adapter kit, whose state lives outside the folder (as under `state_dir`).
 final class HistoryJSONStore: HistoryStore {
+    let namesEveryField = false
     let name: String
     let folder: URL
     let statePath: String
