@@ -47,6 +47,29 @@ struct RecreateAfterDeleteTests {
         #expect(await a.syncedRecordIDs().map(\.recordName) == ["n2"])
     }
 
+    @Test("a delete confirmed by the cloud's deletion, then the record created again, survives a download of the zone from the start")
+    func recreatedBeforeFullDownload() async throws {
+        let fixture = try SyncFixture()
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        await a.save(F.note("n1", ["title": .string("one")]))
+        try await fixture.sync(a)
+        try await fixture.sync(b)
+        await b.delete(F.note("n1", [:]).id)
+        try await fixture.sync(b)
+        // a deletes it too: its next download brings the deletion, which confirms a's.
+        await a.delete(F.note("n1", [:]).id)
+        #expect(try await fixture.sync(a).conflictCount == 0)
+        await a.save(F.note("n1", ["title": .string("one again")]))
+        // The zone position forgotten (a column added to a table does this): the download starts
+        // over, and the feed from the start still holds the deletion.
+        try await a.commit(SyncStateUpdate(zoneState: ZoneSyncState().encoded()))
+        let report = try await fixture.sync(a)
+        #expect(report.conflictCount == 0 && report.deletedLocally == 0)
+        #expect(await a.values["n1"] == ["title": .string("one again")])
+        #expect(try await fixture.cloudRecords()["n1"] == ["title": .string("one again")])
+    }
+
     @Test("a record deleted here and created again elsewhere before this store creates it too joins: the contested field follows the cloud, the others are kept")
     func recreatedOnBothSides() async throws {
         let fixture = try SyncFixture()

@@ -80,8 +80,11 @@ extension SyncContext {
                 continue
             }
             if server == nil && current.record == nil {
-                // Deleted on both sides: they agree, so there is nothing to resolve.
-                changes.state.removedMetadata.insert(id)
+                // Deleted on both sides: they agree, so there is nothing to resolve. The store's
+                // delete is confirmed as by an answer (its answer may have been lost): the mark
+                // tells a later delivery of this deletion (a download from the start) from one
+                // met by a record the store created again since.
+                changes.state.metadata[id] = RecordMetadata.encodedDeletion()
                 changes.state.settled[id] = pendingVersion
                 continue
             }
