@@ -102,9 +102,11 @@ struct HistoryOracle {
         eventByValue[Self.tag(field, value)].map { events[$0] }
     }
 
-    /// Each store's latest delete of each record, while the store has not been restored since:
-    /// a write into a record the store no longer holds comes after it (the store's own order).
-    private var latestDelete: [String: [String: Int]] = [:]
+    /// Each store's latest delete of each record, while the store has not been restored since,
+    /// with the fields the store had then: a write into a record the store no longer holds comes
+    /// after it (the store's own order). A column added since is one the store did not know when
+    /// it last synced: its NULL in the new record is unknown, not a clear.
+    private var latestDelete: [String: [String: (event: Int, fields: Set<String>)]] = [:]
 
     /// Records a write of `value` into `field` of `record` at `store`, which held `previous` there;
     /// `recordHeld` tells whether the store held the record at all (a write into a record the
@@ -115,9 +117,9 @@ struct HistoryOracle {
         var dependencies = previous.flatMap { eventByValue[Self.tag(field, $0)] }.map { Set([$0]).union(events[$0].dependencies) } ?? []
         var recreatedNaming: Set<String>?
         if !recordHeld, let delete = latestDelete[store]?[record] {
-            dependencies.insert(delete)
-            dependencies.formUnion(events[delete].dependencies)
-            recreatedNaming = naming.union([field])
+            dependencies.insert(delete.event)
+            dependencies.formUnion(events[delete.event].dependencies)
+            recreatedNaming = naming.intersection(delete.fields).union([field])
         }
         eventByValue[Self.tag(field, value)] = events.count
         events.append(
@@ -141,14 +143,14 @@ struct HistoryOracle {
     /// A delete also follows the values of the version the store's gateway last synced, fields
     /// the store has no place for included: the delete removes that whole version (its change
     /// tag), not only what the application saw.
-    mutating func delete(step: Int, store: String, record: String, previous: [String]) {
+    mutating func delete(step: Int, store: String, record: String, previous: [String], storeFields: Set<String> = []) {
         var dependencies = Set<Int>()
         for value in previous + (lastSynced[store]?[record] ?? []) {
             guard let id = eventByValue[value] else { continue }
             dependencies.insert(id)
             dependencies.formUnion(events[id].dependencies)
         }
-        latestDelete[store, default: [:]][record] = events.count
+        latestDelete[store, default: [:]][record] = (events.count, storeFields)
         events.append(
             Event(id: events.count, step: step, store: store, record: record, kind: .delete, dependencies: dependencies, removedValues: previous))
     }

@@ -265,7 +265,9 @@ private struct History {
             case 40..<46:
                 guard let held = try await store.contents()[record] else { continue }
                 try await store.delete(record: record)
-                oracle.delete(step: step, store: store.name, record: record, previous: held.map { HistoryOracle.tag($0.key, $0.value) })
+                oracle.delete(
+                    step: step, store: store.name, record: record, previous: held.map { HistoryOracle.tag($0.key, $0.value) },
+                    storeFields: Set(store.fields))
                 outcome.history.append("\(step): \(store.name) deletes \(record)")
             case 46..<76 where Int.random(in: 0..<8, using: &random) == 0:
                 // The gateway crashes in this sync: a `gateway sync` process, SIGKILLed.
