@@ -153,6 +153,26 @@ struct ZoneActivityTests {
         #expect(await activity.waitForSiblings(of: "a", after: 0, enough: 1000) == true, "uploads not seen yet are returned at once when no sibling is busy")
     }
 
+    @Test("an adapter waits for an earlier sibling whose pass has not started yet, never for a later one")
+    func earlierSiblingNotStarted() async throws {
+        let activity = ZoneActivity(adapters: [("a", Self.zone), ("b", Self.zone), ("c", Self.zone)])
+        // b finished its pass before a's task ran: a comes first in the sync's order, so b waits.
+        activity.startedPass("b")
+        activity.finishedPass("b")
+        async let woken = activity.waitForSiblings(of: "b", after: 0)
+        await Self.parked(1, in: activity)
+        activity.startedPass("a")
+        activity.uploaded(5, by: "a")
+        activity.finishedPass("a")
+        #expect(await woken == true, "what the earlier sibling uploaded is downloaded")
+        // c, later and not started, is not waited for: it may need the slot b holds.
+        #expect(await activity.waitForSiblings(of: "b", after: 5) == false)
+        // A sibling stopped before its turn never starts: it counts as done.
+        let stopped = ZoneActivity(adapters: [("a", Self.zone), ("b", Self.zone)])
+        stopped.finishedPass("a")
+        #expect(await stopped.waitForSiblings(of: "b", after: 0) == false)
+    }
+
     @Test("cancelling a wait ends it")
     func cancelling() async throws {
         let activity = ZoneActivity(adapters: [("a", Self.zone), ("b", Self.zone)])

@@ -116,6 +116,7 @@ public actor Synchronizer {
                     if stop == nil, Task.isCancelled { stop = Self.cancelledBeforeTurn }
                     if let stop {
                         reports[index] = Self.stoppedReport(selected[index], by: stop)
+                        activity.finishedPass(selected[index].adapter.name)
                         observer(.adapterFinished(reports[index]))
                         continue
                     }

@@ -17,6 +17,10 @@ final class ZoneActivity: Sendable {
 
     private struct State {
         var zones: [String: ZoneID] = [:]
+        /// Each adapter's place in the sync's order.
+        var order: [String: Int] = [:]
+        /// Adapters whose first pass has not started yet.
+        var notStarted: Set<String> = []
         var busy: Set<String> = []
         var uploads: [String: Int] = [:]
         var waiters: [Waiter] = []
@@ -25,6 +29,14 @@ final class ZoneActivity: Sendable {
         func siblings(of adapter: String) -> [String] {
             guard let zone = zones[adapter] else { return [] }
             return zones.compactMap { $0.key != adapter && $0.value == zone ? $0.key : nil }
+        }
+
+        /// Whether `sibling` may still upload what `adapter` must download: it is in a pass, or
+        /// it comes before `adapter` in the sync's order and has not started yet (its turn is
+        /// given first, but its task may not have run yet). A later sibling not started yet is
+        /// not waited for: it may need the slot `adapter` holds.
+        func mayUpload(_ sibling: String, before adapter: String) -> Bool {
+            busy.contains(sibling) || (notStarted.contains(sibling) && (order[sibling] ?? 0) < (order[adapter] ?? 0))
         }
 
         func siblingUploads(of adapter: String) -> Int {
@@ -44,7 +56,11 @@ final class ZoneActivity: Sendable {
     /// - Parameter adapters: the adapters of the sync, by name, with their zones.
     init(adapters: [(name: String, zone: ZoneID)]) {
         state.withLock { state in
-            for (name, zone) in adapters { state.zones[name] = zone }
+            for (index, (name, zone)) in adapters.enumerated() {
+                state.zones[name] = zone
+                state.order[name] = index
+                state.notStarted.insert(name)
+            }
         }
     }
 
@@ -53,12 +69,17 @@ final class ZoneActivity: Sendable {
 
     /// The adapter starts a pass: it may upload until ``finishedPass(_:)``.
     func startedPass(_ adapter: String) {
-        state.withLock { _ = $0.busy.insert(adapter) }
+        state.withLock { state in
+            state.notStarted.remove(adapter)
+            state.busy.insert(adapter)
+        }
     }
 
     /// The adapter's pass ended; siblings waiting for it look again.
+    /// (Also for an adapter stopped before its turn, which never starts a pass.)
     func finishedPass(_ adapter: String) {
         let woken = state.withLock { state in
+            state.notStarted.remove(adapter)
             state.busy.remove(adapter)
             return state.wake(state.zones[adapter])
         }
@@ -96,7 +117,9 @@ final class ZoneActivity: Sendable {
                         let new = state.siblingUploads(of: adapter) - seen
                         if Task.isCancelled { return .done }
                         if new >= max(1, enough) { return .download }
-                        if state.siblings(of: adapter).allSatisfy({ !state.busy.contains($0) }) { return new > 0 ? .download : .done }
+                        if !state.siblings(of: adapter).contains(where: { state.mayUpload($0, before: adapter) }) {
+                            return new > 0 ? .download : .done
+                        }
                         state.waiters.append(Waiter(id: id, zone: zone, continuation: continuation))
                         return nil
                     }
