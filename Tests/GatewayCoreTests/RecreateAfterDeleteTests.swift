@@ -10,6 +10,16 @@ private typealias F = SyncFixture
 /// it must not delete a record the store created again under the same name meanwhile.
 @Suite("Records created again after a delete")
 struct RecreateAfterDeleteTests {
+    /// Stores `a` and `b` on `fixture`'s zone, both holding record n1 ("one") as synced.
+    static func twoStoresHoldingOne(_ fixture: SyncFixture) async throws -> (InMemoryAdapter, InMemoryAdapter) {
+        let a = fixture.adapter("a")
+        let b = fixture.adapter("b")
+        await a.save(F.note("n1", ["title": .string("one")]))
+        try await fixture.sync(a)
+        try await fixture.sync(b)
+        return (a, b)
+    }
+
     @Test("a record a store deletes, syncs, then creates again keeps its new values when its own delete comes back")
     func recreatedBeforeOwnDeletionReturns() async throws {
         let fixture = try SyncFixture()
@@ -50,11 +60,7 @@ struct RecreateAfterDeleteTests {
     @Test("a delete confirmed by the cloud's deletion, then the record created again, survives a download of the zone from the start")
     func recreatedBeforeFullDownload() async throws {
         let fixture = try SyncFixture()
-        let a = fixture.adapter("a")
-        let b = fixture.adapter("b")
-        await a.save(F.note("n1", ["title": .string("one")]))
-        try await fixture.sync(a)
-        try await fixture.sync(b)
+        let (a, b) = try await Self.twoStoresHoldingOne(fixture)
         await b.delete(F.note("n1", [:]).id)
         try await fixture.sync(b)
         // a deletes it too: its next download brings the deletion, which confirms a's.
@@ -73,11 +79,7 @@ struct RecreateAfterDeleteTests {
     @Test("a record deleted here and created again elsewhere before this store creates it too joins: the contested field follows the cloud, the others are kept")
     func recreatedOnBothSides() async throws {
         let fixture = try SyncFixture()
-        let a = fixture.adapter("a")
-        let b = fixture.adapter("b")
-        await a.save(F.note("n1", ["title": .string("one")]))
-        try await fixture.sync(a)
-        try await fixture.sync(b)
+        let (a, b) = try await Self.twoStoresHoldingOne(fixture)
         await a.delete(F.note("n1", [:]).id)
         try await fixture.sync(a)
         try await fixture.sync(b)

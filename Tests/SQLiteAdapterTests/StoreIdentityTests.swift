@@ -232,6 +232,16 @@ struct StoreIdentityTests {
         #expect(try Notes.contents(restored) == expected, "and comes back to the restored store")
     }
 
+    /// Drops table `Note` of `file` and creates it again holding `dump` (name, title, rank), as a
+    /// table rebuilt from a dump is: without the capture triggers.
+    static func rebuild(_ file: SQLiteFile, from dump: [Row]) throws {
+        try file.execute(#"DROP TABLE "Note""#)
+        try file.execute(Notes.schema)
+        for row in dump {
+            try file.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [row[0] as String, row[1] as String, row[2] as Int64])
+        }
+    }
+
     @Test("a table dropped and restored from an older dump joins the zone again instead of uploading its old rows")
     func tableRestoredFromDump() async throws {
         let pair = try Pair()
@@ -268,11 +278,7 @@ struct StoreIdentityTests {
         // is rebuilt from the dump.
         let dump = try pair.fileA.rows(#"SELECT name, title, rank FROM "Note" WHERE name <> '3'"#)
         try pair.fileA.execute(#"UPDATE "Note" SET title = 'lost with the old table' WHERE name = '3'"#)
-        try pair.fileA.execute(#"DROP TABLE "Note""#)
-        try pair.fileA.execute(Notes.schema)
-        for row in dump {
-            try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [row[0] as String, row[1] as String, row[2] as Int64])
-        }
+        try Self.rebuild(pair.fileA, from: dump)
         let report = try await pair.synchronizer(pair.fileA, name: "a").sync()
         #expect(report.succeeded)
         // Without its triggers, the rebuilt table cannot tell the dump's edit from one made after
@@ -304,11 +310,7 @@ struct StoreIdentityTests {
         #expect(try await b.sync().succeeded)
         try pair.fileB.execute(#"INSERT INTO "Note" VALUES ('1', 'one again', NULL)"#)
         #expect(try await b.sync().succeeded)
-        try pair.fileA.execute(#"DROP TABLE "Note""#)
-        try pair.fileA.execute(Notes.schema)
-        for row in dump {
-            try pair.fileA.execute(#"INSERT INTO "Note" VALUES (?, ?, ?)"#, [row[0] as String, row[1] as String, row[2] as Int64])
-        }
+        try Self.rebuild(pair.fileA, from: dump)
 
         let report = try await pair.synchronizer(pair.fileA, name: "a").sync()
         #expect(report.succeeded)

@@ -107,27 +107,11 @@ enum GatewayTables {
             db, sql: #"SELECT record_name FROM "_gateway_changes" WHERE table_name = ? UNION SELECT record_name FROM "_gateway_log" WHERE table_name = ?"#,
             arguments: [table.table, table.table])
         { pending.insert(name) }
-        var synced: [String: RecordMetadata] = [:]
-        for row in try Row.fetchAll(db, sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table]) {
-            synced[row["record_name"]] = try RecordMetadata(decoding: row["metadata"] as Data)
-        }
+        let synced = try syncedMetadata(of: table, db: db)
         guard !synced.isEmpty else { return false }
-        let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
-        let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
-        let select = "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)"
-        /// Each synced row with its record, whether it has a captured change, and its metadata.
-        func forEachSyncedRow(_ body: (String, Record, Bool, RecordMetadata) throws -> Void) throws {
-            let rows = try Row.fetchCursor(db, sql: select)
-            while let row = try rows.next() {
-                let name: String = row[0]
-                guard let metadata = synced[name] else { continue }
-                // (The zone does not matter to the comparison.)
-                try body(name, table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1), pending.contains(name), metadata)
-            }
-        }
         var lostValues = Set<String>()
-        try forEachSyncedRow { _, record, edited, metadata in
-            guard !edited else { return }
+        try forEachSyncedRow(of: table, in: synced, db: db) { name, record, metadata in
+            guard !pending.contains(name) else { return }
             for column in table.valueColumns where !lostValues.contains(column.name) {
                 if let known = metadata.fingerprints[column.name], known != record[column.name].map(FieldFingerprint.init) { lostValues.insert(column.name) }
             }
@@ -135,9 +119,10 @@ enum GatewayTables {
         guard !lostValues.isEmpty else { return false }
         let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
         var forgot = false
-        try forEachSyncedRow { name, record, edited, synced in
+        try forEachSyncedRow(of: table, in: synced, db: db) { name, record, synced in
             var metadata = synced
             var changed = false
+            let edited = pending.contains(name)
             for column in table.valueColumns where lostValues.contains(column.name) {
                 let value = record[column.name]
                 guard let known = metadata.fingerprints[column.name], known != value.map(FieldFingerprint.init), !edited || value == nil else { continue }
@@ -152,6 +137,33 @@ enum GatewayTables {
         return forgot
     }
 
+    /// The metadata of the records of `table`, by record name; a damaged blob throws, or is left
+    /// out when `skippingDamaged`.
+    private static func syncedMetadata(of table: ResolvedTable, skippingDamaged: Bool = false, db: Database) throws -> [String: RecordMetadata] {
+        var synced: [String: RecordMetadata] = [:]
+        for row in try Row.fetchAll(db, sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table]) {
+            let data: Data = row["metadata"]
+            guard let metadata = skippingDamaged ? try? RecordMetadata(decoding: data) : try RecordMetadata(decoding: data) else { continue }
+            synced[row["record_name"]] = metadata
+        }
+        return synced
+    }
+
+    /// Calls `body` with each row of `table` that has metadata in `synced`: its record name, its
+    /// record and that metadata, one row at a time.
+    private static func forEachSyncedRow(
+        of table: ResolvedTable, in synced: [String: RecordMetadata], db: Database, _ body: (String, Record, RecordMetadata) throws -> Void
+    ) throws {
+        let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
+        let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)")
+        while let row = try rows.next() {
+            guard let name = row[0] as String?, let metadata = synced[name] else { continue }
+            // (The zone does not matter to the comparison.)
+            try body(name, table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1), metadata)
+        }
+    }
+
     /// Forgets the synced records of a table that joins the zone again, except those whose row
     /// holds exactly the values last synced (``RecordMetadata/holdsSyncedValues(of:)``): such a row
     /// is a copy of the synced version, not an edit, so it keeps its ancestor (without the intents
@@ -160,22 +172,14 @@ enum GatewayTables {
     /// deleted and created again without them), since a join keeps a field only one side holds.
     /// Returns the names of the records kept.
     static func forgetRecordsUnlikeTheirRows(of table: ResolvedTable, db: Database) throws -> [String] {
-        var synced: [String: RecordMetadata] = [:]
-        for row in try Row.fetchAll(db, sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE table_name = ?"#, arguments: [table.table]) {
-            guard let metadata = try? RecordMetadata(decoding: row["metadata"] as Data), metadata.hasSyncedVersion else { continue }
-            synced[row["record_name"]] = metadata
-        }
+        // (A damaged blob is forgotten with the rest: the table joins anyway.)
+        let synced = try syncedMetadata(of: table, skippingDamaged: true, db: db).filter { $0.value.hasSyncedVersion }
         var kept: [String] = []
         if !synced.isEmpty {
-            let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
-            let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
-            let rows = try Row.fetchCursor(db, sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)")
             let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
-            while let row = try rows.next() {
-                guard let name = row[0] as String?, var metadata = synced[name] else { continue }
-                // (The zone does not matter to the comparison.)
-                let record = table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1)
-                guard metadata.holdsSyncedValues(of: record) else { continue }
+            try forEachSyncedRow(of: table, in: synced, db: db) { name, record, synced in
+                guard synced.holdsSyncedValues(of: record) else { return }
+                var metadata = synced
                 metadata.sent = []
                 try update.execute(arguments: [metadata.encoded(), name])
                 kept.append(name)

@@ -175,9 +175,9 @@ public struct RecordMetadata: Sendable, Equatable {
 
     /// The blob of the metadata of a record the store deleted and the cloud confirmed deleted
     /// (``deletedHere``).
-    public static func encodedDeletion() -> Data {
-        RecordMetadata(changeTag: nil, recordType: "", fingerprints: [:], deletedHere: true).encoded()
-    }
+    public static func encodedDeletion() -> Data { deletionBlob }
+
+    private static let deletionBlob = RecordMetadata(changeTag: nil, recordType: "", fingerprints: [:], deletedHere: true).encoded()
 
     /// The blob of the metadata of `record` as the cloud holds it, like
     /// `RecordMetadata(syncedRecord: record).encoded()` without building the fingerprint dictionary.
