@@ -435,4 +435,57 @@ struct StoreIdentityTests {
         let records = try await zoneContents(of: pair.cloud, zone: Notes.zone)
         #expect(records.values.filter { $0["hue"] == .string("red") && $0["color"] == .string("red") }.count == 10, "a store on the new schema uploads its values under the new name")
     }
+
+    @Test("a column renamed onto the name of one dropped since the last sync: its values are uploaded, and an edited row's emptied field gets the cloud's value back")
+    func columnRenamedOntoADroppedOnesName() async throws {
+        let pair = try Pair(schema: #"CREATE TABLE "Note" (name TEXT PRIMARY KEY, title TEXT, rank INTEGER, hue TEXT, color TEXT)"#)
+        defer { pair.directory.remove() }
+        try pair.fileB.execute(#"INSERT INTO "Note" (name, title, color) VALUES ('1', 'one', 'red')"#)
+        try pair.fileB.execute(#"INSERT INTO "Note" (name, title, hue) VALUES ('2', 'two', 'teal')"#)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+
+        // Store a's application edits row 1's title, gives the color column up and renames hue
+        // to color, with no sync in between: row 1's color is empty only because of the drop,
+        // and row 2's color holds its hue under the new name.
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'edited in a' WHERE name = '1'"#)
+        try pair.fileA.execute(#"ALTER TABLE "Note" DROP COLUMN color"#)
+        try pair.fileA.execute(#"ALTER TABLE "Note" RENAME COLUMN hue TO color"#)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        for file in [pair.fileA, pair.fileB] {
+            let rows = try file.rows(#"SELECT name, title, color FROM "Note" ORDER BY name"#)
+            #expect(rows.map { $0[1] as String? } == ["edited in a", "two"])
+            #expect(rows.map { $0[2] as String? } == ["red", "teal"], "row 1's color came back; row 2's renamed value reached the zone")
+        }
+        #expect(try pair.fileB.count(#"SELECT COUNT(*) FROM "Note" WHERE name = '2' AND hue = 'teal'"#) == 1, "the old field stayed in the zone")
+    }
+
+    @Test("the same, where the edited row is the store's own insert, merged with the cloud's record in a sync whose upload failed")
+    func columnRenamedOntoADroppedOnesNameAfterAFailedUpload() async throws {
+        let pair = try Pair(schema: #"CREATE TABLE "Note" (name TEXT PRIMARY KEY, title TEXT, rank INTEGER, hue TEXT, color TEXT)"#)
+        defer { pair.directory.remove() }
+        try pair.fileB.execute(#"INSERT INTO "Note" (name, color) VALUES ('1', 'red')"#)
+        try pair.fileB.execute(#"INSERT INTO "Note" (name, title, hue) VALUES ('2', 'two', 'teal')"#)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+
+        try pair.fileA.execute(#"INSERT INTO "Note" (name, title) VALUES ('1', 'one in a')"#)
+        let faulty = FaultInjectingCloud(wrapping: pair.cloud, plan: .none, seed: 1)
+        for _ in 0..<50 { faulty.script(.error(CloudError(.networkFailure, "reset")), on: .modify) }
+        let failed = try await Synchronizer(
+            cloud: faulty, adapters: [SyncedAdapter(try Notes.adapter(pair.fileA, name: "a"))], configuration: SyncConfiguration(deviceID: "gateway")
+        ).sync()
+        #expect(!failed.succeeded)
+        #expect(try pair.fileA.count(#"SELECT COUNT(*) FROM "Note" WHERE name = '1' AND title = 'one in a' AND color = 'red'"#) == 1, "the download merged row 1")
+
+        try pair.fileA.execute(#"ALTER TABLE "Note" DROP COLUMN color"#)
+        try pair.fileA.execute(#"ALTER TABLE "Note" RENAME COLUMN hue TO color"#)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        for file in [pair.fileA, pair.fileB] {
+            let rows = try file.rows(#"SELECT name, title, color FROM "Note" ORDER BY name"#)
+            #expect(rows.map { $0[1] as String? } == ["one in a", "two"])
+            #expect(rows.map { $0[2] as String? } == ["red", "teal"], "row 1's color came back; row 2's renamed value reached the zone")
+        }
+    }
 }

@@ -95,13 +95,20 @@ enum GatewayTables {
     /// cloud's values, as for a column added later, instead of the store keeping them empty. In
     /// a row with a captured change the values are the application's, except an emptied field
     /// of a column that lost values: a NULL where a value was synced is then taken for the
-    /// column's loss rather than a deliberate clear (the cloud's value comes back). A column lost
+    /// column's loss rather than a deliberate clear (the cloud's value comes back, also where
+    /// the gateway sent the value in an upload whose answer never came). A column lost
     /// values only where a row without a captured change differs from what was synced in it: the
     /// schema version also moves for changes that touch no value (an index, another table), and
     /// there a NULL in an edited row is the application's clear, or a row deleted and inserted
     /// again.
+    ///
+    /// A row without a captured change that holds a value of its own (neither NULL nor the
+    /// column's default) in one of the `known` columns where nothing was synced got it from a
+    /// column renamed onto that name: the value is the application's, so the row is queued and
+    /// the value uploaded (the field has no ancestor, so the cloud's absence of it is no edit),
+    /// and the column counts as one that lost values.
     /// - Returns: whether any field was forgotten (the caller downloads the zone again).
-    static func forgetUncapturedValues(of table: ResolvedTable, db: Database) throws -> Bool {
+    static func forgetUncapturedValues(of table: ResolvedTable, known: Set<String>, db: Database) throws -> Bool {
         var pending = Set<String>()
         for name in try String.fetchAll(
             db, sql: #"SELECT record_name FROM "_gateway_changes" WHERE table_name = ? UNION SELECT record_name FROM "_gateway_log" WHERE table_name = ?"#,
@@ -110,6 +117,18 @@ enum GatewayTables {
         let synced = try syncedMetadata(of: table, db: db)
         guard !synced.isEmpty else { return false }
         var lostValues = Set<String>()
+        var renamedOnto = Set<String>()
+        let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
+        let defaults = try columnDefaults(of: table, db: db)
+        for column in table.valueColumns where known.contains(column.name) {
+            let holding = try String.fetchAll(
+                db, sql: "SELECT \(nameSQL) FROM \(table.quotedTable) WHERE \(holdsOwnValue(column.name, of: table, default: defaults[column.name]))")
+            for record in holding where !pending.contains(record) {
+                guard let metadata = synced[record], metadata.fingerprints[column.name] == nil else { continue }
+                renamedOnto.insert(record)
+                lostValues.insert(column.name)
+            }
+        }
         try forEachSyncedRow(of: table, in: synced, db: db) { name, record, metadata in
             guard !pending.contains(name) else { return }
             for column in table.valueColumns where !lostValues.contains(column.name) {
@@ -117,6 +136,9 @@ enum GatewayTables {
             }
         }
         guard !lostValues.isEmpty else { return false }
+        try db.execute(
+            sql: #"INSERT INTO "_gateway_log" (record_name, table_name) SELECT value, ? FROM json_each(?)"#,
+            arguments: [table.table, JSONArrayText.of(renamedOnto.sorted())])
         let update = try db.makeStatement(sql: #"UPDATE "_gateway_records" SET metadata = ? WHERE record_name = ?"#)
         var forgot = false
         try forEachSyncedRow(of: table, in: synced, db: db) { name, record, synced in
@@ -131,10 +153,31 @@ enum GatewayTables {
             }
             guard changed else { return }
             metadata.changeTag = nil
+            // The intents of an upload whose answer never came go too: the version it sent held
+            // the lost values, so it is not an earlier state of the row any more.
+            metadata.sent = []
             try update.execute(arguments: [metadata.encoded(), name])
             forgot = true
         }
         return forgot
+    }
+
+    /// The declared default of each column of `table` that has one, as SQL text (a constant
+    /// expression: SQLite refuses others in `ADD COLUMN`), read from the database's own schema.
+    private static func columnDefaults(of table: ResolvedTable, db: Database) throws -> [String: String] {
+        var defaults: [String: String] = [:]
+        for row in try Row.fetchAll(db, sql: "PRAGMA table_info(\(table.quotedTable))") {
+            if let value = row["dflt_value"] as String? { defaults[row["name"]] = value }
+        }
+        return defaults
+    }
+
+    /// An SQL condition true for a row of `table` whose `column` holds a value of its own:
+    /// neither NULL nor the column's declared default (what a store that did not know the
+    /// column yet holds there).
+    private static func holdsOwnValue(_ column: String, of table: ResolvedTable, default: String?) -> String {
+        let quoted = "\(table.quotedTable).\(SQLQuoting.identifier(column))"
+        return `default`.map { "(\(quoted) IS NOT NULL AND \(quoted) IS NOT (\($0)))" } ?? "\(quoted) IS NOT NULL"
     }
 
     /// The metadata of the records of `table`, by record name; a damaged blob throws, or is left
@@ -217,16 +260,8 @@ enum GatewayTables {
     /// column's declared default, is what the store did not know yet: it receives the cloud's
     /// value.
     static func queueRows(holdingValuesIn added: [String], of table: ResolvedTable, db: Database) throws {
-        var defaults: [String: String] = [:]
-        for row in try Row.fetchAll(db, sql: "PRAGMA table_info(\(table.quotedTable))") {
-            if let value = row["dflt_value"] as String? { defaults[row["name"]] = value }
-        }
-        let held = added.map { column in
-            let quoted = "\(table.quotedTable).\(SQLQuoting.identifier(column))"
-            // A default is a constant expression (SQLite refuses others in ADD COLUMN), read from
-            // the database's own schema.
-            return defaults[column].map { "(\(quoted) IS NOT NULL AND \(quoted) IS NOT (\($0)))" } ?? "\(quoted) IS NOT NULL"
-        }
+        let defaults = try columnDefaults(of: table, db: db)
+        let held = added.map { holdsOwnValue($0, of: table, default: defaults[$0]) }
         let name = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
         try db.execute(
             sql: #"INSERT INTO "_gateway_log" (record_name, table_name) SELECT "# + name + ", " + SQLQuoting.literal(table.table)
@@ -255,14 +290,14 @@ enum GatewayTables {
             db, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?)",
             arguments: StatementArguments(kinds.map { plainTriggerName($0, table.table) })) == kinds.count
         let columns = table.valueColumns.map(\.name).joined(separator: "\n")
+        let knownColumns = Set(((installed?["value_columns"] as String?) ?? "").split(separator: "\n").map(String.init))
         if let installed, present, let checked = installed["schema_version"] as Int?, checked != (try Int.fetchOne(db, sql: "PRAGMA schema_version")),
-            try forgetUncapturedValues(of: table, db: db)
+            try forgetUncapturedValues(of: table, known: knownColumns, db: db)
         {
             try forgetDownloadPosition(db)
         }
         if let installed, present, let known = installed["value_columns"] as String?, known != columns {
             // A column the store did not have may hold values in the cloud: download them.
-            let knownColumns = Set(known.split(separator: "\n").map(String.init))
             let added = table.valueColumns.map(\.name).filter { !knownColumns.contains($0) }
             if !added.isEmpty {
                 try forgetChangeTags(of: table.table, forgettingFields: added, db: db)
