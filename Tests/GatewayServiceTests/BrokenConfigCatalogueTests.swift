@@ -190,10 +190,10 @@ let brokenConfigs: [BrokenConfig] = [
         message: "config.yaml:6:23: adapter app: the record_name template '<Type>' of table notes must contain <pk> exactly once"),
     BrokenConfig(
         name: "custom merge without resolver", yaml: "gateway: { merge_policy: custom }",
-        message: "config.yaml:1:26: 'gateway.merge_policy': merge_policy: custom needs merge_resolver: NAME, a resolver registered in code"),
+        message: "config.yaml:1:26: 'gateway.merge_policy': merge_policy: custom needs merge_resolver: NAME, an entry of resolvers: or a resolver registered in code"),
     BrokenConfig(
         name: "unregistered merge resolver", yaml: "gateway: { merge_policy: custom, merge_resolver: newest }",
-        message: "config.yaml:1:50: 'gateway.merge_resolver': no merge resolver named 'newest'; none are registered in this build"),
+        message: "config.yaml:1:50: 'gateway.merge_resolver': no merge resolver named 'newest'; none is configured under resolvers: or registered in this build"),
     BrokenConfig(
         name: "merge resolver without custom policy", yaml: "\(app)\n    merge_resolver: newest\n    tables: [{ table: notes }]",
         message: "config.yaml:6:21: 'adapters[0].merge_resolver': merge_resolver is used only with merge_policy: custom"),

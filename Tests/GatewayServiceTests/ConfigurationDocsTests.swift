@@ -117,6 +117,16 @@ struct ConfigurationDocsTests {
                 max_records_per_message: 100
                 zone: Plugged
                 record_types: [{ record_type: Note }]
+            resolvers:
+              longest:
+                command: /bin/true
+                args: [a]
+                env: { A: b }
+                working_directory: .
+                settings: { any: thing }
+                start_timeout: 5s
+                request_timeout: 5s
+                max_conflicts_per_message: 10
             """
         let limits = "limits: { max_operations: 100, max_record_size: 1MB, max_request_size: 2MB, max_asset_size: 10MB }"
         return [
@@ -152,7 +162,8 @@ struct ConfigurationDocsTests {
             let keys = try GatewayConfiguration.acceptedKeys(
                 yaml: yaml, file: "config.yaml", baseDirectory: directory.url.path, registry: .builtIn, environment: environment)
             // Maps whose keys are the user's own (a plugin's settings and environment, column types).
-            for (path, names) in keys where !["settings", "env", "columns"].contains(where: { path.hasSuffix("." + $0) }) {
+            // (`resolvers` is keyed by the resolvers' own names.)
+            for (path, names) in keys where path != "resolvers" && !["settings", "env", "columns"].contains(where: { path.hasSuffix("." + $0) }) {
                 let section = String(path.prefix { $0 != "." && $0 != "[" })
                 if path.isEmpty {
                     accepted["", default: []].formUnion(names)
@@ -162,8 +173,8 @@ struct ConfigurationDocsTests {
             }
         }
         let documented = try Self.documentedKeys()
-        #expect(accepted[""] == ["gateway", "cloud", "endpoint", "encryption", "adapters"], "the top-level sections")
-        for section in ["gateway", "cloud", "endpoint", "encryption", "adapters"] {
+        #expect(accepted[""] == ["gateway", "cloud", "endpoint", "encryption", "adapters", "resolvers"], "the top-level sections")
+        for section in ["gateway", "cloud", "endpoint", "encryption", "adapters", "resolvers"] {
             let accepts = accepted[section] ?? []
             let documents = documented[section] ?? []
             #expect(accepts.subtracting(documents).isEmpty, "accepted in \(section) but not documented: \(accepts.subtracting(documents).sorted())")

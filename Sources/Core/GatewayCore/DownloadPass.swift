@@ -62,13 +62,14 @@ struct DownloadPass {
                 continue
             }
             let next = progress.received(records: fetched.incoming.lazy.filter { $0.record != nil }.map(\.id), token: fetched.token)
-            let mergedPage: MergedPage
+            var mergedPage: MergedPage
             if let ahead = fetched.merged {
                 mergedPage = ahead
             } else {
                 let local = try await context.localState(of: fetched.ids)
                 mergedPage = try context.merged(fetched.incoming, local: local, zoneState: next)
             }
+            if !mergedPage.deferred.isEmpty { mergedPage = await context.resolvingDeferred(mergedPage) }
             let changes = context.count(mergedPage, into: &report)
             context.observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
             // The store writes this page while the next one is opened, looked up and merged, and

@@ -149,3 +149,23 @@ public protocol ConflictResolver: Sendable {
     /// Decides a conflict; called on the syncing task, so it must not block.
     func resolve(_ conflict: ConflictContext) -> ConflictResolution
 }
+
+/// Resolves conflicts for ``MergePolicy/custom`` in batches, asynchronously: a resolver outside
+/// the gateway, such as a process speaking the resolver protocol (`resolvers:` in the config).
+/// The synchronizer asks it once per downloaded page (or upload round) that holds conflicts of
+/// record types whose `merge_resolver` names it, and checks each answer against its conflict
+/// (known fields, the types the record holds) before writing anything.
+public protocol BatchConflictResolver: Sendable {
+    /// Decides `conflicts`: one answer per conflict, in order. A failure (the resolver crashed,
+    /// timed out, or answered nonsense for that record) leaves the record as it was, marked
+    /// failed; an answer list of another length fails them all.
+    func resolve(_ conflicts: [ConflictContext]) async -> [Result<ConflictResolution, SyncError>]
+
+    /// Stops what the resolver runs (its process); the default does nothing.
+    func close() async
+}
+
+extension BatchConflictResolver {
+    /// Nothing to stop.
+    public func close() async {}
+}

@@ -7,6 +7,19 @@ struct MergedPage: Sendable {
     var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
     /// Records both sides held alike, adopted as synced.
     var matched = 0
+    /// Conflicts for a ``BatchConflictResolver``, asked once the page is merged
+    /// (``SyncContext/resolvingDeferred(_:)``); until then their records are left out of the changes.
+    var deferred: [DeferredConflict] = []
+}
+
+/// A conflict waiting for a batch resolver's answer, with what recording that answer needs.
+struct DeferredConflict: Sendable {
+    let conflict: ConflictContext
+    let resolverName: String
+    let recordType: String
+    /// The metadata the record takes once resolved: the server's version as the new ancestor.
+    let rebased: RecordMetadata
+    let pendingVersion: Int64
 }
 
 extension SyncContext {
@@ -14,6 +27,7 @@ extension SyncContext {
     /// Pure work, so the download can do it for the next page while the store applies this one.
     func merged(_ incoming: [IncomingRecord], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState) throws -> MergedPage {
         var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
+        var deferred: [DeferredConflict] = []
         var matched = 0
         var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: zoneState.encoded()))
         changes.writes.reserveCapacity(incoming.count)
@@ -97,6 +111,10 @@ extension SyncContext {
                 continue
             }
             let settings = options.mergeSettings(for: server?.recordType ?? current.record?.recordType ?? metadata?.recordType)
+            let recordType = server?.recordType ?? current.record?.recordType ?? metadata?.recordType ?? ""
+            let rebased =
+                server.map { RecordMetadata(syncedRecord: $0, superseded: superseded) }
+                ?? RecordMetadata(changeTag: nil, recordType: recordType, fingerprints: [:])
             let resolution: ConflictResolution
             let policy: MergePolicy
             let conflict = ConflictContext(
@@ -118,52 +136,109 @@ extension SyncContext {
                 // side's values are an edit of the other's (`join_prefers`, DESIGN D4).
                 resolution = ThreeWayMerge.join(conflict, prefers: options.joinPrefers)
                 policy = .merge
+            } else if settings.policy == .custom, let name = settings.resolverName, configuration.batchResolvers[name] != nil {
+                // Asked in one batch per page, once the page is merged.
+                deferred.append(
+                    DeferredConflict(conflict: conflict, resolverName: name, recordType: recordType, rebased: rebased, pendingVersion: pendingVersion))
+                continue
             } else {
                 resolution = try ThreeWayMerge.resolve(conflict, settings: settings, resolvers: configuration.resolvers)
                 policy = settings.policy
             }
-            let recordType = server?.recordType ?? current.record?.recordType ?? metadata?.recordType ?? ""
-            let rebased =
-                server.map { RecordMetadata(syncedRecord: $0, superseded: superseded) }
-                ?? RecordMetadata(changeTag: nil, recordType: recordType, fingerprints: [:])
-            let outcome: ConflictOutcome
-            switch resolution {
-            case .server:
-                if let server {
-                    changes.writes.append(server)
-                    changes.state.metadata[id] = rebased.encoded()
-                } else {
-                    if current.record != nil { changes.deletes.append(id) }
-                    changes.state.removedMetadata.insert(id)
-                }
-                changes.state.settled[id] = pendingVersion
-                outcome = .serverWon
-            case .local:
-                if let server, let local = current.record, let completed = local.completed(withFieldsOf: server) {
-                    // The server's fields the store never named are kept by the upload (a
-                    // partial save); the store gets them too, so both hold the same record.
-                    changes.writes.append(completed)
-                }
-                changes.state.metadata[id] = rebased.encoded()
-                outcome = .localWon
-            case .fields(let fields):
-                // Every field either side named stays named: one the merge left without a value
-                // is null (a partial save clears it), not unknown.
-                let names = conflict.fieldNames
-                var named = [String: FieldValue?](minimumCapacity: names.count)
-                for name in names { named[name] = .some(fields[name]) }
-                changes.writes.append(Record(id: id, recordType: recordType, namedFields: named))
-                changes.state.metadata[id] = rebased.encoded()
-                outcome = .merged
-            }
+            let outcome = Self.record(resolution, of: conflict, recordType: recordType, rebased: rebased, pendingVersion: pendingVersion, into: &changes)
             conflicts.append((id, policy, outcome))
         }
-        return MergedPage(changes: changes, conflicts: conflicts, matched: matched)
+        return MergedPage(changes: changes, conflicts: conflicts, matched: matched, deferred: deferred)
+    }
+
+    /// Writes `resolution` of `conflict` into `changes`: the record the store takes, the metadata
+    /// it keeps, and whether its pending change is settled.
+    static func record(
+        _ resolution: ConflictResolution, of conflict: ConflictContext, recordType: String, rebased: RecordMetadata, pendingVersion: Int64,
+        into changes: inout DownloadedChanges
+    ) -> ConflictOutcome {
+        let (id, server, local) = (conflict.recordID, conflict.server, conflict.local)
+        let outcome: ConflictOutcome
+        switch resolution {
+        case .server:
+            if let server {
+                changes.writes.append(server)
+                changes.state.metadata[id] = rebased.encoded()
+            } else {
+                if local != nil { changes.deletes.append(id) }
+                changes.state.removedMetadata.insert(id)
+            }
+            changes.state.settled[id] = pendingVersion
+            outcome = .serverWon
+        case .local:
+            if let server, let local, let completed = local.completed(withFieldsOf: server) {
+                // The server's fields the store never named are kept by the upload (a
+                // partial save); the store gets them too, so both hold the same record.
+                changes.writes.append(completed)
+            }
+            changes.state.metadata[id] = rebased.encoded()
+            outcome = .localWon
+        case .fields(let fields):
+            // Every field either side named stays named: one the merge left without a value
+            // is null (a partial save clears it), not unknown.
+            let names = conflict.fieldNames
+            var named = [String: FieldValue?](minimumCapacity: names.count)
+            for name in names { named[name] = .some(fields[name]) }
+            changes.writes.append(Record(id: id, recordType: recordType, namedFields: named))
+            changes.state.metadata[id] = rebased.encoded()
+            outcome = .merged
+        }
+        return outcome
+    }
+
+    /// `page` with its deferred conflicts resolved: each batch resolver is asked once for its
+    /// conflicts of the page. An answer that is missing, fails or does not fit its conflict
+    /// (``ThreeWayMerge/problem(with:of:)``) leaves the record as it was, marked failed with
+    /// `resolverFailed` until its next change (its local change is not uploaded over the
+    /// cloud's version, which is not written over it), and counted as unresolved.
+    func resolvingDeferred(_ page: MergedPage) async -> MergedPage {
+        guard !page.deferred.isEmpty else { return page }
+        var page = page
+        let deferred = page.deferred
+        page.deferred = []
+        var byResolver: [String: [DeferredConflict]] = [:]
+        for item in deferred { byResolver[item.resolverName, default: []].append(item) }
+        for (name, items) in byResolver.sorted(by: { $0.key < $1.key }) {
+            let resolver = configuration.batchResolvers[name]!
+            let answers = await resolver.resolve(items.map(\.conflict))
+            for (position, item) in items.enumerated() {
+                let id = item.conflict.recordID
+                var answer: Result<ConflictResolution, SyncError> =
+                    position < answers.count && answers.count == items.count
+                    ? answers[position]
+                    : .failure(SyncError(.resolverFailed, "resolver '\(name)' answered \(answers.count) of \(items.count) conflicts", adapter: self.name))
+                if case .success(let resolution) = answer, let problem = ThreeWayMerge.problem(with: resolution, of: item.conflict) {
+                    answer = .failure(SyncError(.resolverFailed, "resolver '\(name)' answered record \(id.recordName) with \(problem)", adapter: self.name))
+                }
+                switch answer {
+                case .success(let resolution):
+                    let outcome = Self.record(
+                        ThreeWayMerge.normalised(resolution, of: item.conflict), of: item.conflict, recordType: item.recordType, rebased: item.rebased,
+                        pendingVersion: item.pendingVersion, into: &page.changes)
+                    page.conflicts.append((id, .custom, outcome))
+                case .failure(let error):
+                    page.changes.state.failures[id] = RecordFailure(version: item.pendingVersion, code: SyncError.Code.resolverFailed.rawValue, message: error.message)
+                    page.conflicts.append((id, .custom, .unresolved))
+                }
+            }
+        }
+        return page
     }
 
     /// Counts and reports the conflicts of a merged page, and returns its changes.
     func count(_ page: MergedPage, into report: inout AdapterSyncReport) -> DownloadedChanges {
         for conflict in page.conflicts {
+            if conflict.outcome == .unresolved {
+                // A record met again in the same sync (its upload refused after its download)
+                // is one failed record.
+                guard report.unresolvedRecords.insert(conflict.id).inserted else { continue }
+                report.failedRecords += 1
+            }
             report.conflicts[conflict.outcome, default: 0] += 1
             observer(.conflict(adapter: name, recordID: conflict.id, policy: conflict.policy, resolution: conflict.outcome))
         }
@@ -177,12 +252,16 @@ extension SyncContext {
     }
 
     /// Merges server versions into the store and commits them with `zoneState`.
-    func integrate(_ incoming: [IncomingRecord], zoneState: ZoneSyncState, report: inout AdapterSyncReport) async throws {
+    /// - Returns: the records left unresolved (marked failed).
+    @discardableResult
+    func integrate(_ incoming: [IncomingRecord], zoneState: ZoneSyncState, report: inout AdapterSyncReport) async throws -> Set<RecordID> {
         let local = try await localState(of: incoming.map(\.id))
-        let changes = count(try merged(incoming, local: local, zoneState: zoneState), into: &report)
+        let page = await resolvingDeferred(try merged(incoming, local: local, zoneState: zoneState))
+        let changes = count(page, into: &report)
         observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
         try await store("applying merged changes") { [changes] in try await adapter.apply(changes) }
         report.downloaded += changes.writes.count
         report.deletedLocally += changes.deletes.count
+        return Set(changes.state.failures.keys)
     }
 }

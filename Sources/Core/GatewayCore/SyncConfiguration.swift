@@ -25,6 +25,9 @@ public struct SyncConfiguration: Sendable {
     public var retry: RetryPolicy
     /// Resolvers for ``MergePolicy/custom``, by name.
     public var resolvers: [String: any ConflictResolver]
+    /// Batch resolvers for ``MergePolicy/custom`` (resolver processes), by name; a name is looked
+    /// up here first.
+    public var batchResolvers: [String: any BatchConflictResolver]
     /// How many adapters sync at once (at least 1). With 1 they run in order; with more, an
     /// adapter whose zone another adapter of the sync is uploading to keeps downloading until that
     /// adapter is done, so a parallel sync sees every change an ordered one would.
@@ -52,7 +55,7 @@ public struct SyncConfiguration: Sendable {
         compatibilityVersion: Int64 = 1, deviceID: String = UUID().uuidString,
         compatibilityVersionField: String = "QSCloudKitModelCompatibilityVersionKey",
         deviceIDField: String = "QSCloudKitDeviceUUIDKey", supersededValuesField: String = "GatewaySupersededValues", fetchLimit: Int = SyncConfiguration.defaultFetchLimit, retry: RetryPolicy = RetryPolicy(),
-        resolvers: [String: any ConflictResolver] = [:], parallelism: Int = 1,
+        resolvers: [String: any ConflictResolver] = [:], batchResolvers: [String: any BatchConflictResolver] = [:], parallelism: Int = 1,
         stallTimeout: Duration? = SyncConfiguration.defaultStallTimeout, stopTimeout: Duration = .seconds(10)
     ) {
         self.stallTimeout = stallTimeout
@@ -65,6 +68,7 @@ public struct SyncConfiguration: Sendable {
         self.fetchLimit = fetchLimit
         self.retry = retry
         self.resolvers = resolvers
+        self.batchResolvers = batchResolvers
         self.parallelism = max(1, parallelism)
     }
 }

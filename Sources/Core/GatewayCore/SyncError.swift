@@ -24,6 +24,10 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case cloudFailed
         /// A custom merge policy names a resolver that is not registered.
         case unknownResolver
+        /// A batch resolver (a resolver process) gave no valid answer for a record: it crashed,
+        /// timed out, or answered something that does not fit the conflict. The record is left
+        /// as it was and marked failed.
+        case resolverFailed
         /// A sync was asked for an adapter the gateway does not have.
         case unknownAdapter
         /// A downloaded field is encrypted with a key this gateway does not have, or was tampered

@@ -41,6 +41,8 @@ public struct AdapterSyncReport: Sendable {
     public var deletedRemotely = 0
     /// Conflicts resolved, by outcome.
     public var conflicts: [ConflictOutcome: Int] = [:]
+    /// Records whose conflict no resolver answered in this sync, each counted once.
+    var unresolvedRecords: Set<RecordID> = []
     /// Records that failed permanently in this sync.
     public var failedRecords = 0
     /// Records of the store that stay unsynced after this sync, failed in it or before (a
@@ -80,8 +82,12 @@ public struct AdapterSyncReport: Sendable {
         total.matched += matched
         total.uploaded += uploaded
         total.deletedRemotely += deletedRemotely
-        total.failedRecords += failedRecords
+        // A record no resolver answered in both passes is one failed record, one unresolved conflict.
+        let repeated = later.unresolvedRecords.intersection(unresolvedRecords).count
+        total.unresolvedRecords.formUnion(unresolvedRecords)
+        total.failedRecords += failedRecords - repeated
         total.conflicts.merge(conflicts, uniquingKeysWith: +)
+        if repeated > 0 { total.conflicts[.unresolved, default: repeated] -= repeated }
         return total
     }
 

@@ -22,10 +22,48 @@ package enum ThreeWayMerge {
             }
             raw = resolver.resolve(conflict)
         }
-        guard case .fields(let fields) = raw else { return raw }
+        return normalised(raw, of: conflict)
+    }
+
+    /// `resolution` with values equal to one side's reported as that side.
+    package static func normalised(_ resolution: ConflictResolution, of conflict: ConflictContext) -> ConflictResolution {
+        guard case .fields(let fields) = resolution else { return resolution }
         if let server = conflict.server, server.fields == fields { return .server }
         if let local = conflict.local, local.fields == fields { return .local }
-        return raw
+        return resolution
+    }
+
+    /// What makes `resolution` unfit for `conflict`, or `nil` when it fits: its values must name
+    /// only fields the conflict holds (either side's, or the ancestor's), each of the type one
+    /// side holds there. A resolver outside the gateway (a process) is checked with this: its
+    /// answer is never a guess the gateway writes into a store.
+    package static func problem(with resolution: ConflictResolution, of conflict: ConflictContext) -> String? {
+        guard case .fields(let fields) = resolution else { return nil }
+        let names = conflict.fieldNames
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            guard names.contains(name) else { return "field '\(name)', which neither side holds" }
+            let types = [conflict.local?[name], conflict.server?[name]].compactMap { $0.map(kind) }
+            if !types.isEmpty, !types.contains(kind(of: value)) {
+                return "field '\(name)' of type \(kind(of: value)), where the record holds \(Set(types).sorted().joined(separator: " or "))"
+            }
+        }
+        return nil
+    }
+
+    /// The name of a value's type, for ``problem(with:of:)``.
+    private static func kind(of value: FieldValue) -> String {
+        switch value {
+        case .string: "string"
+        case .int64: "int64"
+        case .double: "double"
+        case .timestamp: "timestamp"
+        case .bytes: "bytes"
+        case .reference: "reference"
+        case .asset: "asset"
+        case .location: "location"
+        case .list: "list"
+        case .encrypted: "encrypted"
+        }
     }
 
     /// A record both sides hold without a common ancestor: neither side's values are an edit of

@@ -323,7 +323,8 @@ struct UploadPass {
                 incoming.append(IncomingRecord(id: id, record: nil))
             }
         }
-        try await context.integrate(incoming, zoneState: state, report: &report)
+        // A record no resolver answered stays out of this pass, as one the cloud refused does.
+        progress.failed.formUnion(try await context.integrate(incoming, zoneState: state, report: &report))
     }
 
     // MARK: Assets and hints

@@ -9,7 +9,7 @@ import SQLiteAdapter
 
 extension GatewayRegistry {
     /// The kinds this package ships: adapters `sqlite`, `postgres`, `json` and `plugin`; clouds
-    /// `embedded`, `postgres` and `cloudkit`.
+    /// `embedded`, `postgres` and `cloudkit`; resolver processes speaking the plugin protocol.
     public static var builtIn: GatewayRegistry {
         var registry = GatewayRegistry()
         registry.register(SQLiteAdapterKind())
@@ -19,6 +19,7 @@ extension GatewayRegistry {
         registry.register(EmbeddedCloudKind())
         registry.register(PostgresCloudKind())
         registry.register(CloudKitCloudKind())
+        registry.register(resolverStarter: PluginResolverStarter())
         return registry
     }
 }

@@ -67,6 +67,7 @@ public enum SyncSummary {
             case .serverWon: "server won"
             case .localWon: "local won"
             case .merged: "merged"
+            case .unresolved: "unresolved"
             }
             return "\(count) \(label)"
         }

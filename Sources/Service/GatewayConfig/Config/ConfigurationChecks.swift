@@ -42,6 +42,14 @@ struct ConfigurationChecks {
     }
 
     private func checkMerge() throws {
+        if registry.resolverStarter == nil, let first = configuration.resolverProcesses.values.min(by: { $0.name < $1.name }) {
+            throw ConfigError(.invalidValue, "resolver '\(first.name)': this build cannot start resolver processes", at: first.location)
+        }
+        for (name, _) in configuration.resolverProcesses where registry.resolvers[name] != nil {
+            throw ConfigError(
+                .duplicateName, "resolver '\(name)' is also registered in code; give the process another name",
+                at: configuration.resolverProcesses[name]?.location)
+        }
         let gatewayLevel = configuration.settings.merge
         try checkMergeLevel(gatewayLevel, effective: gatewayLevel.applied(to: MergeSettings()))
         for adapter in configuration.adapters {
@@ -61,16 +69,16 @@ struct ConfigurationChecks {
             guard effective.policy == .custom else {
                 throw resolver.problem(.inconsistent, "merge_resolver is used only with merge_policy: custom")
             }
-            guard registry.resolvers[resolver.value] != nil else {
-                let known = registry.resolvers.keys.sorted()
-                let list = known.isEmpty ? "none are registered in this build" : "registered: \(known.joined(separator: ", "))"
+            guard registry.resolvers[resolver.value] != nil || configuration.resolverProcesses[resolver.value] != nil else {
+                let known = Set(registry.resolvers.keys).union(configuration.resolverProcesses.keys).sorted()
+                let list = known.isEmpty ? "none is configured under resolvers: or registered in this build" : "known: \(known.joined(separator: ", "))"
                 throw resolver.problem(
                     .invalidValue,
                     "no merge resolver named '\(resolver.value)'; \(list)\(KeySuggestion.hint(for: resolver.value, in: known))")
             }
         }
         if let policy = level.policy, policy.value == .custom, effective.resolverName == nil {
-            throw policy.problem(.inconsistent, "merge_policy: custom needs merge_resolver: NAME, a resolver registered in code")
+            throw policy.problem(.inconsistent, "merge_policy: custom needs merge_resolver: NAME, an entry of resolvers: or a resolver registered in code")
         }
     }
 

@@ -20,6 +20,10 @@ public struct GatewayConfiguration: Sendable {
     public var adapters: [AdapterConfiguration]
     /// Merge resolvers by name, from the registry.
     public var resolvers: [String: any ConflictResolver]
+    /// The `resolvers:` section: resolver processes by name.
+    public var resolverProcesses: [String: ResolverProcessSettings] = [:]
+    /// What starts ``resolverProcesses``, from the registry.
+    public var resolverStarter: (any ResolverProcessStarter)?
     /// The keys of `encryption.keys`, read from their files or variables; `nil` without keys.
     public var keyRing: KeyRing?
     /// The `endpoint:` section, for `gateway cloud serve`; `nil` when the config has none.
@@ -126,14 +130,22 @@ public struct GatewayConfiguration: Sendable {
         }
     }
 
-    /// The ``SyncConfiguration`` for a synchronizer of this config.
-    public func syncConfiguration(deviceID: String) -> SyncConfiguration {
+    /// The ``SyncConfiguration`` for a synchronizer of this config, with the resolver processes
+    /// of ``startResolverProcesses()``.
+    public func syncConfiguration(deviceID: String, batchResolvers: [String: any BatchConflictResolver] = [:]) -> SyncConfiguration {
         SyncConfiguration(
             compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, fetchLimit: settings.fetchLimit.value,
             retry: settings.retry.policy,
-            resolvers: resolvers, parallelism: settings.parallelism(adapterCount: adapters.count),
+            resolvers: resolvers, batchResolvers: batchResolvers, parallelism: settings.parallelism(adapterCount: adapters.count),
             stallTimeout: settings.stallTimeout.duration > .zero ? settings.stallTimeout.duration : nil,
             stopTimeout: settings.shutdownTimeout.duration)
+    }
+
+    /// A resolver for each entry of `resolvers:`; each starts its process when first asked, and
+    /// stops it when closed.
+    public func startResolverProcesses() -> [String: any BatchConflictResolver] {
+        guard let resolverStarter else { return [:] }
+        return resolverProcesses.mapValues { resolverStarter.resolver(for: $0) }
     }
 
     /// The upload batch size when `batch_size` is not set: as many operations as the cloud takes
@@ -196,7 +208,7 @@ struct ConfigurationReader {
     let registry: GatewayRegistry
     let environment: [String: String]
 
-    enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters, endpoint }
+    enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters, endpoint, resolvers }
     enum KindKey: String, CodingKey { case kind }
 
     func read(_ decoder: ConfigNodeDecoder) throws -> GatewayConfiguration {
@@ -237,8 +249,12 @@ struct ConfigurationReader {
         }
         var endpoint = try root.decodeIfPresent(EndpointSettings.self, forKey: .endpoint)
         try endpoint?.load(context: context, environment: environment)
-        return GatewayConfiguration(
+        let resolverProcesses = try root.decodeNil(forKey: .resolvers) ? [:] : try ResolverSettingsReader(context: context).read(root.superDecoder(forKey: .resolvers))
+        var configuration = GatewayConfiguration(
             file: file, settings: settings, context: context, cloud: cloud, encryption: encryption, adapters: adapters,
             resolvers: registry.resolvers, keyRing: keyRing, endpoint: endpoint)
+        configuration.resolverProcesses = resolverProcesses
+        configuration.resolverStarter = registry.resolverStarter
+        return configuration
     }
 }

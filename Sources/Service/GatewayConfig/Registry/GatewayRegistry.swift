@@ -14,6 +14,8 @@ public struct GatewayRegistry: Sendable {
     public private(set) var cloudKinds: [String: any CloudKind] = [:]
     /// Resolvers for `merge_policy: custom`, named by `merge_resolver`.
     public private(set) var resolvers: [String: any ConflictResolver] = [:]
+    /// What starts the config's `resolvers:` (resolver processes); `nil` refuses them.
+    public private(set) var resolverStarter: (any ResolverProcessStarter)?
 
     public init() {}
 
@@ -25,4 +27,7 @@ public struct GatewayRegistry: Sendable {
 
     /// Adds a merge resolver under `name`.
     public mutating func register(resolver: any ConflictResolver, named name: String) { resolvers[name] = resolver }
+
+    /// Sets what starts the config's resolver processes.
+    public mutating func register(resolverStarter: any ResolverProcessStarter) { self.resolverStarter = resolverStarter }
 }

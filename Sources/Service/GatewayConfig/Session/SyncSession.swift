@@ -7,6 +7,8 @@ public struct SyncSession: Sendable {
     public let deviceID: String
     public let cloud: any CloudDatabase
     public let adapters: [OpenedAdapter]
+    /// The config's resolver processes, started when first asked about a conflict.
+    public let batchResolvers: [String: any BatchConflictResolver]
     private let processLock: ProcessLock
     private let stateLock: (any GatewayStateLock)?
 
@@ -65,7 +67,9 @@ public struct SyncSession: Sendable {
             }).first
             else {
                 let opened = try outcomes.map { try $0.get() }
-                return SyncSession(deviceID: deviceID, cloud: cloud, adapters: opened, processLock: processLock, stateLock: stateLock)
+                return SyncSession(
+                    deviceID: deviceID, cloud: cloud, adapters: opened, batchResolvers: configuration.startResolverProcesses(), processLock: processLock,
+                    stateLock: stateLock)
             }
             // One store failed to open: close those that did (their plugin processes and
             // connections), so a failed start leaves nothing running.
@@ -90,13 +94,15 @@ public struct SyncSession: Sendable {
         Synchronizer(
             cloud: cloud,
             adapters: adapters.map { SyncedAdapter($0.adapter, options: configuration.syncOptions(for: $0.configuration)) },
-            configuration: configuration.syncConfiguration(deviceID: deviceID), observer: observer)
+            configuration: configuration.syncConfiguration(deviceID: deviceID, batchResolvers: batchResolvers), observer: observer)
     }
 
-    /// Closes the adapters (their files, connections and plugin processes), releases the cloud's
-    /// lock and closes the cloud; the state folder's lock goes with the last copy of the session.
+    /// Closes the adapters (their files, connections and plugin processes) and the resolver
+    /// processes, releases the cloud's lock and closes the cloud; the state folder's lock goes
+    /// with the last copy of the session.
     public func end() async {
         for opened in adapters { await opened.adapter.close() }
+        for resolver in batchResolvers.values { await resolver.close() }
         await stateLock?.release()
         await cloud.close()
         withExtendedLifetime(processLock) {}

@@ -1,0 +1,167 @@
+import AdapterKit
+import CloudKitWeb
+import Foundation
+import GatewayCore
+import Logging
+import Synchronization
+
+/// A resolver process: `merge_policy: custom` whose `merge_resolver` names an entry of the
+/// config's `resolvers:`. Any executable speaking the plugin protocol's framing (JSON lines on
+/// stdin/stdout, `hello` first) with the `resolve` method (`docs/writing-adapters.md`).
+///
+/// It is started on the first conflict it is asked about and kept running; conflicts go in
+/// batches of at most `max_records_per_message`. A process that crashes, times out or breaks the
+/// protocol fails the whole batch (each of its records is left as it was and marked failed) and
+/// is started again for the next one; an answer that does not fit its conflict fails that record
+/// alone.
+public final class PluginConflictResolver: BatchConflictResolver {
+    private let name: String
+    private let configuration: PluginConfiguration
+    private let logger: Logger
+    private let gate = KitGate()
+    private let running = Mutex<PluginProcess?>(nil)
+
+    /// A resolver named `name` (as `merge_resolver` names it), run as `configuration` says. The
+    /// configuration's adapter name is used in messages.
+    public init(name: String, configuration: PluginConfiguration, logger: Logger) {
+        self.name = name
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public func resolve(_ conflicts: [ConflictContext]) async -> [Result<ConflictResolution, SyncError>] {
+        var answers: [Result<ConflictResolution, SyncError>] = []
+        answers.reserveCapacity(conflicts.count)
+        let size = max(1, configuration.maxRecordsPerMessage)
+        for start in stride(from: 0, to: conflicts.count, by: size) {
+            let batch = Array(conflicts[start..<min(start + size, conflicts.count)])
+            do {
+                answers += try await gate.run { try await resolveAlone(batch) }
+            } catch {
+                let failure = SyncError(.resolverFailed, "resolver '\(name)' failed: \(error)", underlying: error)
+                answers += Array(repeating: .failure(failure), count: batch.count)
+            }
+        }
+        return answers
+    }
+
+    /// Stops the process, if it runs.
+    public func close() async {
+        let process = running.withLock { running in
+            defer { running = nil }
+            return running
+        }
+        await process?.stop()
+    }
+
+    private func resolveAlone(_ conflicts: [ConflictContext]) async throws -> [Result<ConflictResolution, SyncError>] {
+        var encoded: [JSONValue] = []
+        encoded.reserveCapacity(conflicts.count)
+        for conflict in conflicts { encoded.append(try Self.encode(conflict)) }
+        let process = try await started()
+        let answer: JSONValue
+        do {
+            answer = try await process.request("resolve", params: .object(["conflicts": .array(encoded)]), timeout: configuration.requestTimeout)
+        } catch let error as PluginError where error.code == .pluginReportedError {
+            throw error
+        } catch {
+            // Anything else leaves the process in an unknown state: a new one serves the next batch.
+            running.withLock { if $0 === process { $0 = nil } }
+            let described = await Self.describe(error, process: process)
+            await process.stop(grace: .milliseconds(200))
+            logger.warning("\(described)", metadata: ["resolver": .string(name)])
+            throw described
+        }
+        guard let resolutions = answer["resolutions"]?.arrayValue else {
+            throw PluginError(.malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName, "answered resolve without a resolutions list")
+        }
+        guard resolutions.count == conflicts.count else {
+            throw PluginError(
+                .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
+                "answered \(resolutions.count) resolutions to \(conflicts.count) conflicts")
+        }
+        return zip(conflicts, resolutions).map { conflict, resolution in
+            Result { () throws(SyncError) in try decode(resolution, of: conflict) }
+        }
+    }
+
+    /// The running process, started (and greeted) if none runs or the last one went away.
+    private func started() async throws -> PluginProcess {
+        if let process = running.withLock({ $0 }) {
+            guard process.hasFailed || process.hasExited else { return process }
+            running.withLock { if $0 === process { $0 = nil } }
+            await process.stop(grace: .zero)
+        }
+        let process = try await PluginProcess.start(configuration, logger: logger)
+        do {
+            let hello: JSONValue = .object([
+                "protocol": .integer(PluginMessages.protocolVersion), "gateway": "sync-gateway", "role": "resolver",
+                "resolver": .string(name), "settings": configuration.settings,
+            ])
+            let answer = try await process.request("hello", params: hello, timeout: configuration.startTimeout)
+            guard let version = answer["protocol"]?.int64Value, version == PluginMessages.protocolVersion else {
+                throw PluginError(
+                    .protocolMismatch, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "answered hello without protocol version \(PluginMessages.protocolVersion)")
+            }
+        } catch {
+            let described = await Self.describe(error, process: process)
+            await process.stop(grace: .milliseconds(200))
+            throw described
+        }
+        running.withLock { $0 = process }
+        logger.info("resolver started", metadata: ["resolver": .string(name), "pid": "\(process.pid)"])
+        return process
+    }
+
+    /// `error`, with the process's exit status when it is the plugin's failure.
+    private static func describe(_ error: any Error, process: PluginProcess) async -> any Error {
+        guard let failure = error as? PluginError else { return error }
+        return await process.failureWithStatus(failure)
+    }
+
+    /// A conflict as the `resolve` request carries it: both versions (`null` for a deletion) and
+    /// which fields each side changed since the last synced version (the ancestor is known by
+    /// fingerprints only, so its values are not sent).
+    static func encode(_ conflict: ConflictContext) throws -> JSONValue {
+        let zone = conflict.recordID.zoneID
+        let names = conflict.fieldNames.sorted()
+        return .object([
+            "recordName": .string(conflict.recordID.recordName),
+            "recordType": .string(conflict.server?.recordType ?? conflict.local?.recordType ?? ""),
+            "hasAncestor": .bool(conflict.hasAncestor),
+            "local": try conflict.local.map { try PluginMessages.encode($0, zone: zone) } ?? .null,
+            "server": try conflict.server.map { try PluginMessages.encode($0, zone: zone) } ?? .null,
+            "changedLocally": .array(names.filter { conflict.local != nil && conflict.changedLocally($0) }.map(JSONValue.string)),
+            "changedOnServer": .array(names.filter { conflict.server != nil && conflict.changedOnServer($0) }.map(JSONValue.string)),
+        ])
+    }
+
+    /// One answer of a `resolve` reply: `{"recordName", "take": "server" | "local"}`,
+    /// `{"recordName", "fields": {…}}` or `{"recordName", "error": "…"}`.
+    func decode(_ answer: JSONValue, of conflict: ConflictContext) throws(SyncError) -> ConflictResolution {
+        let record = conflict.recordID.recordName
+        func failure(_ detail: String) -> SyncError { SyncError(.resolverFailed, "resolver '\(name)' answered record \(record) \(detail)") }
+        guard answer["recordName"]?.stringValue == record else {
+            throw failure("with another record's name (answers come in the order of the conflicts)")
+        }
+        if let error = answer["error"]?.stringValue { throw failure("with an error: \(error)") }
+        if let take = answer["take"] {
+            switch take.stringValue {
+            case "server": return .server
+            case "local": return .local
+            default: throw failure("with take other than \"server\" or \"local\"")
+            }
+        }
+        guard case .object(let encoded)? = answer["fields"] else { throw failure("with neither take, fields nor error") }
+        var fields: [String: FieldValue] = [:]
+        for (field, value) in encoded where value != .null && value["value"] != .null {
+            do {
+                fields[field] = try CloudKitFieldCoding.decode(value, in: conflict.recordID.zoneID, name: field)
+            } catch {
+                throw failure("with field '\(field)' it cannot read: \(error.message)")
+            }
+        }
+        return .fields(fields)
+    }
+}
