@@ -7,7 +7,8 @@ import GatewayConfig
 import Synchronization
 
 /// `gateway check-adapter NAME`: the adapter conformance suite against a configured adapter, each
-/// case over a new scratch store, so an adapter's author proves it without writing Swift.
+/// case over a new scratch store, so an adapter's author proves it without writing Swift; or,
+/// when NAME is an entry of `resolvers:`, the resolver conformance suite against that process.
 struct CheckAdapterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-adapter",
@@ -15,13 +16,14 @@ struct CheckAdapterCommand: AsyncParsableCommand {
         discussion: """
             Each case opens the adapter's kind over a new, empty store in a temporary folder (a \
             plugin is told the folder in its handshake as 'scratch'), so the configured store and \
-            the gateway's state are never touched. Exit status 0 when every case passes, 1 when one \
-            fails.
+            the gateway's state are never touched. NAME may also be an entry of resolvers:, whose \
+            process is then asked made-up conflicts and held to the resolver protocol. Exit status \
+            0 when every case passes, 1 when one fails.
             """)
 
     @OptionGroup var options: ConfigOptions
 
-    @Argument(help: "The adapter's name in the config.")
+    @Argument(help: "The adapter's name in the config (or a resolver's, under resolvers:).")
     var adapter: String
 
     @Option(name: .long, help: "Only the cases whose name contains this text.")
@@ -30,9 +32,15 @@ struct CheckAdapterCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try options.load()
         guard let entry = configuration.adapters.first(where: { $0.name == adapter }) else {
+            if configuration.resolverProcesses[adapter] != nil {
+                try await checkResolver(configuration)
+                return
+            }
+            let resolvers = configuration.resolverProcesses.keys.sorted()
             throw GatewayError(
                 .unknownAdapter,
-                "the config has no adapter named \(adapter); it has \(configuration.adapters.map(\.name).joined(separator: ", "))")
+                "the config has no adapter named \(adapter); it has \(configuration.adapters.map(\.name).joined(separator: ", "))"
+                    + (resolvers.isEmpty ? "" : ", and resolvers \(resolvers.joined(separator: ", "))"))
         }
         guard let plan = entry.plan as? any ScratchStorePlan else {
             throw ConfigError(
@@ -83,6 +91,26 @@ struct CheckAdapterCommand: AsyncParsableCommand {
             await scratch.close()
         }
         Console.out("\(total - failed) of \(total) case(s) passed\n")
+        if failed > 0 { throw ExitCode(1) }
+    }
+
+    /// The resolver conformance suite against the resolver process named `adapter`.
+    private func checkResolver(_ configuration: GatewayConfiguration) async throws {
+        guard let resolver = configuration.startResolverProcesses()[adapter] else { return }
+        let cases = ResolverConformanceSuite.cases.filter { only == nil || $0.name.localizedCaseInsensitiveContains(only!) }
+        Console.out("Checking resolver \(adapter) against \(cases.count) conformance case(s)\n")
+        var failed = 0
+        for check in cases {
+            do {
+                try await check.run(with: resolver)
+                Console.out("  pass  \(check.name)\n")
+            } catch {
+                failed += 1
+                Console.out("  FAIL  \(check.name)\n        \(error)\n")
+            }
+        }
+        await resolver.close()
+        Console.out("\(cases.count - failed) of \(cases.count) case(s) passed\n")
         if failed > 0 { throw ExitCode(1) }
     }
 
