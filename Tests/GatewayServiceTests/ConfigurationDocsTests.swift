@@ -85,7 +85,7 @@ struct ConfigurationDocsTests {
                 tables:
                   - { table: note, record_type: Note, record_name: "<pk>", include: [title], columns: { title: text },
                       merge_policy: client, merge_prefers: client, encrypted: [title], force_data: false }
-                  - { table: other, exclude: [x], assets: [blob] }
+                  - { table: other, exclude: [x], assets: [blob], processors: [{ kind: rename, from: a, to: b }, { kind: file_reference, field: p, folder: f }] }
               - name: crm
                 kind: postgres
                 url: "postgres://gateway@127.0.0.1:1/crm"

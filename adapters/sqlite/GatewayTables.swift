@@ -84,6 +84,13 @@ enum GatewayTables {
         }
     }
 
+    /// Moves the tables checked against the schema as of `old` to `new`, a version that only
+    /// the gateway's own connection setup produced.
+    static func carrySchemaCheck(from old: Int, to new: Int, db: Database) throws {
+        guard try db.tableExists("_gateway_tables"), try db.columns(in: "_gateway_tables").contains(where: { $0.name == "schema_version" }) else { return }
+        try db.execute(sql: #"UPDATE "_gateway_tables" SET schema_version = ? WHERE schema_version = ?"#, arguments: [new, old])
+    }
+
     /// Records that every table was checked against the database's schema as of `version`.
     static func noteSchemaChecked(_ version: Int, db: Database) throws {
         try db.execute(sql: #"UPDATE "_gateway_tables" SET schema_version = ? WHERE schema_version IS NOT ?"#, arguments: [version, version])

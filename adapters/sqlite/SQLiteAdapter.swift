@@ -50,7 +50,16 @@ public final class SQLiteAdapter: ModelAdapter {
         self.configuration = configuration
         var grdb = GRDB.Configuration()
         grdb.busyMode = .timeout(Double(configuration.busyTimeout.components.seconds))
+        // The schema cookie as the first connection (the writer) found it, before the pool's
+        // own setup: GRDB creates and drops a table when the WAL file is missing or empty (after
+        // a clean close removed it), which moves the cookie by 2 without changing any table.
+        let cookieAtOpen = Mutex<Int?>(nil)
+        let walWasEmpty = ((try? FileManager.default.attributesOfItem(atPath: configuration.path + "-wal")[.size] as? Int) ?? 0) == 0
         grdb.prepareDatabase { db in
+            if walWasEmpty, cookieAtOpen.withLock({ $0 == nil }) {
+                let cookie = try Int.fetchOne(db, sql: "PRAGMA schema_version")
+                cookieAtOpen.withLock { if $0 == nil { $0 = cookie } }
+            }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try WALCheckpointer.prepareWriter(db)
         }
@@ -67,6 +76,11 @@ public final class SQLiteAdapter: ModelAdapter {
             try pool.writeWithoutTransaction { db in
                 var catalog: TableCatalog?
                 try db.inTransaction(.immediate) {
+                    if let before = cookieAtOpen.withLock({ $0 }), try Self.schemaVersion(db) == before + 2 {
+                        // Only the pool's setup moved the cookie: what was checked at `before`
+                        // still holds (a schema change made meanwhile moved it before the open).
+                        try GatewayTables.carrySchemaCheck(from: before, to: before + 2, db: db)
+                    }
                     try GatewayTables.createTables(db)
                     // Intents kept aside are metadata like any other before the tables are
                     // checked: a column added since must leave their ancestor too.

@@ -59,13 +59,15 @@ public struct RecordTypeSettings: Sendable, Decodable {
     public var assets: [Located<String>]
     /// `force_data`: send this record type's binary fields inline instead of as assets.
     public var forceData: Bool?
+    /// `processors`: how fields change between the store and the zone, in order on the way out.
+    public var processors: [ProcessorSettings]
     /// Where the entry is.
     public var location: ConfigLocation?
     /// The entry's key path.
     public var path: String
 
     enum CodingKeys: String, CodingKey {
-        case encrypted, assets, forceData = "force_data"
+        case encrypted, assets, forceData = "force_data", processors
     }
 
     public init(from decoder: any Decoder) throws {
@@ -75,6 +77,7 @@ public struct RecordTypeSettings: Sendable, Decodable {
         encrypted = try container.decodeIfPresent([Located<String>].self, forKey: .encrypted) ?? []
         assets = try container.decodeIfPresent([Located<String>].self, forKey: .assets) ?? []
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData)
+        processors = try container.decodeIfPresent([ProcessorSettings].self, forKey: .processors) ?? []
         location = decoder.configLocation
         path = decoder.configPath
     }
@@ -85,6 +88,7 @@ public struct RecordTypeSettings: Sendable, Decodable {
         encrypted = []
         assets = []
         forceData = nil
+        processors = []
         location = nil
         path = ""
     }

@@ -174,6 +174,10 @@ public struct GatewayConfiguration: Sendable {
             if !recordType.assets.isEmpty {
                 assets.assetFields[recordType.recordType, default: []].formUnion(recordType.assets.map(\.value))
             }
+            // A file's contents travel as an asset, whatever `force_data` says.
+            for case .fileReference(let field, _) in recordType.processors {
+                assets.assetFields[recordType.recordType, default: []].insert(field.value)
+            }
         }
         return AdapterSyncOptions(
             batchSize: adapter.settings.batchSize?.value ?? settings.batchSize?.value ?? defaultBatchSize, merge: merge, mergeByRecordType: byType,
@@ -197,7 +201,21 @@ public struct CloudConfiguration: Sendable {
 public struct AdapterConfiguration: Sendable {
     public var settings: AdapterSettings
     public var plan: any AdapterPlan
+    /// The paths its settings are relative to.
+    public var context: ConfigContext?
     public var name: String { settings.name.value }
+
+    /// Opens the store (``AdapterPlan/open()``), behind its record types' `processors` when it
+    /// has any (``ProcessingAdapter``).
+    public func openStore() async throws -> any ModelAdapter {
+        let adapter = try await plan.open()
+        var processors: [String: [any RecordProcessor]] = [:]
+        let context = context ?? ConfigContext(baseDirectory: FileManager.default.currentDirectoryPath, stateDirectory: ".gateway")
+        for recordType in plan.recordTypes where !recordType.processors.isEmpty {
+            processors[recordType.recordType, default: []] += recordType.processors.map { $0.processor(context: context) }
+        }
+        return processors.isEmpty ? adapter : ProcessingAdapter(adapter, processors: processors)
+    }
 }
 
 /// Walks the root mapping in dependency order: `gateway` first (its `state_dir` is needed to
@@ -244,7 +262,7 @@ struct ConfigurationReader {
                             + KeySuggestion.hint(for: settings.kind.value, in: known))
                 }
                 let plan = try kind.decodePlan(settings: settings, from: entry, context: context)
-                adapters.append(AdapterConfiguration(settings: settings, plan: plan))
+                adapters.append(AdapterConfiguration(settings: settings, plan: plan, context: context))
             }
         }
         var endpoint = try root.decodeIfPresent(EndpointSettings.self, forKey: .endpoint)

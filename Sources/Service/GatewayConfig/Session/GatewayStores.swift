@@ -63,7 +63,7 @@ public enum GatewayStores {
         var opened: [OpenedAdapter] = []
         for configuration in adapters {
             do {
-                opened.append(OpenedAdapter(configuration: configuration, adapter: try await configuration.plan.open()))
+                opened.append(OpenedAdapter(configuration: configuration, adapter: try await configuration.openStore()))
             } catch let error as ConfigError {
                 throw error
             } catch {

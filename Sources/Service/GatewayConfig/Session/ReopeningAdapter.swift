@@ -34,7 +34,7 @@ final class ReopeningAdapter: ForwardingAdapter {
         if let adapter = opened.withLock({ $0.adapter }) { return adapter }
         do {
             try await configuration.plan.check()
-            let adapter = try await configuration.plan.open()
+            let adapter = try await configuration.openStore()
             // Two calls may race to open it; the first one kept wins, the other copy closes with its last reference.
             return opened.withLock { current in
                 if let kept = current.adapter { return kept }
