@@ -17,7 +17,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
 
 nonisolated(unsafe) let scenarios: [any Scenario] = [
     EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
-    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), PostgresWholeProcessScenario(), PostgresInsertScenario(), PostgresPoolScenario(), CloudRoundTripProcessScenario(), PluginProcessScenario(), ResolverProcessScenario(),
+    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), PostgresWholeProcessScenario(), PostgresInsertScenario(), PostgresPoolScenario(), CloudRoundTripProcessScenario(), PluginProcessScenario(), ResolverProcessScenario(), ProcessorProcessScenario(),
     ServiceLatencyScenario(),
     CloudKitInitialSyncScenario(),
     SQLiteMemoryScenario(),
