@@ -57,7 +57,7 @@ struct ResolverCLITests {
     }
 
     @Test(
-        "a resolver that crashes or answers nonsense leaves the record failed and reported, both versions kept; once fixed, retry resolves it",
+        "a resolver that crashes or answers nonsense leaves the record failed and reported, both versions kept; once fixed, the next sync resolves it",
         arguments: [
             (
                 "crashes",
@@ -80,13 +80,13 @@ struct ResolverCLITests {
         let failed = try await clone.gateway("sync", "--config", brokenConfig)
         #expect(failed.stdout.contains("failed record") && failed.stdout.contains("resolverFailed"), "the summary names the failed record and why: \(failed)")
         let status = try await clone.gateway("status", "--config", brokenConfig)
-        #expect(status.stdout.contains("failing records"), "\(status)")
+        #expect(status.stdout.contains("pending"), "the record stays pending: \(status)")
         // Each store keeps its own version: nothing was written over either.
         #expect(try Self.title(clone, "laptop", note: 3) == "laptop's")
         #expect(try Self.title(clone, "desktop", note: 3) == "the desktop's longer title")
 
-        // The resolver fixed (the example's), the failed record is sent again and resolved.
-        let retried = try await clone.gateway("retry", "--config", Self.config)
+        // The resolver fixed (the example's), the next sync asks again and settles it.
+        let retried = try await clone.gateway("sync", "--config", Self.config)
         #expect(retried.status == 0, "\(retried)")
         let settled = try await clone.gateway("sync", "--config", Self.config)
         #expect(settled.status == 0, "\(settled)")
@@ -135,5 +135,16 @@ struct ResolverCLITests {
             let failing = check.stdout.split(separator: "\n").filter { $0.hasPrefix("  FAIL") }
             #expect(failing.contains { $0.contains(broken.rule) }, "\(broken.name) fails '\(broken.rule)': \(check)")
         }
+
+        // `validate` starts each resolver and greets it: one that cannot start is named.
+        let valid = try await clone.gateway("validate", "--config", Self.config)
+        #expect(valid.status == 0, "\(valid)")
+        let missing = Self.config.replacingOccurrences(of: "config.yaml", with: "missing.yaml")
+        let text = try String(contentsOf: clone.url.appendingPathComponent(Self.config), encoding: .utf8)
+        try text.replacingOccurrences(of: "args: [longer_text.py]", with: "args: [no_such_script.py]")
+            .write(to: clone.url.appendingPathComponent(missing), atomically: true, encoding: .utf8)
+        let refused = try await clone.gateway("validate", "--config", missing)
+        #expect(refused.status != 0, "\(refused)")
+        #expect(refused.stderr.contains("resolver longer-text: program python3 no_such_script.py: exited"), "\(refused)")
     }
 }

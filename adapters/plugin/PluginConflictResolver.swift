@@ -45,6 +45,12 @@ public final class PluginConflictResolver: BatchConflictResolver {
         return answers
     }
 
+    /// Starts the process and greets it, leaving it running (``close()`` stops it).
+    /// - Throws: why it cannot start or answer the handshake.
+    public func checkStarts() async throws {
+        _ = try await gate.run { try await started() }
+    }
+
     /// Stops the process, if it runs.
     public func close() async {
         let process = running.withLock { running in
@@ -142,11 +148,11 @@ public final class PluginConflictResolver: BatchConflictResolver {
     func decode(_ answer: JSONValue, of conflict: ConflictContext) throws(SyncError) -> ConflictResolution {
         let record = conflict.recordID.recordName
         func failure(_ detail: String) -> SyncError { SyncError(.resolverFailed, "resolver '\(name)' answered record \(record) \(detail)") }
-        guard answer["recordName"]?.stringValue == record else {
-            throw failure("with another record's name (answers come in the order of the conflicts)")
-        }
+        guard let named = answer["recordName"]?.stringValue else { throw failure("without a recordName") }
+        guard named == record else { throw failure("with another record's name (answers come in the order of the conflicts)") }
         if let error = answer["error"]?.stringValue { throw failure("with an error: \(error)") }
         if let take = answer["take"] {
+            guard answer["fields"] == nil else { throw failure("with both take and fields") }
             switch take.stringValue {
             case "server": return .server
             case "local": return .local
@@ -154,6 +160,13 @@ public final class PluginConflictResolver: BatchConflictResolver {
             }
         }
         guard case .object(let encoded)? = answer["fields"] else { throw failure("with neither take, fields nor error") }
+        // A field left out is more likely a slip than a clear: a clear is said with `null`.
+        var held = Set<String>()
+        conflict.local?.forEachField { name, _ in held.insert(name) }
+        conflict.server?.forEachField { name, _ in held.insert(name) }
+        if let missing = held.subtracting(encoded.keys).sorted().first {
+            throw failure("without field '\(missing)', which the record holds (send null to clear it)")
+        }
         var fields: [String: FieldValue] = [:]
         for (field, value) in encoded where value != .null && value["value"] != .null {
             do {

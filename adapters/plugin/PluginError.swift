@@ -46,7 +46,10 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    public var description: String { "adapter \(adapter): plugin \(plugin): \(detail)" }
+    public var description: String {
+        // A resolver process speaks the same protocol; its messages name it as a resolver.
+        adapter.hasPrefix("resolver ") ? "\(adapter): program \(plugin): \(detail)" : "adapter \(adapter): plugin \(plugin): \(detail)"
+    }
 }
 
 extension PluginError: FailureCoded {

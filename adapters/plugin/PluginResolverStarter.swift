@@ -7,7 +7,22 @@ import Logging
 public struct PluginResolverStarter: ResolverProcessStarter {
     public init() {}
 
+    public func check(_ settings: ResolverProcessSettings) async throws {
+        let resolver = make(settings)
+        do {
+            try await resolver.checkStarts()
+        } catch {
+            await resolver.close()
+            throw error
+        }
+        await resolver.close()
+    }
+
     public func resolver(for settings: ResolverProcessSettings) -> any BatchConflictResolver {
+        make(settings)
+    }
+
+    private func make(_ settings: ResolverProcessSettings) -> PluginConflictResolver {
         PluginConflictResolver(
             name: settings.name,
             configuration: PluginConfiguration(

@@ -58,8 +58,9 @@ struct PostgresResolvedTable: Sendable {
             shape = try TableShapeCheck.check(
                 table: mapping.table, displayName: "\(schema).\(mapping.table)", place: place,
                 columns: infos.map { TableShapeCheck.Column(name: $0.column.name, keyPosition: Int($0.keyPosition), generated: $0.generated) },
-                named: (mapping.include ?? []) + mapping.exclude + mapping.encryptedColumns + mapping.assetColumns, include: mapping.include,
-                exclude: mapping.exclude, encrypted: mapping.encryptedColumns)
+                named: (mapping.include ?? []) + mapping.exclude + mapping.encryptedColumns + mapping.assetColumns + mapping.processedColumns, include: mapping.include,
+                exclude: mapping.exclude, encrypted: mapping.encryptedColumns,
+                processed: mapping.processedColumns, renamedTo: mapping.renamedTo)
         } catch {
             throw PostgresAdapterError(error.code, error.message, table: mapping.table)
         }

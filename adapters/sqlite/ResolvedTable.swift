@@ -45,8 +45,9 @@ final class ResolvedTable: Sendable {
             shape = try TableShapeCheck.check(
                 table: mapping.table, displayName: mapping.table, place: path,
                 columns: infos.map { TableShapeCheck.Column(name: $0.name, keyPosition: $0.keyPosition, generated: $0.generated) },
-                named: (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns + mapping.assetColumns,
-                include: mapping.include, exclude: mapping.exclude, encrypted: mapping.encryptedColumns)
+                named: (mapping.include ?? []) + mapping.exclude + Array(mapping.columnTypes.keys) + mapping.encryptedColumns + mapping.assetColumns + mapping.processedColumns,
+                include: mapping.include, exclude: mapping.exclude, encrypted: mapping.encryptedColumns,
+                processed: mapping.processedColumns, renamedTo: mapping.renamedTo)
         } catch {
             throw SQLiteAdapterError(error.code, error.message)
         }

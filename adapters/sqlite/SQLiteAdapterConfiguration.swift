@@ -49,6 +49,12 @@ public struct TableMapping: Sendable, Equatable {
     public var encryptedColumns: [String]
     /// Columns the configuration sends as assets: they must exist.
     public var assetColumns: [String]
+    /// Columns a record processor reads (`processors` of the record type): they must exist and
+    /// be synced.
+    public var processedColumns: [String] = []
+    /// Field names a `rename` processor gives columns in the zone: none may be a column of the
+    /// table too, whose values would be lost.
+    public var renamedTo: [String] = []
 
     public init(
         table: String, recordType: String? = nil, recordName: String = "<pk>", include: [String]? = nil,

@@ -10,6 +10,8 @@ struct MergedPage: Sendable {
     /// Conflicts for a ``BatchConflictResolver``, asked once the page is merged
     /// (``SyncContext/resolvingDeferred(_:)``); until then their records are left out of the changes.
     var deferred: [DeferredConflict] = []
+    /// Records whose conflict got no valid answer, with why: left as they were.
+    var unresolved: [FailedRecord] = []
 }
 
 /// A conflict waiting for a batch resolver's answer, with what recording that answer needs.
@@ -193,9 +195,11 @@ extension SyncContext {
 
     /// `page` with its deferred conflicts resolved: each batch resolver is asked once for its
     /// conflicts of the page. An answer that is missing, fails or does not fit its conflict
-    /// (``ThreeWayMerge/problem(with:of:)``) leaves the record as it was, marked failed with
-    /// `resolverFailed` until its next change (its local change is not uploaded over the
-    /// cloud's version, which is not written over it), and counted as unresolved.
+    /// (``ThreeWayMerge/problem(with:of:)``) leaves the record as it was on both sides: nothing
+    /// is written, its local change stays pending and is not uploaded in this pass (so not over
+    /// the cloud's version), and it is counted as a failed record (`resolverFailed`) with why. The
+    /// next sync meets the conflict again, when its upload is refused, and asks again: a resolver
+    /// fixed meanwhile settles it, whichever side changed since.
     func resolvingDeferred(_ page: MergedPage) async -> MergedPage {
         guard !page.deferred.isEmpty else { return page }
         var page = page
@@ -222,7 +226,9 @@ extension SyncContext {
                         pendingVersion: item.pendingVersion, into: &page.changes)
                     page.conflicts.append((id, .custom, outcome))
                 case .failure(let error):
-                    page.changes.state.failures[id] = RecordFailure(version: item.pendingVersion, code: SyncError.Code.resolverFailed.rawValue, message: error.message)
+                    page.unresolved.append(
+                        FailedRecord(
+                            recordID: id, failure: RecordFailure(version: item.pendingVersion, code: SyncError.Code.resolverFailed.rawValue, message: error.message)))
                     page.conflicts.append((id, .custom, .unresolved))
                 }
             }
@@ -238,6 +244,7 @@ extension SyncContext {
                 // is one failed record.
                 guard report.unresolvedRecords.insert(conflict.id).inserted else { continue }
                 report.failedRecords += 1
+                if let failed = page.unresolved.first(where: { $0.recordID == conflict.id }) { report.unresolvedFailures.append(failed) }
             }
             report.conflicts[conflict.outcome, default: 0] += 1
             observer(.conflict(adapter: name, recordID: conflict.id, policy: conflict.policy, resolution: conflict.outcome))
@@ -252,7 +259,7 @@ extension SyncContext {
     }
 
     /// Merges server versions into the store and commits them with `zoneState`.
-    /// - Returns: the records left unresolved (marked failed).
+    /// - Returns: the records whose conflict no resolver answered (left as they were).
     @discardableResult
     func integrate(_ incoming: [IncomingRecord], zoneState: ZoneSyncState, report: inout AdapterSyncReport) async throws -> Set<RecordID> {
         let local = try await localState(of: incoming.map(\.id))
@@ -262,6 +269,6 @@ extension SyncContext {
         try await store("applying merged changes") { [changes] in try await adapter.apply(changes) }
         report.downloaded += changes.writes.count
         report.deletedLocally += changes.deletes.count
-        return Set(changes.state.failures.keys)
+        return Set(page.unresolved.map(\.recordID))
     }
 }

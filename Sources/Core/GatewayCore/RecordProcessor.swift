@@ -12,7 +12,9 @@ import Synchronization
 /// (what goes out comes back as it was), or a store would see its own writes as edits.
 public protocol RecordProcessor: Sendable {
     /// The store's `record` as the zone holds it.
-    func outgoing(_ record: Record) -> Record
+    /// - Throws: ``RecordProcessorError`` when the record cannot be sent as it is (a path naming
+    ///   no file): the adapter's sync stops with it, naming the record, and nothing is lost.
+    func outgoing(_ record: Record) throws -> Record
     /// The zone's `record` as the store holds it.
     func incoming(_ record: Record) -> Record
 }
@@ -21,7 +23,9 @@ public protocol RecordProcessor: Sendable {
 /// holds under `zoneName` is not synced (the renamed one takes its place), and a zone field
 /// named `storeName` is not written to the store.
 public struct RenameFieldProcessor: RecordProcessor {
+    /// The field's name in the store.
     public let storeName: String
+    /// The field's name in the zone.
     public let zoneName: String
     private let outgoingLayouts = LayoutRenames()
     private let incomingLayouts = LayoutRenames()
@@ -77,6 +81,7 @@ private final class LayoutRenames: Sendable {
 /// out of the outgoing record: unknown to the zone, which keeps its value (a missing file is not
 /// a clear). An empty field is null both ways. A value of another type passes through unchanged.
 public struct FileReferenceProcessor: RecordProcessor {
+    /// The field holding a path in the store, the file's contents in the zone.
     public let field: String
     /// The folder the paths are relative to, absolute.
     public let folder: URL
@@ -87,14 +92,18 @@ public struct FileReferenceProcessor: RecordProcessor {
         self.folder = folder.standardizedFileURL
     }
 
-    public func outgoing(_ record: Record) -> Record {
+    public func outgoing(_ record: Record) throws -> Record {
         guard case .string(let path)? = record[field] else { return record }
-        var named = Self.namedFields(of: record)
-        if let file = resolve(path), let contents = FileManager.default.contents(atPath: file.path) {
-            named[field] = .some(.bytes(contents))
-        } else {
-            named[field] = nil  // unknown: the zone keeps what it holds
+        guard let file = resolve(path) else {
+            throw RecordProcessorError(
+                "record \(record.id.recordName): field \(field) names '\(path)', which is not a path inside \(folder.path) (absolute, or leading out of it); fix or clear it")
         }
+        guard let contents = FileManager.default.contents(atPath: file.path) else {
+            throw RecordProcessorError(
+                "record \(record.id.recordName): field \(field) names '\(path)', which is not a readable file in \(folder.path); fix the path, put the file there, or clear the field")
+        }
+        var named = Self.namedFields(of: record)
+        named[field] = .some(.bytes(contents))
         return Self.record(record, named)
     }
 
@@ -153,14 +162,17 @@ public struct ProcessingAdapter: ForwardingAdapter {
         self.processors = processors
     }
 
+    /// The store's adapter's name.
     public var name: String { target.name }
+    /// The store's adapter's zone.
     public var zoneID: ZoneID { target.zoneID }
 
+    /// The store's adapter.
     public func forwardingTarget() async throws -> any ModelAdapter { target }
 
-    func outgoing(_ record: Record) -> Record {
+    func outgoing(_ record: Record) throws -> Record {
         guard let chain = processors[record.recordType] else { return record }
-        return chain.reduce(record) { $1.outgoing($0) }
+        return try chain.reduce(record) { try $1.outgoing($0) }
     }
 
     func incoming(_ record: Record) -> Record {
@@ -170,7 +182,7 @@ public struct ProcessingAdapter: ForwardingAdapter {
 
     public func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
         var pending = try await target.pendingChanges(limit: limit, after: version)
-        for index in pending.saves.indices { pending.saves[index].record = outgoing(pending.saves[index].record) }
+        for index in pending.saves.indices { pending.saves[index].record = try outgoing(pending.saves[index].record) }
         return pending
     }
 
@@ -178,7 +190,7 @@ public struct ProcessingAdapter: ForwardingAdapter {
         var states = try await target.localState(for: recordIDs)
         for (id, state) in states {
             guard let record = state.record else { continue }
-            states[id]?.record = outgoing(record)
+            states[id]?.record = try outgoing(record)
         }
         return states
     }
@@ -188,4 +200,20 @@ public struct ProcessingAdapter: ForwardingAdapter {
         changes.writes = changes.writes.map(incoming)
         try await target.apply(changes)
     }
+}
+
+/// A record a processor cannot send as the store holds it; the message names the record, the
+/// field and what to do.
+public struct RecordProcessorError: Error, CustomStringConvertible, FailureCoded {
+    /// What is wrong, and what to do.
+    public var message: String
+
+    /// An error saying `message`.
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+    /// `processorFailed`.
+    public var failureCode: String { "processorFailed" }
+    /// None: the processor found the problem itself.
+    public var underlyingFailure: (any Error)? { nil }
 }

@@ -43,6 +43,9 @@ public struct AdapterSyncReport: Sendable {
     public var conflicts: [ConflictOutcome: Int] = [:]
     /// Records whose conflict no resolver answered in this sync, each counted once.
     var unresolvedRecords: Set<RecordID> = []
+    /// Those records, with why (code `resolverFailed`): they stay pending, left as they were on
+    /// both sides, and the next sync asks again.
+    public var unresolvedFailures: [FailedRecord] = []
     /// Records that failed permanently in this sync.
     public var failedRecords = 0
     /// Records of the store that stay unsynced after this sync, failed in it or before (a
@@ -84,6 +87,7 @@ public struct AdapterSyncReport: Sendable {
         total.deletedRemotely += deletedRemotely
         // A record no resolver answered in both passes is one failed record, one unresolved conflict.
         let repeated = later.unresolvedRecords.intersection(unresolvedRecords).count
+        total.unresolvedFailures = unresolvedFailures + later.unresolvedFailures.filter { !unresolvedRecords.contains($0.recordID) }
         total.unresolvedRecords.formUnion(unresolvedRecords)
         total.failedRecords += failedRecords - repeated
         total.conflicts.merge(conflicts, uniquingKeysWith: +)

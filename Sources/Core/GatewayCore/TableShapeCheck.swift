@@ -33,7 +33,7 @@ package enum TableShapeCheck {
     ///   - named: every column the configuration names (include, exclude, types, encrypted, assets).
     package static func check(
         table: String, displayName: String, place: String, columns: [Column], named: [String], include: [String]?, exclude: [String],
-        encrypted: [String]
+        encrypted: [String], processed: [String] = [], renamedTo: [String] = []
     ) throws(Failure) -> (keys: [Int], synced: [Int]) {
         guard !columns.isEmpty else {
             throw Failure(code: .missingTable, message: "table \(displayName) does not exist in \(place); create it or remove it from the configuration")
@@ -54,6 +54,17 @@ package enum TableShapeCheck {
         let synced = columns.indices.filter { index in
             let column = columns[index]
             return column.keyPosition == 0 && !column.generated && !exclude.contains(column.name) && (include?.contains(column.name) ?? true)
+        }
+        let syncedNames = Set(synced.map { columns[$0].name })
+        for column in processed where !syncedNames.contains(column) {
+            throw Failure(
+                code: .invalidMapping,
+                message: "column \(column) of table \(table) has a processor but is not synced (a key, generated, excluded or not included); process a synced column")
+        }
+        for name in renamedTo where names.contains(name) && !exclude.contains(name) {
+            throw Failure(
+                code: .invalidMapping,
+                message: "a processor of table \(table) renames a column to \(name), which is also a column of the table: its values would be lost; rename to a name the table does not have, or exclude \(name)")
         }
         return (keys, synced)
     }

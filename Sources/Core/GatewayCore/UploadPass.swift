@@ -51,6 +51,9 @@ struct UploadPass {
         total = try await context.store("counting pending changes") { try await context.adapter.pendingChangeCount() }
         guard total > 0 else { return }
         progress = UploadProgress(budget: UploadProgress.budget(pendingAtStart: total, batchSize: context.options.batchSize))
+        // A record whose conflict the download could not resolve stays out of this pass: its
+        // upload would only be refused and asked about again.
+        progress.failed = report.unresolvedRecords
         context.observer(.willUpload(adapter: name, pending: total))
         while true {
             try context.stopIfCancelled()

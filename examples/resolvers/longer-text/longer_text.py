@@ -55,8 +55,7 @@ def resolve(conflict):
             chosen = {"value": union, "type": theirs["type"]}
         else:
             chosen = theirs
-        if chosen is not None:
-            fields[field] = chosen
+        fields[field] = chosen  # None goes as null: every field either side holds is named
     return {"recordName": name, "fields": fields}
 
 

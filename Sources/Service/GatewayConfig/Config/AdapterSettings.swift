@@ -79,6 +79,19 @@ public struct RecordTypeSettings: Sendable, Decodable {
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData)
         processors = try container.decodeIfPresent([ProcessorSettings].self, forKey: .processors) ?? []
         location = decoder.configLocation
+        var processed: Set<String> = []
+        for processor in processors {
+            let field = processor.storeField
+            guard processed.insert(field.value).inserted else {
+                throw field.problem(.inconsistent, "field '\(field.value)' has two processors; give each field one")
+            }
+            guard case .rename(let from, let to) = processor else { continue }
+            // Encryption and assets work on the zone's form: naming either side of a rename
+            // would encrypt nothing, silently.
+            for named in encrypted + assets where named.value == from.value || named.value == to.value {
+                throw named.problem(.inconsistent, "field '\(named.value)' is renamed by a processor; encrypting or sending a renamed field as an asset is not supported")
+            }
+        }
         path = decoder.configPath
     }
 

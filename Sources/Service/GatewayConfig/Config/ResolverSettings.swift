@@ -37,6 +37,10 @@ public struct ResolverProcessSettings: Sendable {
 public protocol ResolverProcessStarter: Sendable {
     /// The resolver for `settings`; nothing runs until it is asked about a conflict.
     func resolver(for settings: ResolverProcessSettings) -> any BatchConflictResolver
+
+    /// Starts the resolver's process, greets it and stops it (`gateway validate`).
+    /// - Throws: why it cannot start or answer.
+    func check(_ settings: ResolverProcessSettings) async throws
 }
 
 /// Decodes the `resolvers:` mapping, by name.

@@ -56,6 +56,15 @@ public enum GatewayStores {
         }
     }
 
+    /// Starts and greets each resolver process of the config, then stops it.
+    /// - Throws: ``GatewayError`` with ``GatewayError/Code/storeUnavailable`` naming the resolver.
+    public static func checkResolvers(_ configuration: GatewayConfiguration) async throws {
+        guard let starter = configuration.resolverStarter else { return }
+        for settings in configuration.resolverProcesses.values.sorted(by: { $0.name < $1.name }) {
+            try await passingThrough(.storeUnavailable, { "\($0)" }) { try await starter.check(settings) }
+        }
+    }
+
     /// Opens adapters in order.
     /// - Throws: ``ConfigError`` when a store does not match the config; ``GatewayError`` with
     ///   ``GatewayError/Code/storeUnavailable`` when it cannot be opened.

@@ -26,8 +26,10 @@ public enum ManualSync {
                 guard let opened = session.adapters.first(where: { $0.name == adapter.adapter }),
                     let failing = try? await opened.adapter.failedRecords()
                 else { continue }
-                report.adapters[index].failingRecordCount = failing.count
-                report.adapters[index].failingRecords = Array(failing.sorted { $0.recordID.recordName < $1.recordID.recordName }.prefix(3))
+                // With the records no resolver answered in this sync, which stay pending.
+                let all = failing + adapter.unresolvedFailures.filter { unresolved in !failing.contains { $0.recordID == unresolved.recordID } }
+                report.adapters[index].failingRecordCount = all.count
+                report.adapters[index].failingRecords = Array(all.sorted { $0.recordID.recordName < $1.recordID.recordName }.prefix(3))
             }
             await session.end()
             return report
