@@ -48,6 +48,21 @@ struct ParallelSyncTests {
         #expect(quiet.adapters.allSatisfy { $0.downloaded == 0 && $0.uploaded == 0 })
     }
 
+    @Test("more adapters than slots: those done before a later sibling started sync again after its upload, so one sync converges the zone")
+    func laterSiblingWithoutASlot() async throws {
+        let fixture = try SyncFixture()
+        let (a, b, c) = (fixture.adapter("a"), fixture.adapter("b"), fixture.adapter("c"))
+        await Self.fill(c, 5, prefix: "c")
+        await Self.fill(a, 3, prefix: "a")
+        let report = try await fixture.synchronizer([a, b, c], configuration: Self.parallel).sync()
+        #expect(report.succeeded)
+        for adapter in [a, b, c] {
+            #expect(await adapter.records.count == 8, "\(adapter.name) holds every record after one sync")
+        }
+        let quiet = try await fixture.synchronizer([a, b, c], configuration: Self.parallel).sync()
+        #expect(quiet.adapters.allSatisfy { $0.downloaded == 0 && $0.uploaded == 0 }, "\(quiet)")
+    }
+
     @Test("two stores uploading to one zone at once both end with everything")
     func bothUpload() async throws {
         let fixture = try SyncFixture()

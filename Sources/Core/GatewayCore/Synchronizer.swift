@@ -100,12 +100,35 @@ public actor Synchronizer {
         return reports.map { $0! }
     }
 
-    /// Runs up to `configuration.parallelism` adapters at once; reports keep the adapters' order.
+    /// Runs up to `configuration.parallelism` adapters at once, then again, up to
+    /// ``maximumFollowUpRounds`` times, those whose last pass began before a sibling on their zone
+    /// finished an uploading pass (a sibling that started only after they were done, for want of
+    /// a free slot, is not followed page by page); reports keep the adapters' order.
     private func syncInParallel(_ selected: [SyncedAdapter], stoppedBy accountFailure: SyncError?) async -> [AdapterSyncReport] {
+        var reports = [AdapterSyncReport?](repeating: nil, count: selected.count)
+        var round = Array(selected.indices)
+        for _ in 0...Self.maximumFollowUpRounds {
+            let (roundReports, behind, stopped) = await syncRoundInParallel(round.map { selected[$0] }, stoppedBy: accountFailure)
+            for (position, report) in zip(round, roundReports) {
+                reports[position] = reports[position].map { $0.adding(report) } ?? report
+            }
+            round = zip(round, behind).filter { $0.1 && reports[$0.0]?.outcome == .synced }.map(\.0)
+            if stopped || Task.isCancelled || round.isEmpty { break }
+        }
+        return reports.map { $0! }
+    }
+
+    /// One round of a parallel sync over `selected`. Returns the reports, which adapters a sibling
+    /// on their zone uploaded to after their last pass began, and whether the sync must stop.
+    private func syncRoundInParallel(
+        _ selected: [SyncedAdapter], stoppedBy accountFailure: SyncError?
+    ) async -> ([AdapterSyncReport], [Bool], Bool) {
         let activity = ZoneActivity(adapters: selected.map { ($0.adapter.name, $0.adapter.zoneID) })
         let (cloud, configuration, environment, observer, abandoned) = (cloud, configuration, environment, observer, abandoned)
-        return await withTaskGroup(of: (Int, AdapterSyncReport).self) { group in
+        return await withTaskGroup(of: (Int, AdapterSyncReport, Int).self) { group in
             var reports = selected.map { AdapterSyncReport(adapter: $0.adapter.name) }
+            // What each adapter's last pass had seen of its siblings' uploads when it began.
+            var seen = [Int?](repeating: nil, count: selected.count)
             var stop = accountFailure
             var next = 0
             var running = 0
@@ -122,20 +145,22 @@ public actor Synchronizer {
                     }
                     running += 1
                     group.addTask {
-                        let report = await Self.syncFollowingSiblings(
+                        let (report, seen) = await Self.syncFollowingSiblings(
                             selected[index], activity: activity, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment,
                             observer: observer)
-                        return (index, report)
+                        return (index, report, seen)
                     }
                 }
-                guard let (index, report) = await group.next() else { break }
+                guard let (index, report, lastSeen) = await group.next() else { break }
+                seen[index] = lastSeen
                 running -= 1
                 // A rejected login stops the adapters not started yet; those running fail on their own.
                 if stop == nil, report.error?.code == .notAuthenticated { stop = report.error }
                 observer(.adapterFinished(report))
                 reports[index] = report
             }
-            return reports
+            let behind = selected.indices.map { index in seen[index].map { activity.siblingUploads(of: selected[index].adapter.name) > $0 } ?? false }
+            return (reports, behind, stop != nil)
         }
     }
 
@@ -146,7 +171,7 @@ public actor Synchronizer {
         _ synced: SyncedAdapter, activity: ZoneActivity, abandoned: AbandonedPasses, cloud: any CloudDatabase,
         configuration: SyncConfiguration,
         environment: SyncEnvironment, observer: @escaping @Sendable (SyncEvent) -> Void
-    ) async -> AdapterSyncReport {
+    ) async -> (AdapterSyncReport, seen: Int) {
         let name = synced.adapter.name
         observer(.adapterStarted(adapter: name))
         let passObserver: @Sendable (SyncEvent) -> Void = { event in
@@ -172,7 +197,7 @@ public actor Synchronizer {
             // or more per batch.
             guard report.outcome == .synced, uploadingFollowUps < maximumFollowUpRounds,
                 await activity.waitForSiblings(of: name, after: seen, enough: configuration.fetchLimit)
-            else { return total }
+            else { return (total, seen) }
         }
     }
 
