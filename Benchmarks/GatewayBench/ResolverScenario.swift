@@ -58,7 +58,10 @@ struct ResolverProcessScenario: Scenario {
               longer: { command: python3, args: ["\(script)"] }
             """
         try Data(config.utf8).write(to: directory.appendingPathComponent("config.yaml"))
-        _ = try await gateway(["sync"], in: directory)
+        // One store at a time: two stores seeded alike and uploading at once race for the same
+        // records (a known limit: past ten rounds of conflicts the second one gives up for that sync).
+        _ = try await gateway(["sync", "--adapter", "a"], in: directory)
+        _ = try await gateway(["sync", "--adapter", "b"], in: directory)
         for (store, suffix) in [("a", " edited in a"), ("b", " edited in b, longer")] {
             let database = try DatabaseQueue(path: directory.appendingPathComponent("\(store).sqlite").path)
             try await database.write { db in try db.execute(sql: "UPDATE note SET title = title || ?", arguments: [suffix]) }
