@@ -4,7 +4,7 @@ import GatewayCore
 /// One behaviour every batch conflict resolver must show.
 public typealias ResolverConformanceCase = ConformanceCase<any BatchConflictResolver>
 
-/// The behaviours every ``BatchConflictResolver`` (a resolver process, through
+/// The behaviours every `BatchConflictResolver` (a resolver process, through
 /// `PluginConflictResolver`) must show, whatever it decides: `gateway check-adapter NAME` runs
 /// them against an entry of the config's `resolvers:`.
 ///
