@@ -27,7 +27,7 @@ struct RecordProcessorTests {
         #expect(rename.outgoing(untouched) == untouched)
     }
 
-    @Test("file_reference reads files under its folder only, refuses a path it cannot read naming the record, and writes what arrives under its content's name")
+    @Test("file_reference reads files under its folder only, refuses a path it cannot read naming the record, and writes what arrives under its content's name, or refuses it when it cannot")
     func fileReference() throws {
         let directory = try TemporaryDirectory(prefix: "file-reference")
         defer { directory.remove() }
@@ -52,10 +52,17 @@ struct RecordProcessorTests {
 
         let other = directory.url.appendingPathComponent("other")
         let receiver = FileReferenceProcessor(field: "image", folder: other)
-        let stored = receiver.incoming(Self.photo(["image": .bytes(bytes)]))
+        let stored = try receiver.incoming(Self.photo(["image": .bytes(bytes)]))
         let name = AssetChecksum.of(bytes)
         #expect(stored["image"] == .string(name))
         #expect(FileManager.default.contents(atPath: other.appendingPathComponent(name).path) == bytes)
         #expect(try receiver.outgoing(stored)["image"] == .bytes(bytes), "what arrived goes out as the same bytes")
+        // A folder it cannot write (here a file in its place) refuses the record rather than
+        // empty the store's column.
+        let blocked = directory.url.appendingPathComponent("blocked")
+        try Data().write(to: blocked)
+        #expect(throws: RecordProcessorError.self) {
+            try FileReferenceProcessor(field: "image", folder: blocked).incoming(Self.photo(["image": .bytes(Data("other".utf8))]))
+        }
     }
 }

@@ -10,8 +10,8 @@ import Synchronization
 /// stdin/stdout, `hello` first) with the `resolve` method (`docs/writing-adapters.md`).
 ///
 /// It is started on the first conflict it is asked about and kept running; conflicts go in
-/// batches of at most `max_records_per_message`. A process that crashes, times out or breaks the
-/// protocol fails the whole batch (each of its records is left as it was and marked failed) and
+/// batches of at most `max_conflicts_per_message`. A process that crashes, times out or breaks the
+/// protocol fails the whole batch (each of its records is left as it was, to be asked about again) and
 /// is started again for the next one; an answer that does not fit its conflict fails that record
 /// alone.
 public final class PluginConflictResolver: BatchConflictResolver {

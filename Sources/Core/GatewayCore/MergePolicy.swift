@@ -157,8 +157,8 @@ public protocol ConflictResolver: Sendable {
 /// (known fields, the types the record holds) before writing anything.
 public protocol BatchConflictResolver: Sendable {
     /// Decides `conflicts`: one answer per conflict, in order. A failure (the resolver crashed,
-    /// timed out, or answered nonsense for that record) leaves the record as it was, marked
-    /// failed; an answer list of another length fails them all.
+    /// timed out, or answered nonsense for that record) leaves the record as it was, to be asked
+    /// about again next sync; an answer list of another length fails them all.
     func resolve(_ conflicts: [ConflictContext]) async -> [Result<ConflictResolution, SyncError>]
 
     /// Stops what the resolver runs (its process); the default does nothing.

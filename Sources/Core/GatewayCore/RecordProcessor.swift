@@ -16,7 +16,9 @@ public protocol RecordProcessor: Sendable {
     ///   no file): the adapter's sync stops with it, naming the record, and nothing is lost.
     func outgoing(_ record: Record) throws -> Record
     /// The zone's `record` as the store holds it.
-    func incoming(_ record: Record) -> Record
+    /// - Throws: ``RecordProcessorError`` when it cannot be held (a file that cannot be written):
+    ///   the page is not applied, and its download is tried again next sync.
+    func incoming(_ record: Record) throws -> Record
 }
 
 /// `rename`: the store's field `storeName` is the zone's field `zoneName`. A field the store also
@@ -107,16 +109,20 @@ public struct FileReferenceProcessor: RecordProcessor {
         return Self.record(record, named)
     }
 
-    public func incoming(_ record: Record) -> Record {
+    public func incoming(_ record: Record) throws -> Record {
         guard case .bytes(let contents)? = record[field] else { return record }
         let name = AssetChecksum.of(contents)
         let file = folder.appendingPathComponent(name)
-        var named = Self.namedFields(of: record)
-        if FileManager.default.fileExists(atPath: file.path) || (try? Self.write(contents, to: file, in: folder)) != nil {
-            named[field] = .some(.string(name))
-        } else {
-            named[field] = nil  // not written: the store's value stays as it is
+        if !FileManager.default.fileExists(atPath: file.path) {
+            do {
+                try Self.write(contents, to: file, in: folder)
+            } catch {
+                // Left out, the field would empty the store's column: nothing is applied instead.
+                throw RecordProcessorError("record \(record.id.recordName): field \(field): cannot write \(file.path) (\(error.localizedDescription)); check the folder")
+            }
         }
+        var named = Self.namedFields(of: record)
+        named[field] = .some(.string(name))
         return Self.record(record, named)
     }
 
@@ -175,9 +181,9 @@ public struct ProcessingAdapter: ForwardingAdapter {
         return try chain.reduce(record) { try $1.outgoing($0) }
     }
 
-    func incoming(_ record: Record) -> Record {
+    func incoming(_ record: Record) throws -> Record {
         guard let chain = processors[record.recordType] else { return record }
-        return chain.reversed().reduce(record) { $1.incoming($0) }
+        return try chain.reversed().reduce(record) { try $1.incoming($0) }
     }
 
     public func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
@@ -197,7 +203,7 @@ public struct ProcessingAdapter: ForwardingAdapter {
 
     public func apply(_ changes: DownloadedChanges) async throws {
         var changes = changes
-        changes.writes = changes.writes.map(incoming)
+        changes.writes = try changes.writes.map(incoming)
         try await target.apply(changes)
     }
 }

@@ -26,7 +26,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case unknownResolver
         /// A batch resolver (a resolver process) gave no valid answer for a record: it crashed,
         /// timed out, or answered something that does not fit the conflict. The record is left
-        /// as it was and marked failed.
+        /// as it was on both sides, its change pending, and the next sync asks again.
         case resolverFailed
         /// A sync was asked for an adapter the gateway does not have.
         case unknownAdapter

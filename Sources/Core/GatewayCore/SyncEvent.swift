@@ -45,7 +45,7 @@ public enum ConflictOutcome: String, Sendable, Codable, CaseIterable {
     case localWon
     /// Fields of both were combined.
     case merged
-    /// The resolver gave no valid answer: the record was left as it was on both sides and
-    /// marked failed (`resolverFailed`) until its next change.
+    /// The resolver gave no valid answer: the record was left as it was on both sides, its
+    /// change pending (`resolverFailed`), and the next sync asks again.
     case unresolved
 }

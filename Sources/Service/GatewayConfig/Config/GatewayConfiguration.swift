@@ -202,7 +202,7 @@ public struct AdapterConfiguration: Sendable {
     public var settings: AdapterSettings
     public var plan: any AdapterPlan
     /// The paths its settings are relative to.
-    public var context: ConfigContext?
+    public var context: ConfigContext
     public var name: String { settings.name.value }
 
     /// Opens the store (``AdapterPlan/open()``), behind its record types' `processors` when it
@@ -210,7 +210,6 @@ public struct AdapterConfiguration: Sendable {
     public func openStore() async throws -> any ModelAdapter {
         let adapter = try await plan.open()
         var processors: [String: [any RecordProcessor]] = [:]
-        let context = context ?? ConfigContext(baseDirectory: FileManager.default.currentDirectoryPath, stateDirectory: ".gateway")
         for recordType in plan.recordTypes where !recordType.processors.isEmpty {
             processors[recordType.recordType, default: []] += recordType.processors.map { $0.processor(context: context) }
         }
