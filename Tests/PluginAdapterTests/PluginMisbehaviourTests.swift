@@ -188,6 +188,27 @@ struct PluginSupervisionTests {
         #expect(try await adapter.syncedRecordIDs().map(\.recordName) == ["a"])
     }
 
+    @Test("a plugin process inherits none of the gateway's descriptors, so a closed connection or released lock is not kept open by it")
+    func noInheritedDescriptors() async throws {
+        let directory = try TemporaryDirectory(prefix: "plugin-descriptors")
+        defer { directory.remove() }
+        // Opened without close-on-exec, as SwiftNIO opens its sockets.
+        let held = directory.path("held-by-the-gateway")
+        #expect(FileManager.default.createFile(atPath: held, contents: Data()))
+        let descriptor = open(held, O_RDONLY)
+        #expect(descriptor >= 3)
+        defer { close(descriptor) }
+        let adapter = try PluginFixtures.misbehavingAdapter(in: directory, misbehave: nil)
+        defer { Task { await adapter.close() } }
+        try await adapter.apply(PluginFixtures.download([PluginFixtures.note("a", "A")], marker: "t1"))
+        let store = try #require(adapter.store as? PluginStore)
+        let pid = try #require(store.processID)
+        let entries = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+        let targets = entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+        #expect(!targets.contains { $0.hasSuffix("held-by-the-gateway") }, "the plugin holds: \(targets)")
+        #expect(!targets.contains { $0.hasPrefix("socket:") }, "the plugin holds sockets: \(targets)")
+    }
+
     @Test("a downloaded record whose name the protocol cannot carry is left out, and the rest of the page reaches the plugin")
     func unsendableNamesLeftOut() async throws {
         let directory = try TemporaryDirectory(prefix: "plugin-names")

@@ -458,9 +458,12 @@ public final class SQLiteAdapter: ModelAdapter {
         let path = configuration.path
         // The file's identity is part of the stamp: a file replaced behind the pool signals, so
         // the next pass notices it (`loadZoneState`) and the adapter is opened on the new file.
+        // It is read apart from the log: once the file is replaced, a connection the pool opens
+        // by path finds a database without the log, and a failed read must not hide the change.
         return .polling(every: configuration.signalPollInterval) {
-            let version = try await pool.read { db in try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0 }
-            return "\(FileIdentity(path: path).map(String.init(describing:)) ?? "removed"):\(version)"
+            let identity = FileIdentity(path: path).map(String.init(describing:)) ?? "removed"
+            let version = try? await pool.read { db in try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0 }
+            return "\(identity):\(version.map(String.init) ?? "unreadable")"
         }
     }
 

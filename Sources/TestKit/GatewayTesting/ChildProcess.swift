@@ -26,13 +26,17 @@ public final class ChildProcess: Sendable {
     ///   - standardOutput: the file the output goes to (discarded when `nil`).
     ///   - standardError: the file the error output goes to (discarded when `nil`).
     ///   - descriptors: more descriptors the child gets, by its number: this process's
-    ///     descriptor `value` becomes the child's `key` (a pipe to talk to it, say).
+    ///     descriptor `value` becomes the child's `key` (a pipe to talk to it, say). The child
+    ///     inherits no other descriptor of this process.
     public init(
         _ executable: String, arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
         standardOutput: String? = nil, standardError: String? = nil, descriptors: [Int32: Int32] = [:]
     ) throws {
         let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let spawned = ProcessSpawning.spawn(executable, arguments: arguments, directory: directory, environment: variables) { actions in
+        let kept = (descriptors.keys.max() ?? 2) + 1
+        let spawned = ProcessSpawning.spawn(
+            executable, arguments: arguments, directory: directory, environment: variables, keptBelow: max(3, kept)
+        ) { actions in
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 1, standardOutput ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
