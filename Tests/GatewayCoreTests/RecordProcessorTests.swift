@@ -1,7 +1,46 @@
 import Foundation
 import GatewayCore
 import GatewayTesting
+import Synchronization
 import Testing
+
+/// Appends its mark to the `trail` field on the way out, takes it off on the way in, and
+/// remembers the batches it was given (each of one record type) and whether it was closed.
+private final class TrailProcessor: RecordProcessor {
+    let mark: String
+    let batches = Mutex<[[String]]>([])
+    let closed = Mutex(false)
+
+    init(_ mark: String) { self.mark = mark }
+
+    func outgoing(_ records: [Record]) async throws -> [Record] {
+        try remember(records)
+        return records.map { record in
+            var record = record
+            record["trail"] = .string((record["trail"].flatMap { if case .string(let text) = $0 { text } else { nil } } ?? "") + mark)
+            return record
+        }
+    }
+
+    func incoming(_ records: [Record]) async throws -> [Record] {
+        try remember(records)
+        return try records.map { record in
+            guard case .string(let trail)? = record["trail"], trail.hasSuffix(mark) else {
+                throw RecordProcessorError("\(mark) met \(record.id.recordName) without its mark last")
+            }
+            var record = record
+            record["trail"] = .string(String(trail.dropLast(mark.count)))
+            return record
+        }
+    }
+
+    func close() async { closed.withLock { $0 = true } }
+
+    private func remember(_ records: [Record]) throws {
+        guard Set(records.map(\.recordType)).count <= 1 else { throw RecordProcessorError("a batch mixed record types") }
+        batches.withLock { $0.append(records.map(\.id.recordName)) }
+    }
+}
 
 /// The built-in record processors, record by record.
 @Suite("Record processors")
@@ -10,6 +49,34 @@ struct RecordProcessorTests {
 
     static func photo(_ fields: [String: FieldValue?]) -> Record {
         Record(id: RecordID(recordName: "p1", zoneID: zone), recordType: "Photo", namedFields: fields)
+    }
+
+    @Test("the processing adapter runs each type's processors, then the adapter's, in batches of one type in their order; in reverse on the way in; and closes them")
+    func processingOrder() async throws {
+        let store = InMemoryAdapter(zoneID: Self.zone)
+        for (name, type) in [("p1", "Photo"), ("n1", "Note"), ("p2", "Photo"), ("n2", "Note")] {
+            await store.save(Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: type, namedFields: ["trail": .some(.string(""))]))
+        }
+        let (photo, note, every) = (TrailProcessor("P"), TrailProcessor("N"), TrailProcessor("*"))
+        let adapter = ProcessingAdapter(store, processors: ["Photo": [photo], "Note": [note]], everyType: [every])
+        let pending = try await adapter.pendingChanges(limit: 10, after: nil)
+        #expect(pending.saves.map(\.record.id.recordName) == ["p1", "n1", "p2", "n2"], "the store's order is kept")
+        #expect(pending.saves.map { $0.record["trail"] } == [.string("P*"), .string("N*"), .string("P*"), .string("N*")])
+        #expect(photo.batches.withLock { $0 } == [["p1", "p2"]], "one batch per type, in order")
+        #expect(Set(every.batches.withLock { $0 }) == [["p1", "p2"], ["n1", "n2"]])
+        let states = try await adapter.localState(for: [RecordID(recordName: "n2", zoneID: Self.zone)])
+        #expect(states.values.first?.record?["trail"] == .string("N*"))
+
+        // On the way in the adapter's processor goes first, so each finds its own mark last.
+        let arriving = ["p1", "n1"].map { name in
+            Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: name.hasPrefix("p") ? "Photo" : "Note", namedFields: ["trail": .some(.string("x" + (name.hasPrefix("p") ? "P" : "N") + "*"))])
+        }
+        try await adapter.apply(DownloadedChanges(writes: arriving, state: SyncStateUpdate(zoneState: Data())))
+        #expect(await store.records[RecordID(recordName: "p1", zoneID: Self.zone)]?["trail"] == .string("x"))
+        #expect(await store.records[RecordID(recordName: "n1", zoneID: Self.zone)]?["trail"] == .string("x"))
+
+        await adapter.close()
+        #expect([photo, note, every].allSatisfy { $0.closed.withLock { $0 } })
     }
 
     @Test("rename is undone on the way in, keeps nulls named, drops a zone field of the store's name, and shares layouts")

@@ -85,7 +85,7 @@ struct ConfigurationDocsTests {
                 tables:
                   - { table: note, record_type: Note, record_name: "<pk>", include: [title], columns: { title: text },
                       merge_policy: client, merge_prefers: client, encrypted: [title], force_data: false }
-                  - { table: other, exclude: [x], assets: [blob], processors: [{ kind: rename, from: a, to: b }, { kind: file_reference, field: p, folder: f }] }
+                  - { table: other, exclude: [x], assets: [blob], processors: [{ kind: rename, from: a, to: b }, { kind: file_reference, field: p, folder: f }, { kind: process, processor: stamp }] }
               - name: crm
                 kind: postgres
                 url: "postgres://gateway@127.0.0.1:1/crm"
@@ -116,6 +116,7 @@ struct ConfigurationDocsTests {
                 max_message_bytes: 1MiB
                 max_records_per_message: 100
                 zone: Plugged
+                processors: [{ kind: process, processor: stamp }]
                 record_types: [{ record_type: Note }]
             resolvers:
               longest:
@@ -127,6 +128,16 @@ struct ConfigurationDocsTests {
                 start_timeout: 5s
                 request_timeout: 5s
                 max_conflicts_per_message: 10
+            processors:
+              stamp:
+                command: /bin/true
+                args: [a]
+                env: { A: b }
+                working_directory: .
+                settings: { any: thing }
+                start_timeout: 5s
+                request_timeout: 5s
+                max_records_per_message: 10
             """
         let limits = "limits: { max_operations: 100, max_record_size: 1MB, max_request_size: 2MB, max_asset_size: 10MB }"
         return [
@@ -162,8 +173,8 @@ struct ConfigurationDocsTests {
             let keys = try GatewayConfiguration.acceptedKeys(
                 yaml: yaml, file: "config.yaml", baseDirectory: directory.url.path, registry: .builtIn, environment: environment)
             // Maps whose keys are the user's own (a plugin's settings and environment, column types).
-            // (`resolvers` is keyed by the resolvers' own names.)
-            for (path, names) in keys where path != "resolvers" && !["settings", "env", "columns"].contains(where: { path.hasSuffix("." + $0) }) {
+            // (`resolvers` and `processors` are keyed by the entries' own names.)
+            for (path, names) in keys where path != "resolvers" && path != "processors" && !["settings", "env", "columns"].contains(where: { path.hasSuffix("." + $0) }) {
                 let section = String(path.prefix { $0 != "." && $0 != "[" })
                 if path.isEmpty {
                     accepted["", default: []].formUnion(names)
@@ -173,8 +184,8 @@ struct ConfigurationDocsTests {
             }
         }
         let documented = try Self.documentedKeys()
-        #expect(accepted[""] == ["gateway", "cloud", "endpoint", "encryption", "adapters", "resolvers"], "the top-level sections")
-        for section in ["gateway", "cloud", "endpoint", "encryption", "adapters", "resolvers"] {
+        #expect(accepted[""] == ["gateway", "cloud", "endpoint", "encryption", "adapters", "resolvers", "processors"], "the top-level sections")
+        for section in ["gateway", "cloud", "endpoint", "encryption", "adapters", "resolvers", "processors"] {
             let accepts = accepted[section] ?? []
             let documents = documented[section] ?? []
             #expect(accepts.subtracting(documents).isEmpty, "accepted in \(section) but not documented: \(accepts.subtracting(documents).sorted())")

@@ -3,7 +3,6 @@ import CloudKitWeb
 import Foundation
 import GatewayCore
 import Logging
-import Synchronization
 
 /// A resolver process: `merge_policy: custom` whose `merge_resolver` names an entry of the
 /// config's `resolvers:`. Any executable speaking the plugin protocol's framing (JSON lines on
@@ -16,27 +15,23 @@ import Synchronization
 /// alone.
 public final class PluginConflictResolver: BatchConflictResolver {
     private let name: String
-    private let configuration: PluginConfiguration
-    private let logger: Logger
-    private let gate = KitGate()
-    private let running = Mutex<PluginProcess?>(nil)
+    private let helper: PluginHelperProcess
 
     /// A resolver named `name` (as `merge_resolver` names it), run as `configuration` says. The
     /// configuration's adapter name is used in messages.
     public init(name: String, configuration: PluginConfiguration, logger: Logger) {
         self.name = name
-        self.configuration = configuration
-        self.logger = logger
+        self.helper = PluginHelperProcess(role: "resolver", name: name, configuration: configuration, logger: logger)
     }
 
     public func resolve(_ conflicts: [ConflictContext]) async -> [Result<ConflictResolution, SyncError>] {
         var answers: [Result<ConflictResolution, SyncError>] = []
         answers.reserveCapacity(conflicts.count)
-        let size = max(1, configuration.maxRecordsPerMessage)
+        let size = max(1, helper.configuration.maxRecordsPerMessage)
         for start in stride(from: 0, to: conflicts.count, by: size) {
             let batch = Array(conflicts[start..<min(start + size, conflicts.count)])
             do {
-                answers += try await gate.run { try await resolveAlone(batch) }
+                answers += try await resolveAlone(batch)
             } catch {
                 let failure = SyncError(.resolverFailed, "resolver '\(name)' failed: \(error)", underlying: error)
                 answers += Array(repeating: .failure(failure), count: batch.count)
@@ -48,82 +43,28 @@ public final class PluginConflictResolver: BatchConflictResolver {
     /// Starts the process and greets it, leaving it running (``close()`` stops it).
     /// - Throws: why it cannot start or answer the handshake.
     public func checkStarts() async throws {
-        _ = try await gate.run { try await started() }
+        try await helper.checkStarts()
     }
 
     /// Stops the process, if it runs.
     public func close() async {
-        let process = running.withLock { running in
-            defer { running = nil }
-            return running
-        }
-        await process?.stop()
+        await helper.close()
     }
 
     private func resolveAlone(_ conflicts: [ConflictContext]) async throws -> [Result<ConflictResolution, SyncError>] {
         var encoded: [JSONValue] = []
         encoded.reserveCapacity(conflicts.count)
         for conflict in conflicts { encoded.append(try Self.encode(conflict)) }
-        let process = try await started()
-        let answer: JSONValue
-        do {
-            answer = try await process.request("resolve", params: .object(["conflicts": .array(encoded)]), timeout: configuration.requestTimeout)
-        } catch let error as PluginError where error.code == .pluginReportedError {
-            throw error
-        } catch {
-            // Anything else leaves the process in an unknown state: a new one serves the next batch.
-            running.withLock { if $0 === process { $0 = nil } }
-            let described = await Self.describe(error, process: process)
-            await process.stop(grace: .milliseconds(200))
-            logger.warning("\(described)", metadata: ["resolver": .string(name)])
-            throw described
-        }
+        let answer = try await helper.request("resolve", params: .object(["conflicts": .array(encoded)]))
         guard let resolutions = answer["resolutions"]?.arrayValue else {
-            throw PluginError(.malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName, "answered resolve without a resolutions list")
+            throw helper.malformed("answered resolve without a resolutions list")
         }
         guard resolutions.count == conflicts.count else {
-            throw PluginError(
-                .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
-                "answered \(resolutions.count) resolutions to \(conflicts.count) conflicts")
+            throw helper.malformed("answered \(resolutions.count) resolutions to \(conflicts.count) conflicts")
         }
         return zip(conflicts, resolutions).map { conflict, resolution in
             Result { () throws(SyncError) in try decode(resolution, of: conflict) }
         }
-    }
-
-    /// The running process, started (and greeted) if none runs or the last one went away.
-    private func started() async throws -> PluginProcess {
-        if let process = running.withLock({ $0 }) {
-            guard process.hasFailed || process.hasExited else { return process }
-            running.withLock { if $0 === process { $0 = nil } }
-            await process.stop(grace: .zero)
-        }
-        let process = try await PluginProcess.start(configuration, logger: logger)
-        do {
-            let hello: JSONValue = .object([
-                "protocol": .integer(PluginMessages.protocolVersion), "gateway": "sync-gateway", "role": "resolver",
-                "resolver": .string(name), "settings": configuration.settings,
-            ])
-            let answer = try await process.request("hello", params: hello, timeout: configuration.startTimeout)
-            guard let version = answer["protocol"]?.int64Value, version == PluginMessages.protocolVersion else {
-                throw PluginError(
-                    .protocolMismatch, adapter: configuration.adapterName, plugin: configuration.displayName,
-                    "answered hello without protocol version \(PluginMessages.protocolVersion)")
-            }
-        } catch {
-            let described = await Self.describe(error, process: process)
-            await process.stop(grace: .milliseconds(200))
-            throw described
-        }
-        running.withLock { $0 = process }
-        logger.info("resolver started", metadata: ["resolver": .string(name), "pid": "\(process.pid)"])
-        return process
-    }
-
-    /// `error`, with the process's exit status when it is the plugin's failure.
-    private static func describe(_ error: any Error, process: PluginProcess) async -> any Error {
-        guard let failure = error as? PluginError else { return error }
-        return await process.failureWithStatus(failure)
     }
 
     /// A conflict as the `resolve` request carries it: both versions (`null` for a deletion) and

@@ -7,7 +7,7 @@ import Logging
 public struct PluginResolverStarter: ResolverProcessStarter {
     public init() {}
 
-    public func check(_ settings: ResolverProcessSettings) async throws {
+    public func check(_ settings: ProcessSettings) async throws {
         let resolver = make(settings)
         do {
             try await resolver.checkStarts()
@@ -18,17 +18,12 @@ public struct PluginResolverStarter: ResolverProcessStarter {
         await resolver.close()
     }
 
-    public func resolver(for settings: ResolverProcessSettings) -> any BatchConflictResolver {
+    public func resolver(for settings: ProcessSettings) -> any BatchConflictResolver {
         make(settings)
     }
 
-    private func make(_ settings: ResolverProcessSettings) -> PluginConflictResolver {
+    private func make(_ settings: ProcessSettings) -> PluginConflictResolver {
         PluginConflictResolver(
-            name: settings.name,
-            configuration: PluginConfiguration(
-                adapterName: "resolver \(settings.name)", zoneID: ZoneID(zoneName: "resolver"), command: settings.command, arguments: settings.arguments,
-                environment: settings.environment, workingDirectory: settings.workingDirectory, settings: settings.settings,
-                startTimeout: settings.startTimeout, requestTimeout: settings.requestTimeout, maxRecordsPerMessage: settings.maxConflictsPerMessage),
-            logger: Logger(label: "gateway.resolver"))
+            name: settings.name, configuration: PluginConfiguration(helper: settings, described: "resolver"), logger: Logger(label: "gateway.resolver"))
     }
 }

@@ -1,30 +1,57 @@
 import Foundation
 import Synchronization
 
-/// Turns records between the form a store holds and the form the zone holds, per record type:
-/// what SyncKit's record processing delegate does ("remove specific fields from your records
-/// before they're sent to CloudKit; read and write files from the file system to send them as
-/// CKAssets").
+/// Turns records between the form a store holds and the form the zone holds: what SyncKit's
+/// record processing delegate does ("remove specific fields from your records before they're
+/// sent to CloudKit; read and write files from the file system to send them as CKAssets").
 ///
 /// The synchronizer sees only the zone's form (``ProcessingAdapter``): merges, fingerprints and
 /// encryption work on it, so processors run before encryption and asset extraction on the way
-/// out and after them on the way in. A processor must be a bijection on the records it meets
-/// (what goes out comes back as it was), or a store would see its own writes as edits.
+/// out and after them on the way in. Records come in batches of one record type. A processor
+/// must give back every record of a batch, in order, under its own name and type, and must undo
+/// on the way in what it did on the way out (a store's record that goes out and comes back is the
+/// record it was), or a store would see its own writes as edits. A field it computes on the way
+/// out and leaves out on the way in fits that rule.
 public protocol RecordProcessor: Sendable {
-    /// The store's `record` as the zone holds it.
-    /// - Throws: ``RecordProcessorError`` when the record cannot be sent as it is (a path naming
-    ///   no file): the adapter's sync stops with it, naming the record, and nothing is lost.
+    /// The store's `records` as the zone holds them.
+    /// - Throws: ``RecordProcessorError`` when a record cannot be sent as it is (a path naming
+    ///   no file, a processor process that failed): the adapter's sync stops with it, naming the
+    ///   record, and nothing is lost.
+    func outgoing(_ records: [Record]) async throws -> [Record]
+    /// The zone's `records` as the store holds them.
+    /// - Throws: ``RecordProcessorError`` when one cannot be held (a file that cannot be
+    ///   written): the page is not applied, and its download is tried again next sync.
+    func incoming(_ records: [Record]) async throws -> [Record]
+    /// Stops what the processor runs (a process); called when its adapter closes.
+    func close() async
+}
+
+extension RecordProcessor {
+    /// Nothing to stop.
+    public func close() async {}
+}
+
+/// A processor that changes one record at a time, without waiting: the built-in ones.
+public protocol PerRecordProcessor: RecordProcessor {
+    /// The store's `record` as the zone holds it; the batch form, `outgoing(_ records:)`, maps
+    /// each record through it.
     func outgoing(_ record: Record) throws -> Record
-    /// The zone's `record` as the store holds it.
-    /// - Throws: ``RecordProcessorError`` when it cannot be held (a file that cannot be written):
-    ///   the page is not applied, and its download is tried again next sync.
+    /// The zone's `record` as the store holds it; the batch form, `incoming(_ records:)`, maps
+    /// each record through it.
     func incoming(_ record: Record) throws -> Record
+}
+
+extension PerRecordProcessor {
+    /// Each record through the single-record `outgoing`.
+    public func outgoing(_ records: [Record]) throws -> [Record] { try records.map { try outgoing($0) } }
+    /// Each record through the single-record `incoming`.
+    public func incoming(_ records: [Record]) throws -> [Record] { try records.map { try incoming($0) } }
 }
 
 /// `rename`: the store's field `storeName` is the zone's field `zoneName`. A field the store also
 /// holds under `zoneName` is not synced (the renamed one takes its place), and a zone field
 /// named `storeName` is not written to the store.
-public struct RenameFieldProcessor: RecordProcessor {
+public struct RenameFieldProcessor: PerRecordProcessor {
     /// The field's name in the store.
     public let storeName: String
     /// The field's name in the zone.
@@ -82,7 +109,7 @@ private final class LayoutRenames: Sendable {
 /// names no readable file is left
 /// out of the outgoing record: unknown to the zone, which keeps its value (a missing file is not
 /// a clear). An empty field is null both ways. A value of another type passes through unchanged.
-public struct FileReferenceProcessor: RecordProcessor {
+public struct FileReferenceProcessor: PerRecordProcessor {
     /// The field holding a path in the store, the file's contents in the zone.
     public let field: String
     /// The folder the paths are relative to, absolute.
@@ -154,18 +181,20 @@ public struct FileReferenceProcessor: RecordProcessor {
     }
 }
 
-/// A decorator that runs each record type's processors between its store and the synchronizer:
-/// in order on the way out (``ModelAdapter/pendingChanges(limit:after:)``,
-/// ``ModelAdapter/localState(for:)``), in reverse order on the way in
-/// (``ModelAdapter/apply(_:)``).
+/// A decorator that runs processors between its store and the synchronizer: each record
+/// type's own, then those of every record type (the adapter's `processors`), in order on the way
+/// out (``ModelAdapter/pendingChanges(limit:after:)``, ``ModelAdapter/localState(for:)``), in
+/// reverse order on the way in (``ModelAdapter/apply(_:)``). Closing it closes its processors.
 public struct ProcessingAdapter: ForwardingAdapter {
     private let target: any ModelAdapter
     private let processors: [String: [any RecordProcessor]]
+    private let everyType: [any RecordProcessor]
 
-    /// `target` with `processors` by record type.
-    public init(_ target: any ModelAdapter, processors: [String: [any RecordProcessor]]) {
+    /// `target` with `processors` by record type, and `everyType` after them for any type.
+    public init(_ target: any ModelAdapter, processors: [String: [any RecordProcessor]], everyType: [any RecordProcessor] = []) {
         self.target = target
         self.processors = processors
+        self.everyType = everyType
     }
 
     /// The store's adapter's name.
@@ -176,50 +205,78 @@ public struct ProcessingAdapter: ForwardingAdapter {
     /// The store's adapter.
     public func forwardingTarget() async throws -> any ModelAdapter { target }
 
-    func outgoing(_ record: Record) throws -> Record {
-        guard let chain = processors[record.recordType] else { return record }
-        return try chain.reduce(record) { try $1.outgoing($0) }
+    private func chain(for recordType: String) -> [any RecordProcessor] {
+        (processors[recordType] ?? []) + everyType
     }
 
-    func incoming(_ record: Record) throws -> Record {
-        guard let chain = processors[record.recordType] else { return record }
-        return try chain.reversed().reduce(record) { try $1.incoming($0) }
+    /// `records` through `step` of each processor of their type, a batch per type, in their order.
+    private func process(
+        _ records: [Record], reversed: Bool, _ step: (any RecordProcessor, [Record]) async throws -> [Record]
+    ) async throws -> [Record] {
+        var positions: [String: [Int]] = [:]
+        for (index, record) in records.enumerated() { positions[record.recordType, default: []].append(index) }
+        var processed = records
+        for (recordType, indices) in positions {
+            let chain = chain(for: recordType)
+            guard !chain.isEmpty else { continue }
+            var batch = indices.map { records[$0] }
+            for processor in reversed ? chain.reversed() : chain {
+                let answer = try await step(processor, batch)
+                guard answer.count == batch.count else {
+                    throw RecordProcessorError("a processor answered \(answer.count) records to \(batch.count) of type \(recordType)")
+                }
+                batch = answer
+            }
+            for (index, record) in zip(indices, batch) { processed[index] = record }
+        }
+        return processed
     }
 
     public func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
         var pending = try await target.pendingChanges(limit: limit, after: version)
-        for index in pending.saves.indices { pending.saves[index].record = try outgoing(pending.saves[index].record) }
+        let records = try await process(pending.saves.map(\.record), reversed: false) { try await $0.outgoing($1) }
+        for index in pending.saves.indices { pending.saves[index].record = records[index] }
         return pending
     }
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         var states = try await target.localState(for: recordIDs)
-        for (id, state) in states {
-            guard let record = state.record else { continue }
-            states[id]?.record = try outgoing(record)
-        }
+        let held = states.compactMap { id, state in state.record.map { (id, $0) } }
+        let records = try await process(held.map(\.1), reversed: false) { try await $0.outgoing($1) }
+        for ((id, _), record) in zip(held, records) { states[id]?.record = record }
         return states
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {
         var changes = changes
-        changes.writes = try changes.writes.map(incoming)
+        changes.writes = try await process(changes.writes, reversed: true) { try await $0.incoming($1) }
         try await target.apply(changes)
+    }
+
+    /// Closes the processors, then the store's adapter.
+    public func close() async {
+        for processor in processors.values.flatMap({ $0 }) + everyType { await processor.close() }
+        await target.close()
     }
 }
 
-/// A record a processor cannot send as the store holds it; the message names the record, the
-/// field and what to do.
+/// A record a processor cannot send or take as it is, or a processor that failed; the message
+/// names the record, the field or the processor, and what to do.
 public struct RecordProcessorError: Error, CustomStringConvertible, FailureCoded {
     /// What is wrong, and what to do.
     public var message: String
+    /// What failed underneath (a processor process's own failure), if anything.
+    public var underlying: (any Error)?
 
-    /// An error saying `message`.
-    public init(_ message: String) { self.message = message }
+    /// An error saying `message`, caused by `underlying`.
+    public init(_ message: String, underlying: (any Error)? = nil) {
+        self.message = message
+        self.underlying = underlying
+    }
 
     public var description: String { message }
     /// `processorFailed`.
     public var failureCode: String { "processorFailed" }
-    /// None: the processor found the problem itself.
-    public var underlyingFailure: (any Error)? { nil }
+    /// What failed underneath, if anything.
+    public var underlyingFailure: (any Error)? { underlying }
 }

@@ -9,7 +9,8 @@ import SQLiteAdapter
 
 extension GatewayRegistry {
     /// The kinds this package ships: adapters `sqlite`, `postgres`, `json` and `plugin`; clouds
-    /// `embedded`, `postgres` and `cloudkit`; resolver processes speaking the plugin protocol.
+    /// `embedded`, `postgres` and `cloudkit`; resolver and processor processes speaking the plugin
+    /// protocol's framing.
     public static var builtIn: GatewayRegistry {
         var registry = GatewayRegistry()
         registry.register(SQLiteAdapterKind())
@@ -20,6 +21,7 @@ extension GatewayRegistry {
         registry.register(PostgresCloudKind())
         registry.register(CloudKitCloudKind())
         registry.register(resolverStarter: PluginResolverStarter())
+        registry.register(processorStarter: PluginProcessorStarter())
         return registry
     }
 }

@@ -75,7 +75,7 @@ struct PostgresTableEntry: Decodable, Sendable {
         settings.recordType = mapping.recordType
         mapping.encryptedColumns = settings.encrypted.map(\.value)
         mapping.assetColumns = settings.assets.map(\.value)
-        mapping.processedColumns = settings.processors.map(\.storeField.value)
+        mapping.processedColumns = settings.processors.compactMap { $0.storeField?.value }
         mapping.renamedTo = settings.processors.compactMap { if case .rename(_, let to) = $0 { to.value } else { nil } }
         try settings.requireSynced(include: include, exclude: exclude)
     }

@@ -8,7 +8,8 @@ import Synchronization
 
 /// `gateway check-adapter NAME`: the adapter conformance suite against a configured adapter, each
 /// case over a new scratch store, so an adapter's author proves it without writing Swift; or,
-/// when NAME is an entry of `resolvers:`, the resolver conformance suite against that process.
+/// when NAME is an entry of `resolvers:` or `processors:`, the resolver or processor conformance
+/// suite against that process.
 struct CheckAdapterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-adapter",
@@ -16,14 +17,14 @@ struct CheckAdapterCommand: AsyncParsableCommand {
         discussion: """
             Each case opens the adapter's kind over a new, empty store in a temporary folder (a \
             plugin is told the folder in its handshake as 'scratch'), so the configured store and \
-            the gateway's state are never touched. NAME may also be an entry of resolvers:, whose \
-            process is then asked made-up conflicts and held to the resolver protocol. Exit status \
-            0 when every case passes, 1 when one fails.
+            the gateway's state are never touched. NAME may also be an entry of resolvers: or \
+            processors:, whose process is then given made-up conflicts or records and held to its \
+            protocol. Exit status 0 when every case passes, 1 when one fails.
             """)
 
     @OptionGroup var options: ConfigOptions
 
-    @Argument(help: "The adapter's name in the config (or a resolver's, under resolvers:).")
+    @Argument(help: "The adapter's name in the config (or a resolver's under resolvers:, or a processor's under processors:).")
     var adapter: String
 
     @Option(name: .long, help: "Only the cases whose name contains this text.")
@@ -32,15 +33,22 @@ struct CheckAdapterCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try options.load()
         guard let entry = configuration.adapters.first(where: { $0.name == adapter }) else {
-            if configuration.resolverProcesses[adapter] != nil {
-                try await checkResolver(configuration)
+            if let resolver = configuration.startResolverProcesses()[adapter] {
+                try await runSuite("resolver", ResolverConformanceSuite.cases, on: resolver) { await resolver.close() }
+                return
+            }
+            if let settings = configuration.processorProcesses.settings[adapter], let starter = configuration.processorProcesses.starter {
+                let processor = starter.processor(for: settings)
+                try await runSuite("processor", ProcessorConformanceSuite.cases, on: processor) { await processor.close() }
                 return
             }
             let resolvers = configuration.resolverProcesses.keys.sorted()
+            let processors = configuration.processorProcesses.settings.keys.sorted()
             throw GatewayError(
                 .unknownAdapter,
                 "the config has no adapter named \(adapter); it has \(configuration.adapters.map(\.name).joined(separator: ", "))"
-                    + (resolvers.isEmpty ? "" : ", and resolvers \(resolvers.joined(separator: ", "))"))
+                    + (resolvers.isEmpty ? "" : ", resolvers \(resolvers.joined(separator: ", "))")
+                    + (processors.isEmpty ? "" : ", processors \(processors.joined(separator: ", "))"))
         }
         guard let plan = entry.plan as? any ScratchStorePlan else {
             throw ConfigError(
@@ -94,23 +102,24 @@ struct CheckAdapterCommand: AsyncParsableCommand {
         if failed > 0 { throw ExitCode(1) }
     }
 
-    /// The resolver conformance suite against the resolver process named `adapter`.
-    private func checkResolver(_ configuration: GatewayConfiguration) async throws {
-        guard let resolver = configuration.startResolverProcesses()[adapter] else { return }
-        let cases = ResolverConformanceSuite.cases.filter { only == nil || $0.name.localizedCaseInsensitiveContains(only!) }
-        Console.out("Checking resolver \(adapter) against \(cases.count) conformance case(s)\n")
+    /// `cases` against the `role` process named `adapter`, which `close` stops afterwards.
+    private func runSuite<Subject>(
+        _ role: String, _ cases: [ConformanceCase<Subject>], on subject: Subject, close: () async -> Void
+    ) async throws {
+        let chosen = cases.filter { only == nil || $0.name.localizedCaseInsensitiveContains(only!) }
+        Console.out("Checking \(role) \(adapter) against \(chosen.count) conformance case(s)\n")
         var failed = 0
-        for check in cases {
+        for check in chosen {
             do {
-                try await check.run(with: resolver)
+                try await check.run(with: subject)
                 Console.out("  pass  \(check.name)\n")
             } catch {
                 failed += 1
                 Console.out("  FAIL  \(check.name)\n        \(error)\n")
             }
         }
-        await resolver.close()
-        Console.out("\(cases.count - failed) of \(cases.count) case(s) passed\n")
+        await close()
+        Console.out("\(chosen.count - failed) of \(chosen.count) case(s) passed\n")
         if failed > 0 { throw ExitCode(1) }
     }
 

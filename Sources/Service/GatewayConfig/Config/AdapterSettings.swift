@@ -20,10 +20,14 @@ public struct AdapterSettings: Sendable, Decodable {
     /// `join_prefers`: overrides the gateway's; `gateway sync --store-wins` sets it to `store`
     /// for one sync.
     public var joinPrefers: JoinPreference?
+    /// `processors`: processes that change every record type's records between the store and
+    /// the zone, after each record type's own on the way out (`kind: process` only: the built-in
+    /// kinds name a store's fields, so they sit on a table or record type entry).
+    public var processors: [ProcessorSettings]
 
     enum CodingKeys: String, CodingKey {
         case name, kind, zone, batchSize = "batch_size", onZoneDeleted = "on_zone_deleted", forceData = "force_data"
-        case joinPrefers = "join_prefers"
+        case joinPrefers = "join_prefers", processors
     }
 
     public init(from decoder: any Decoder) throws {
@@ -41,6 +45,13 @@ public struct AdapterSettings: Sendable, Decodable {
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted)
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData)
         joinPrefers = try container.decodeIfPresent(JoinPreference.self, forKey: .joinPrefers)
+        processors = try container.decodeIfPresent([ProcessorSettings].self, forKey: .processors) ?? []
+        for processor in processors {
+            if let field = processor.storeField {
+                throw field.problem(
+                    .unsupported, "an adapter's own processors are of kind: process; put rename and file_reference on the table or record type that holds '\(field.value)'")
+            }
+        }
     }
 
     public var zoneID: ZoneID { ZoneID(zoneName: zone.value) }
@@ -81,7 +92,7 @@ public struct RecordTypeSettings: Sendable, Decodable {
         location = decoder.configLocation
         var processed: Set<String> = []
         for processor in processors {
-            let field = processor.storeField
+            guard let field = processor.storeField else { continue }
             guard processed.insert(field.value).inserted else {
                 throw field.problem(.inconsistent, "field '\(field.value)' has two processors; give each field one")
             }

@@ -10,6 +10,7 @@ struct ConfigurationChecks {
         try checkNames()
         try checkBatchSizes()
         try checkMerge()
+        try checkProcessors()
         try checkFieldSettings()
     }
 
@@ -38,6 +39,22 @@ struct ConfigurationChecks {
         let sizes = ([configuration.settings.batchSize] + configuration.adapters.map(\.settings.batchSize)).compactMap { $0 }
         for size in sizes where size.value > maximum {
             throw size.problem(.invalidValue, "\(size.value) is more than the cloud's max_operations (\(maximum))")
+        }
+    }
+
+    /// Every `kind: process` entry names an entry of `processors:`, which this build can start.
+    private func checkProcessors() throws {
+        let processes = configuration.processorProcesses
+        if processes.starter == nil, let first = processes.settings.values.min(by: { $0.name < $1.name }) {
+            throw ConfigError(.invalidValue, "processor '\(first.name)': this build cannot start processor processes", at: first.location)
+        }
+        for adapter in configuration.adapters {
+            for entry in adapter.settings.processors + adapter.plan.recordTypes.flatMap(\.processors) {
+                guard case .process(let name) = entry, processes.settings[name.value] == nil else { continue }
+                let known = processes.settings.keys.sorted()
+                let list = known.isEmpty ? "the config has no processors: section" : "known: \(known.joined(separator: ", "))"
+                throw name.problem(.invalidValue, "no processor named '\(name.value)' under processors:; \(list)\(KeySuggestion.hint(for: name.value, in: known))")
+            }
         }
     }
 

@@ -21,7 +21,9 @@ public struct GatewayConfiguration: Sendable {
     /// Merge resolvers by name, from the registry.
     public var resolvers: [String: any ConflictResolver]
     /// The `resolvers:` section: resolver processes by name.
-    public var resolverProcesses: [String: ResolverProcessSettings] = [:]
+    public var resolverProcesses: [String: ProcessSettings] = [:]
+    /// The `processors:` section: processor processes by name, and what starts them.
+    public var processorProcesses = ProcessorProcesses()
     /// What starts ``resolverProcesses``, from the registry.
     public var resolverStarter: (any ResolverProcessStarter)?
     /// The keys of `encryption.keys`, read from their files or variables; `nil` without keys.
@@ -203,17 +205,31 @@ public struct AdapterConfiguration: Sendable {
     public var plan: any AdapterPlan
     /// The paths its settings are relative to.
     public var context: ConfigContext
+    /// The config's processor processes, for `processors` entries of `kind: process`.
+    public var processorProcesses: ProcessorProcesses
     public var name: String { settings.name.value }
 
-    /// Opens the store (``AdapterPlan/open()``), behind its record types' `processors` when it
-    /// has any (``ProcessingAdapter``).
+    /// An entry of `adapters:`.
+    public init(settings: AdapterSettings, plan: any AdapterPlan, context: ConfigContext, processorProcesses: ProcessorProcesses = ProcessorProcesses()) {
+        self.settings = settings
+        self.plan = plan
+        self.context = context
+        self.processorProcesses = processorProcesses
+    }
+
+    /// Opens the store (``AdapterPlan/open()``), behind its record types' and its own
+    /// `processors` when it has any (``ProcessingAdapter``). Each opening runs processes of its
+    /// own, stopped when the adapter closes.
     public func openStore() async throws -> any ModelAdapter {
         let adapter = try await plan.open()
         var processors: [String: [any RecordProcessor]] = [:]
         for recordType in plan.recordTypes where !recordType.processors.isEmpty {
-            processors[recordType.recordType, default: []] += recordType.processors.map { $0.processor(context: context) }
+            processors[recordType.recordType, default: []] += recordType.processors.map {
+                $0.processor(context: context, processes: processorProcesses)
+            }
         }
-        return processors.isEmpty ? adapter : ProcessingAdapter(adapter, processors: processors)
+        let everyType = settings.processors.map { $0.processor(context: context, processes: processorProcesses) }
+        return processors.isEmpty && everyType.isEmpty ? adapter : ProcessingAdapter(adapter, processors: processors, everyType: everyType)
     }
 }
 
@@ -225,7 +241,7 @@ struct ConfigurationReader {
     let registry: GatewayRegistry
     let environment: [String: String]
 
-    enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters, endpoint, resolvers }
+    enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters, endpoint, resolvers, processors }
     enum KindKey: String, CodingKey { case kind }
 
     func read(_ decoder: ConfigNodeDecoder) throws -> GatewayConfiguration {
@@ -247,6 +263,10 @@ struct ConfigurationReader {
         let encryption = try root.decodeIfPresent(EncryptionSettings.self, forKey: .encryption) ?? EncryptionSettings()
         let keyRing = try encryption.keys.isEmpty ? nil : KeyRing(encryption.keys.map { try $0.load(context: context, environment: environment) })
 
+        let processorSettings =
+            try root.decodeNil(forKey: .processors)
+            ? [:] : try ProcessSettingsReader(context: context, batchKey: .maxRecordsPerMessage).read(root.superDecoder(forKey: .processors))
+        let processorProcesses = ProcessorProcesses(settings: processorSettings, starter: registry.processorStarter)
         var adapters: [AdapterConfiguration] = []
         if try !root.decodeNil(forKey: .adapters) {
             var list = try root.nestedUnkeyedContainer(forKey: .adapters)
@@ -261,17 +281,20 @@ struct ConfigurationReader {
                             + KeySuggestion.hint(for: settings.kind.value, in: known))
                 }
                 let plan = try kind.decodePlan(settings: settings, from: entry, context: context)
-                adapters.append(AdapterConfiguration(settings: settings, plan: plan, context: context))
+                adapters.append(AdapterConfiguration(settings: settings, plan: plan, context: context, processorProcesses: processorProcesses))
             }
         }
         var endpoint = try root.decodeIfPresent(EndpointSettings.self, forKey: .endpoint)
         try endpoint?.load(context: context, environment: environment)
-        let resolverProcesses = try root.decodeNil(forKey: .resolvers) ? [:] : try ResolverSettingsReader(context: context).read(root.superDecoder(forKey: .resolvers))
+        let resolverProcesses =
+            try root.decodeNil(forKey: .resolvers)
+            ? [:] : try ProcessSettingsReader(context: context, batchKey: .maxConflictsPerMessage).read(root.superDecoder(forKey: .resolvers))
         var configuration = GatewayConfiguration(
             file: file, settings: settings, context: context, cloud: cloud, encryption: encryption, adapters: adapters,
             resolvers: registry.resolvers, keyRing: keyRing, endpoint: endpoint)
         configuration.resolverProcesses = resolverProcesses
         configuration.resolverStarter = registry.resolverStarter
+        configuration.processorProcesses = processorProcesses
         return configuration
     }
 }

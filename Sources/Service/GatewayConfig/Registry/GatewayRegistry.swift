@@ -16,6 +16,8 @@ public struct GatewayRegistry: Sendable {
     public private(set) var resolvers: [String: any ConflictResolver] = [:]
     /// What starts the config's `resolvers:` (resolver processes); `nil` refuses them.
     public private(set) var resolverStarter: (any ResolverProcessStarter)?
+    /// What starts the config's `processors:` (processor processes); `nil` refuses them.
+    public private(set) var processorStarter: (any ProcessorProcessStarter)?
 
     public init() {}
 
@@ -30,4 +32,7 @@ public struct GatewayRegistry: Sendable {
 
     /// Sets what starts the config's resolver processes.
     public mutating func register(resolverStarter: any ResolverProcessStarter) { self.resolverStarter = resolverStarter }
+
+    /// Sets what starts the config's processor processes.
+    public mutating func register(processorStarter: any ProcessorProcessStarter) { self.processorStarter = processorStarter }
 }

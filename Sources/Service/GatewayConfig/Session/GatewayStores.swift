@@ -56,12 +56,18 @@ public enum GatewayStores {
         }
     }
 
-    /// Starts and greets each resolver process of the config, then stops it.
+    /// Starts and greets each resolver and processor process of the config, then stops it.
     /// - Throws: ``GatewayError`` with ``GatewayError/Code/storeUnavailable`` naming the resolver.
     public static func checkResolvers(_ configuration: GatewayConfiguration) async throws {
-        guard let starter = configuration.resolverStarter else { return }
-        for settings in configuration.resolverProcesses.values.sorted(by: { $0.name < $1.name }) {
-            try await passingThrough(.storeUnavailable, { "\($0)" }) { try await starter.check(settings) }
+        if let starter = configuration.resolverStarter {
+            for settings in configuration.resolverProcesses.values.sorted(by: { $0.name < $1.name }) {
+                try await passingThrough(.storeUnavailable, { "\($0)" }) { try await starter.check(settings) }
+            }
+        }
+        if let starter = configuration.processorProcesses.starter {
+            for settings in configuration.processorProcesses.settings.values.sorted(by: { $0.name < $1.name }) {
+                try await passingThrough(.storeUnavailable, { "\($0)" }) { try await starter.check(settings) }
+            }
         }
     }
 

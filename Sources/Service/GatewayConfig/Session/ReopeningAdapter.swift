@@ -35,12 +35,15 @@ final class ReopeningAdapter: ForwardingAdapter {
         do {
             try await configuration.plan.check()
             let adapter = try await configuration.openStore()
-            // Two calls may race to open it; the first one kept wins, the other copy closes with its last reference.
-            return opened.withLock { current in
-                if let kept = current.adapter { return kept }
+            // Two calls may race to open it; the first one kept wins, and the other copy is
+            // closed (its connections and processes).
+            let (kept, isNew) = opened.withLock { current -> (any ModelAdapter, Bool) in
+                if let kept = current.adapter { return (kept, false) }
                 current = (adapter, current.generation + 1)
-                return adapter
+                return (adapter, true)
             }
+            if !isNew { await adapter.close() }
+            return kept
         } catch let error as ConfigError {
             throw error
         } catch {
@@ -69,9 +72,13 @@ final class ReopeningAdapter: ForwardingAdapter {
         do {
             return try await current.loadZoneState()
         } catch where mostPreciseFailureCode(of: error) == storeReplacedCode {
-            opened.withLock { state in
-                if let kept = state.adapter, kept as AnyObject === current as AnyObject { state.adapter = nil }
+            let dropped = opened.withLock { state -> Bool in
+                guard let kept = state.adapter, kept as AnyObject === current as AnyObject else { return false }
+                state.adapter = nil
+                return true
             }
+            // The replaced store's connections and processes end now, not at process exit.
+            if dropped { await current.close() }
             return try await store().loadZoneState()
         }
     }

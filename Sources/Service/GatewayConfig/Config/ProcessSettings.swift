@@ -1,16 +1,18 @@
 import Foundation
 import GatewayCore
 
-/// An entry of the config's `resolvers:` mapping: a resolver process, which `merge_resolver`
-/// names for `merge_policy: custom`. Any executable speaking the resolver protocol
-/// (`docs/writing-adapters.md`); the gateway starts it on the first conflict it is asked about.
+/// An entry of the config's `resolvers:` mapping (a resolver process, which `merge_resolver`
+/// names for `merge_policy: custom`) or `processors:` mapping (a processor process, which a
+/// `processors` entry of `kind: process` names). Any executable speaking the resolver or processor
+/// protocol (`docs/writing-adapters.md`); the gateway starts it when it first has work for it.
 ///
 /// Keys: `command` (required: a path, relative to the config file, or a name looked up in
 /// `PATH`), `args`, `env` (variables added to the gateway's environment), `working_directory`,
 /// `settings` (anything; passed in the handshake), `start_timeout` (default 10s),
-/// `request_timeout` (default 30s) and `max_conflicts_per_message` (default 1000).
-public struct ResolverProcessSettings: Sendable {
-    /// The name `merge_resolver` uses.
+/// `request_timeout` (default 30s) and `max_conflicts_per_message` (resolvers) or
+/// `max_records_per_message` (processors), default 1000.
+public struct ProcessSettings: Sendable {
+    /// The name the entry is known by.
     public var name: String
     /// The program: a path (resolved against the config's folder) or a name looked up in `PATH`.
     public var command: String
@@ -24,10 +26,10 @@ public struct ResolverProcessSettings: Sendable {
     public var settings: JSONValue
     /// How long the process may take to answer the handshake.
     public var startTimeout: Duration
-    /// How long it may take to answer one batch of conflicts.
+    /// How long it may take to answer one message.
     public var requestTimeout: Duration
-    /// Most conflicts in one `resolve` message; larger batches are split.
-    public var maxConflictsPerMessage: Int
+    /// Most conflicts or records in one message; larger batches are split.
+    public var maxItemsPerMessage: Int
     /// Where the entry is in the file.
     public var location: ConfigLocation?
 }
@@ -36,16 +38,18 @@ public struct ResolverProcessSettings: Sendable {
 /// protocol's. A resolver starts its process lazily and stops it when closed.
 public protocol ResolverProcessStarter: Sendable {
     /// The resolver for `settings`; nothing runs until it is asked about a conflict.
-    func resolver(for settings: ResolverProcessSettings) -> any BatchConflictResolver
+    func resolver(for settings: ProcessSettings) -> any BatchConflictResolver
 
     /// Starts the resolver's process, greets it and stops it (`gateway validate`).
     /// - Throws: why it cannot start or answer.
-    func check(_ settings: ResolverProcessSettings) async throws
+    func check(_ settings: ProcessSettings) async throws
 }
 
-/// Decodes the `resolvers:` mapping, by name.
-struct ResolverSettingsReader {
+/// Decodes the `resolvers:` or `processors:` mapping, by name.
+struct ProcessSettingsReader {
     let context: ConfigContext
+    /// `max_conflicts_per_message` or `max_records_per_message`.
+    let batchKey: Keys
 
     private struct NameKey: CodingKey {
         var stringValue: String
@@ -57,11 +61,12 @@ struct ResolverSettingsReader {
     enum Keys: String, CodingKey {
         case command, args, env, workingDirectory = "working_directory", settings, startTimeout = "start_timeout"
         case requestTimeout = "request_timeout", maxConflictsPerMessage = "max_conflicts_per_message"
+        case maxRecordsPerMessage = "max_records_per_message"
     }
 
-    func read(_ decoder: any Decoder) throws -> [String: ResolverProcessSettings] {
+    func read(_ decoder: any Decoder) throws -> [String: ProcessSettings] {
         let names = try decoder.container(keyedBy: NameKey.self)
-        var resolvers: [String: ResolverProcessSettings] = [:]
+        var resolvers: [String: ProcessSettings] = [:]
         for key in names.allKeys {
             let entry = try names.superDecoder(forKey: key)
             let container = try entry.container(keyedBy: Keys.self)
@@ -72,17 +77,17 @@ struct ResolverSettingsReader {
                 guard located.value.duration > .zero else { throw located.problem(.invalidValue, "must be longer than 0s") }
                 return located.value.duration
             }
-            let most = try container.decodeIfPresent(Located<Int>.self, forKey: .maxConflictsPerMessage)
+            let most = try container.decodeIfPresent(Located<Int>.self, forKey: batchKey)
             if let most, most.value < 1 { throw most.problem(.invalidValue, "must be at least 1") }
             let directory = try container.decodeIfPresent(Located<String>.self, forKey: .workingDirectory)
-            resolvers[key.stringValue] = ResolverProcessSettings(
+            resolvers[key.stringValue] = ProcessSettings(
                 name: key.stringValue, command: command.value.contains("/") ? context.resolve(command.value) : command.value,
                 arguments: try container.decodeIfPresent([String].self, forKey: .args) ?? [],
                 environment: try container.decodeIfPresent([String: String].self, forKey: .env) ?? [:],
                 workingDirectory: directory.map { context.resolve($0.value) },
                 settings: try container.decodeIfPresent(JSONValue.self, forKey: .settings) ?? .object([:]),
                 startTimeout: try duration(.startTimeout, default: .seconds(10)), requestTimeout: try duration(.requestTimeout, default: .seconds(30)),
-                maxConflictsPerMessage: most?.value ?? 1000, location: command.location)
+                maxItemsPerMessage: most?.value ?? 1000, location: command.location)
         }
         return resolvers
     }
