@@ -81,6 +81,26 @@ struct ParallelSyncTests {
         #expect(try await fixture.cloudRecords() == a.values)
     }
 
+    @Test("a store seeded like another joins the zone while the other fills it: every batch meets conflicts, each settled by its merge, and the sync completes")
+    func seededAlikeJoinAtOnce() async throws {
+        let fixture = try SyncFixture()
+        let (a, b) = (fixture.adapter("a"), fixture.adapter("b"))
+        await Self.fill(a, 60, prefix: "n")
+        await Self.fill(b, 60, prefix: "n")
+        // b has downloaded the empty zone; a fills it before b reads its first batch.
+        let synchronizer = fixture.synchronizer([a], options: AdapterSyncOptions(batchSize: 5))
+        let once = LockedValue(false)
+        await b.runBeforePendingReads {
+            guard !once.withLock({ let first = !$0; $0 = true; return first }) else { return }
+            _ = try? await synchronizer.sync()
+        }
+        let report = try await fixture.sync(b, options: AdapterSyncOptions(batchSize: 5))
+        #expect(report.outcome == .synced, "\(report)")
+        #expect(try await b.pendingChangeCount() == 0)
+        #expect(await b.values == a.values)
+        #expect(try await fixture.cloudRecords() == a.values)
+    }
+
     @Test("adapters on different zones do not wait for each other; a failing one fails alone")
     func separateZones() async throws {
         let fixture = try SyncFixture()

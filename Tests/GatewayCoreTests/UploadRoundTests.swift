@@ -149,4 +149,20 @@ struct UploadRoundTests {
         let error = #expect(throws: SyncError.self) { try progress.settled(idle, adapter: "x") }
         #expect(error?.code == .conflictsUnresolved)
     }
+
+    @Test("a round whose records meet their first conflict in the pass is progress; the same records meeting conflicts again are idle")
+    func firstConflictsAreProgress() throws {
+        var progress = UploadProgress(budget: 1_000)
+        for batch in 0..<(3 * UploadProgress.maximumIdleRounds) {
+            var round = try Self.round(saves: ["n\(batch)"])
+            round.conflicts = [(Self.id("n\(batch)"), Self.note("n\(batch)"))]
+            try progress.settled(round, adapter: "x")
+        }
+        #expect(progress.idleRounds == 0, "every batch met conflicts over records new to them")
+        var again = try Self.round(saves: ["n0"])
+        again.conflicts = [(Self.id("n0"), Self.note("n0"))]
+        for _ in 0..<(UploadProgress.maximumIdleRounds - 1) { try progress.settled(again, adapter: "x") }
+        let error = #expect(throws: SyncError.self) { try progress.settled(again, adapter: "x") }
+        #expect(error?.code == .conflictsUnresolved)
+    }
 }

@@ -97,8 +97,12 @@ struct UploadProgress {
     let budget: Int
     /// Operations sent so far: changes keep arriving while a program writes, and a sync must end.
     private(set) var sent = 0
-    /// Rounds in a row whose records all met new conflicts.
+    /// Rounds in a row that settled nothing and met only conflicts over records that had met
+    /// one before in this pass.
     private(set) var idleRounds = 0
+    /// Records that met a conflict in this pass: a record's first conflict is progress (its
+    /// merge settles it or sends it once more), a second is another writer still changing it.
+    private var conflictedBefore = Set<RecordID>()
     /// Records the cloud refused for good during this pass. They are not read again in it: an
     /// adapter that keeps failure marks leaves them out anyway, one without marks offers them
     /// again, and they wait for the next sync.
@@ -132,9 +136,15 @@ struct UploadProgress {
     mutating func tookBack(_ operations: Int) { sent -= operations }
 
     /// A round's outcome was committed and its conflicts merged. Throws once
-    /// ``maximumIdleRounds`` rounds in a row settled nothing.
+    /// ``maximumIdleRounds`` rounds in a row settled nothing and merged no record's first
+    /// conflict. A store joining a zone that another store filled with the same records at the
+    /// same time meets a conflict on every record of every batch, each settled by its merge: that
+    /// is progress, not a tug of war.
     mutating func settled(_ round: UploadRound, adapter: String) throws {
-        idleRounds = round.settled > 0 ? 0 : idleRounds + 1
+        var firstConflicts = 0
+        for (id, _) in round.conflicts where conflictedBefore.insert(id).inserted { firstConflicts += 1 }
+        for id in round.lookups where conflictedBefore.insert(id).inserted { firstConflicts += 1 }
+        idleRounds = round.settled > 0 || firstConflicts > 0 ? 0 : idleRounds + 1
         guard idleRounds < Self.maximumIdleRounds else {
             throw SyncError(
                 .conflictsUnresolved,

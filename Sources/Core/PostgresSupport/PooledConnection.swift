@@ -29,17 +29,26 @@ public struct PooledConnection: Sendable {
     /// Whether the connection has closed (the server went away, or the deadline closed it).
     public var isClosed: Bool { connection.isClosed }
 
-    /// Runs a statement; see `PostgresConnection.query(_:logger:)`.
+    /// Runs a statement and collects its rows; see `PostgresConnection.query(_:logger:)`.
+    ///
+    /// The rows are read whole, on the connection's event loop, never through PostgresNIO's
+    /// back-pressured row sequence: PostgresNIO 1.33 traps (`RowStreamStateMachine`: "How can we
+    /// receive a body part, after a channelReadComplete, but no read has been forwarded yet") when
+    /// the server closes the connection while rows wait for a slow reader, which a PostgreSQL
+    /// restart during a large page did, ending the gateway. Collected, the stream always asks for
+    /// more in the same event-loop tick, so it never waits for a reader. Results are pages the
+    /// gateway sized itself, so holding one whole costs little.
     @discardableResult
     public func query(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws
-        -> PostgresRowSequence
+        -> PostgresRows
     {
         let connection = connection
         return try await withTaskExecutorPreference(loop) {
             // On the connection's event loop, nothing closes the channel between this check and
             // the write inside `query`: it has no suspension point before it.
             try Self.checkOpen(connection)
-            return try await connection.query(query, logger: logger, file: file, line: line)
+            let result: PostgresQueryResult = try await connection.query(query, logger: logger, file: file, line: line).get()
+            return PostgresRows(result.rows)
         }
     }
 
@@ -115,6 +124,57 @@ public struct PooledConnection: Sendable {
     private static func checkOpen(_ connection: PostgresConnection) throws {
         guard !connection.isClosed else {
             throw PostgresFailure(.connectionFailed, "the connection to the server was closed before the statement could be sent")
+        }
+    }
+}
+
+/// The rows of a statement, read whole (``PooledConnection/query(_:logger:file:line:)``): an
+/// async sequence of rows, read as PostgresNIO's row sequence is.
+public struct PostgresRows: AsyncSequence, Sendable {
+    public typealias Element = PostgresRow
+    public typealias Failure = Never
+
+    /// The rows, in the server's order.
+    public let rows: [PostgresRow]
+
+    init(_ rows: [PostgresRow]) { self.rows = rows }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: rows.makeIterator()) }
+
+    /// Walks the rows.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: IndexingIterator<[PostgresRow]>
+        public mutating func next() async -> PostgresRow? { base.next() }
+    }
+
+    /// Each row decoded as `columnType`; see `PostgresRow.decode(_:file:line:)`.
+    public func decode<each Column: PostgresDecodable>(
+        _ columnType: (repeat each Column).Type, file: String = #fileID, line: Int = #line
+    ) -> DecodedPostgresRows<repeat each Column> {
+        DecodedPostgresRows(rows: rows, file: file, line: line)
+    }
+}
+
+/// The rows of a statement, each decoded as it is read (``PostgresRows/decode(_:file:line:)``).
+public struct DecodedPostgresRows<each Column: PostgresDecodable>: AsyncSequence {
+    public typealias Element = (repeat each Column)
+    public typealias Failure = any Error
+
+    let rows: [PostgresRow]
+    let file: String
+    let line: Int
+
+    public func makeAsyncIterator() -> Iterator { Iterator(base: rows.makeIterator(), file: file, line: line) }
+
+    /// Decodes the rows one by one.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: IndexingIterator<[PostgresRow]>
+        let file: String
+        let line: Int
+
+        public mutating func next() async throws -> (repeat each Column)? {
+            guard let row = base.next() else { return nil }
+            return try row.decode((repeat each Column).self, file: file, line: line)
         }
     }
 }
