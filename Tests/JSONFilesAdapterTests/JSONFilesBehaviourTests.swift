@@ -284,6 +284,20 @@ struct JSONFilesBehaviourTests {
         #expect(hello.contains("\"views\": 4"))
         #expect(try String(contentsOf: folder.appendingPathComponent("Article/broken.json"), encoding: .utf8) == "{ not json")
         #expect(try await json.failedRecords().map(\.recordID.recordName) == ["broken"])
+
+        // Documents get no keys for empty fields, the gateway's reserved ones among them: a new
+        // one holds its values only, and a field cleared elsewhere leaves the document.
+        try await DatabaseQueue(path: databasePath).write { db in
+            try db.execute(sql: "INSERT INTO Article (name, title) VALUES ('fresh', 'new')")
+            try db.execute(sql: "UPDATE Article SET title = NULL WHERE name = 'hello'")
+        }
+        #expect(try await sqliteSync.sync().adapters[0].uploaded == 2)
+        #expect(try await jsonSync.sync().adapters[0].outcome == .synced)
+        let fresh = try JSONValue.parse(Data(contentsOf: folder.appendingPathComponent("Article/fresh.json")), numbers: .exact)
+        #expect(fresh == .object(["title": .string("new")]), "\(fresh)")
+        let cleared = try JSONValue.parse(Data(contentsOf: folder.appendingPathComponent("Article/hello.json")), numbers: .exact)
+        #expect(cleared == .object(["views": .integer(4), "attachment": .object(["$file": .string("files/hello.bin")])]), "\(cleared)")
+        #expect(try await jsonSync.sync().adapters[0].uploaded == 0, "what was written reads back as it was")
     }
 
     @Test("the state of a folder synced by the release before the adapter kit carries over: metadata, zone state, and only real edits pending")
