@@ -30,7 +30,7 @@ struct ProcessorProcessScenario: Scenario {
                     else:
                         fields.pop("titleLength", None)
                 r = {"records": records}
-            sys.stdout.write(json.dumps({"id": m["id"], "result": r}) + "\n")
+            sys.stdout.write(json.dumps({"id": m["id"], "result": r}) + "\\n")
             sys.stdout.flush()
         """
 
