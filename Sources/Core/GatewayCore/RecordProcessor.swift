@@ -213,23 +213,35 @@ public struct ProcessingAdapter: ForwardingAdapter {
     private func process(
         _ records: [Record], reversed: Bool, _ step: (any RecordProcessor, [Record]) async throws -> [Record]
     ) async throws -> [Record] {
+        guard let first = records.first?.recordType else { return records }
+        // Most pages hold one record type: they go through as they are, without regrouping.
+        if records.allSatisfy({ $0.recordType == first }) {
+            return try await run(records, of: first, reversed: reversed, step)
+        }
         var positions: [String: [Int]] = [:]
         for (index, record) in records.enumerated() { positions[record.recordType, default: []].append(index) }
         var processed = records
         for (recordType, indices) in positions {
-            let chain = chain(for: recordType)
-            guard !chain.isEmpty else { continue }
-            var batch = indices.map { records[$0] }
-            for processor in reversed ? chain.reversed() : chain {
-                let answer = try await step(processor, batch)
-                guard answer.count == batch.count else {
-                    throw RecordProcessorError("a processor answered \(answer.count) records to \(batch.count) of type \(recordType)")
-                }
-                batch = answer
-            }
+            let batch = try await run(indices.map { records[$0] }, of: recordType, reversed: reversed, step)
             for (index, record) in zip(indices, batch) { processed[index] = record }
         }
         return processed
+    }
+
+    /// `batch`, all of `recordType`, through that type's chain.
+    private func run(
+        _ batch: [Record], of recordType: String, reversed: Bool, _ step: (any RecordProcessor, [Record]) async throws -> [Record]
+    ) async throws -> [Record] {
+        let chain = chain(for: recordType)
+        var batch = batch
+        for processor in reversed ? chain.reversed() : chain {
+            let answer = try await step(processor, batch)
+            guard answer.count == batch.count else {
+                throw RecordProcessorError("a processor answered \(answer.count) records to \(batch.count) of type \(recordType)")
+            }
+            batch = answer
+        }
+        return batch
     }
 
     public func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
