@@ -144,6 +144,17 @@ struct JSONFilesBehaviourTests {
         }
     }
 
+    @Test("an empty field is written null only over a value the document held; other empty fields, and null keys left by an earlier release, get no key")
+    func emptyFieldsWritten() throws {
+        let mapping = JSONFieldMapping(directory: URL(fileURLWithPath: "/nonexistent"), zoneID: Self.zone)
+        let record = Record(
+            id: RecordID(recordName: "r", zoneID: Self.zone), recordType: "Article",
+            namedFields: ["title": .some(.string("t")), "cleared": FieldValue?.none, "QSCloudKitDeviceUUIDKey": FieldValue?.none, "never": FieldValue?.none])
+        let previous: [String: JSONValue] = ["title": .string("old"), "cleared": .string("was here"), "QSCloudKitDeviceUUIDKey": .null]
+        #expect(try mapping.object(for: record, previous: previous) == ["title": .string("t"), "cleared": .null])
+        #expect(try mapping.object(for: record, previous: nil) == ["title": .string("t")])
+    }
+
     @Test("record names that differ only in Unicode normalization are separate files, and a collection refuses to merge them")
     func canonicallyEquivalentNames() async throws {
         let directory = try TemporaryDirectory(prefix: "json-nfd")

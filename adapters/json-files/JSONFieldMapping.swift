@@ -106,17 +106,17 @@ struct JSONFieldMapping {
 
     /// The JSON object for the record's fields, shaped like `previous` where a field's form is ambiguous
     /// (booleans, nested objects, `$file`). Files of `$file` fields are written here.
-    /// A field the record names without a value is written `null` where `previous` has the key
-    /// (a merge that cleared it); elsewhere it is left out, which reads back the same (a key the
-    /// document lacks is one the cloud holds empty here), so a new document gets no keys for empty
-    /// fields, the gateway's own reserved fields among them. Fields the record does not name are
-    /// left out.
+    /// A field the record names without a value is written `null` where `previous` holds a value
+    /// there (a merge that cleared it); elsewhere it is left out, which reads back the same (a key
+    /// the document lacks is one the cloud holds empty here), so documents get no keys for empty
+    /// fields, the gateway's own reserved fields among them (null keys an earlier release wrote go
+    /// with the next write). Fields the record does not name are left out.
     func object(for record: Record, previous: [String: JSONValue]?) throws -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
         let names = record.layout.fieldNames
         for position in names.indices {
             guard let value = record.values[position] else {
-                if previous?[names[position]] != nil { object[names[position]] = .null }
+                if let held = previous?[names[position]], held != .null { object[names[position]] = .null }
                 continue
             }
             object[names[position]] = try json(value, previous: previous?[names[position]])
