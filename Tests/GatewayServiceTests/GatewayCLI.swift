@@ -94,3 +94,32 @@ struct FolderSnapshot: Equatable, CustomStringConvertible {
 
     var description: String { files.keys.sorted().joined(separator: ", ") }
 }
+
+/// A copy of an example helper process that breaks one rule of its protocol, and the words of
+/// the conformance case that must fail for it.
+struct BrokenCopy: Sendable {
+    let name: String
+    let original: String
+    let broken: String
+    let rule: String
+
+    init(_ name: String, _ original: String, _ broken: String, _ rule: String) {
+        (self.name, self.original, self.broken, self.rule) = (name, original, broken, rule)
+    }
+
+    /// Runs `gateway check-adapter entry` on each copy of `source` (a config made by `config` from
+    /// the copy's script name and text) and expects exit status 1 with a failing case naming its rule.
+    static func expectEachFails(
+        _ copies: [BrokenCopy], of source: String, entry: String, in clone: CLITests.FreshClone,
+        config: (_ script: String, _ source: String) throws -> String
+    ) async throws {
+        for copy in copies {
+            #expect(source.contains(copy.original), "the example still has the line \(copy.name) changes")
+            let file = try config("\(copy.name).py", source.replacingOccurrences(of: copy.original, with: copy.broken))
+            let check = try await clone.gateway("check-adapter", entry, "--config", file)
+            #expect(check.status == 1, "\(copy.name): \(check)")
+            let failing = check.stdout.split(separator: "\n").filter { $0.hasPrefix("  FAIL") }
+            #expect(failing.contains { $0.contains(copy.rule) }, "\(copy.name) fails '\(copy.rule)': \(check)")
+        }
+    }
+}

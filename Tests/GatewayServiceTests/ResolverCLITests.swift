@@ -96,20 +96,20 @@ struct ResolverCLITests {
     }
 
     /// Copies of the example, each breaking one rule of the resolver protocol.
-    static let brokenResolvers: [(name: String, original: String, broken: String, rule: String)] = [
-        (
+    static let brokenResolvers: [BrokenCopy] = [
+        BrokenCopy(
             "reversed",
             "[resolve(c) for c in params.get(\"conflicts\") or []]",
             "list(reversed([resolve(c) for c in params.get(\"conflicts\") or []]))",
             "answers every conflict of a batch, in order"
         ),
-        (
+        BrokenCopy(
             "untyped",
             "    return {\"recordName\": name, \"fields\": fields}",
             "    return {\"recordName\": name, \"fields\": {k: {\"value\": v[\"value\"]} for k, v in fields.items()}}",
             "a field both sides hold alike comes back as it is"
         ),
-        (
+        BrokenCopy(
             "moody",
             "    return {\"recordName\": name, \"fields\": fields}",
             "    import random\n    return {\"recordName\": name, \"take\": random.choice([\"local\", \"server\"])}",
@@ -127,13 +127,8 @@ struct ResolverCLITests {
         #expect(result.stdout.hasSuffix("7 of 7 case(s) passed\n"), "\(result)")
 
         let source = try String(contentsOf: clone.url.appendingPathComponent("examples/resolvers/longer-text/longer_text.py"), encoding: .utf8)
-        for broken in Self.brokenResolvers {
-            #expect(source.contains(broken.original), "the example still has the line \(broken.name) changes")
-            let config = try Self.config(clone, running: "\(broken.name).py", source: source.replacingOccurrences(of: broken.original, with: broken.broken))
-            let check = try await clone.gateway("check-adapter", "longer-text", "--config", config)
-            #expect(check.status == 1, "\(broken.name): \(check)")
-            let failing = check.stdout.split(separator: "\n").filter { $0.hasPrefix("  FAIL") }
-            #expect(failing.contains { $0.contains(broken.rule) }, "\(broken.name) fails '\(broken.rule)': \(check)")
+        try await BrokenCopy.expectEachFails(Self.brokenResolvers, of: source, entry: "longer-text", in: clone) { script, text in
+            try Self.config(clone, running: script, source: text)
         }
 
         // `validate` starts each resolver and greets it: one that cannot start is named.
