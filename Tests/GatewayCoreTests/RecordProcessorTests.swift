@@ -4,6 +4,20 @@ import GatewayTesting
 import Synchronization
 import Testing
 
+/// Leaves `private` out on the way out and gives nothing back on the way in, as a process that
+/// drops a field does.
+private struct DroppingProcessor: RecordProcessor {
+    func outgoing(_ records: [Record]) async throws -> [Record] {
+        records.map { record in
+            var named: [String: FieldValue?] = [:]
+            for (position, name) in record.layout.fieldNames.enumerated() where name != "private" { named[name] = .some(record[position: position]) }
+            return Record(id: record.id, recordType: record.recordType, changeTag: record.changeTag, namedFields: named)
+        }
+    }
+
+    func incoming(_ records: [Record]) async throws -> [Record] { records }
+}
+
 /// Appends its mark to the `trail` field on the way out, takes it off on the way in, and
 /// remembers the batches it was given (each of one record type) and whether it was closed.
 private final class TrailProcessor: RecordProcessor {
@@ -62,7 +76,7 @@ struct RecordProcessorTests {
         let pending = try await adapter.pendingChanges(limit: 10, after: nil)
         #expect(pending.saves.map(\.record.id.recordName) == ["p1", "n1", "p2", "n2"], "the store's order is kept")
         #expect(pending.saves.map { $0.record["trail"] } == [.string("P*"), .string("N*"), .string("P*"), .string("N*")])
-        #expect(photo.batches.withLock { $0 } == [["p1", "p2"]], "one batch per type, in order")
+        #expect(photo.batches.withLock { $0 } == [["p1", "p2"], ["p1", "p2"]], "one batch per type, in order: out, and back in for the round-trip check")
         #expect(Set(every.batches.withLock { $0 }) == [["p1", "p2"], ["n1", "n2"]])
         let states = try await adapter.localState(for: [RecordID(recordName: "n2", zoneID: Self.zone)])
         #expect(states.values.first?.record?["trail"] == .string("N*"))
@@ -77,6 +91,35 @@ struct RecordProcessorTests {
 
         await adapter.close()
         #expect([photo, note, every].allSatisfy { $0.closed.withLock { $0 } })
+    }
+
+    @Test("a processor that does not give back on the way in what it took on the way out stops the upload, naming record and field; nothing is sent or lost")
+    func roundTripChecked() async throws {
+        let fixture = try SyncFixture()
+        let (a, b) = (fixture.adapter("a"), fixture.adapter("b"))
+        await a.save(SyncFixture.note("n1", ["title": .string("pears"), "qty": .int64(5), "private": .string("secret of a")]))
+        await b.save(SyncFixture.note("n2", ["title": .string("plums"), "qty": .int64(1), "private": .string("secret of b"), "trail": .string("")]))
+        let dropping = ProcessingAdapter(a, processors: [:], everyType: [DroppingProcessor()])
+        let report = try await Synchronizer(
+            cloud: fixture.cloud, adapters: [SyncedAdapter(dropping)], configuration: SyncConfiguration(deviceID: "a"), environment: fixture.environment
+        ).sync()
+        guard case .failed(_, let message) = report.adapters[0].outcome else {
+            Issue.record("the upload went ahead: \(report)")
+            return
+        }
+        #expect(report.adapters[0].failureCode == "processorFailed")
+        #expect(message.contains("record n1") && message.contains("field 'private'"), "\(message)")
+        #expect(try await fixture.cloudRecords().isEmpty, "nothing was sent")
+        #expect(try await a.pendingChangeCount() == 1, "the change stays pending")
+        #expect(await a.values["n1"]?["private"] == .string("secret of a"))
+
+        // A processor that keeps its round trips passes the check.
+        let kept = ProcessingAdapter(b, processors: [:], everyType: [TrailProcessor("T")])
+        let fine = try await Synchronizer(
+            cloud: fixture.cloud, adapters: [SyncedAdapter(kept)], configuration: SyncConfiguration(deviceID: "b"), environment: fixture.environment
+        ).sync()
+        #expect(fine.succeeded, "\(fine)")
+        #expect(try await fixture.cloudRecords()["n2"]?["private"] == .string("secret of b"))
     }
 
     @Test("rename is undone on the way in, keeps nulls named, drops a zone field of the store's name, and shares layouts")

@@ -15,7 +15,7 @@ import Logging
 /// process that crashes, times out or answers something else fails the batch with
 /// ``RecordProcessorError`` (the adapter's upload or the page's apply stops, nothing is written,
 /// and the next sync asks again) and is started again for the next one.
-public final class PluginRecordProcessor: RecordProcessor {
+public final class PluginRecordProcessor: RecordProcessor, CustomStringConvertible {
     private let name: String
     private let helper: PluginHelperProcess
 
@@ -24,6 +24,9 @@ public final class PluginRecordProcessor: RecordProcessor {
         self.name = name
         self.helper = PluginHelperProcess(role: "processor", name: name, configuration: configuration, logger: logger)
     }
+
+    /// `processor 'NAME'`, as messages name it.
+    public var description: String { "processor '\(name)'" }
 
     public func outgoing(_ records: [Record]) async throws -> [Record] {
         try await process(records, direction: "outgoing")
@@ -73,7 +76,7 @@ public final class PluginRecordProcessor: RecordProcessor {
             throw helper.malformed("answered process without a records list")
         }
         guard answered.count == records.count else {
-            throw helper.malformed("answered \(answered.count) records to \(records.count)")
+            throw helper.malformed("answered \(answered.count) record(s) to \(records.count)")
         }
         var processed: [Record] = []
         processed.reserveCapacity(records.count)

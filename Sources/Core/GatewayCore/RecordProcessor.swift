@@ -24,11 +24,18 @@ public protocol RecordProcessor: Sendable {
     func incoming(_ records: [Record]) async throws -> [Record]
     /// Stops what the processor runs (a process); called when its adapter closes.
     func close() async
+    /// Whether ``ProcessingAdapter`` checks, each time records go out, that they come back as they
+    /// were (`incoming` of what `outgoing` answered). A processor that loses a field on that
+    /// round trip would have a downloaded record empty the store's value, or make the stores
+    /// differ without a sign; the check stops the adapter's upload instead.
+    var checksRoundTrips: Bool { get }
 }
 
 extension RecordProcessor {
     /// Nothing to stop.
     public func close() async {}
+    /// A processor's round trips are checked unless it says otherwise.
+    public var checksRoundTrips: Bool { true }
 }
 
 /// A processor that changes one record at a time, without waiting: the built-in ones.
@@ -42,6 +49,10 @@ public protocol PerRecordProcessor: RecordProcessor {
 }
 
 extension PerRecordProcessor {
+    /// The built-ins are round trips by construction (`file_reference` gives back the content's
+    /// name for a path, on purpose), so they are not checked.
+    public var checksRoundTrips: Bool { false }
+
     /// Each record through the single-record `outgoing`.
     public func outgoing(_ records: [Record]) throws -> [Record] { try records.map { try outgoing($0) } }
     /// Each record through the single-record `incoming`.
@@ -246,7 +257,7 @@ public struct ProcessingAdapter: ForwardingAdapter {
 
     public func pendingChanges(limit: Int, after version: Int64?) async throws -> PendingChanges {
         var pending = try await target.pendingChanges(limit: limit, after: version)
-        let records = try await process(pending.saves.map(\.record), reversed: false) { try await $0.outgoing($1) }
+        let records = try await process(pending.saves.map(\.record), reversed: false, Self.outgoingChecked)
         for index in pending.saves.indices { pending.saves[index].record = records[index] }
         return pending
     }
@@ -254,7 +265,7 @@ public struct ProcessingAdapter: ForwardingAdapter {
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
         var states = try await target.localState(for: recordIDs)
         let held = states.compactMap { id, state in state.record.map { (id, $0) } }
-        let records = try await process(held.map(\.1), reversed: false) { try await $0.outgoing($1) }
+        let records = try await process(held.map(\.1), reversed: false, Self.outgoingChecked)
         for ((id, _), record) in zip(held, records) { states[id]?.record = record }
         return states
     }
@@ -263,6 +274,39 @@ public struct ProcessingAdapter: ForwardingAdapter {
         var changes = changes
         changes.writes = try await process(changes.writes, reversed: true) { try await $0.incoming($1) }
         try await target.apply(changes)
+    }
+
+    /// `records` through `processor` on the way out; when it ``RecordProcessor/checksRoundTrips``,
+    /// its answer also goes back in, and each record must come back with the values it had.
+    /// - Throws: ``RecordProcessorError`` naming the first record and field that do not.
+    static func outgoingChecked(_ processor: any RecordProcessor, _ records: [Record]) async throws -> [Record] {
+        let sent = try await processor.outgoing(records)
+        guard processor.checksRoundTrips, sent.count == records.count else { return sent }
+        let back = try await processor.incoming(sent)
+        guard back.count == records.count else {
+            throw RecordProcessorError("\(processor) answered \(back.count) records on the way in to \(records.count) on the way out")
+        }
+        for (original, returned) in zip(records, back) {
+            if let field = firstDifference(original, returned) {
+                throw RecordProcessorError(
+                    "record \(original.id.recordName): \(processor) does not give field '\(field)' back on the way in as it took it on the way out; "
+                        + "a downloaded record would change the store's value. Make the processor undo on the way in what it does on the way out "
+                        + "(to keep a column out of sync, use exclude instead); nothing of this record was sent")
+            }
+        }
+        return sent
+    }
+
+    /// The first field (by name) whose value differs between `a` and `b`; an empty field and one
+    /// not named are alike.
+    static func firstDifference(_ a: Record, _ b: Record) -> String? {
+        var values: [String: FieldValue] = [:]
+        a.forEachField { name, value in values[name] = value }
+        var differing: [String] = []
+        b.forEachField { name, value in
+            if values.removeValue(forKey: name) != value { differing.append(name) }
+        }
+        return (differing + values.keys).min()
     }
 
     /// Closes the processors, then the store's adapter.
@@ -289,6 +333,8 @@ public struct RecordProcessorError: Error, CustomStringConvertible, FailureCoded
     public var description: String { message }
     /// `processorFailed`.
     public var failureCode: String { "processorFailed" }
-    /// What failed underneath, if anything.
-    public var underlyingFailure: (any Error)? { underlying }
+    /// None for failure codes: every processor failure is reported as `processorFailed` (what
+    /// failed underneath, a process's exit say, is in ``message`` and ``underlying``), so one code
+    /// covers a processor that stops an adapter.
+    public var underlyingFailure: (any Error)? { nil }
 }

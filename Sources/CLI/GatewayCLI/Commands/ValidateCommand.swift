@@ -5,7 +5,7 @@ import GatewayConfig
 struct ValidateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Check the config, the cloud, every adapter's tables and every resolver process without changing anything.")
+        abstract: "Check the config, the cloud, every adapter's tables and every resolver and processor process without changing anything.")
 
     @OptionGroup var options: ConfigOptions
 
