@@ -47,8 +47,10 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        // A resolver process speaks the same protocol; its messages name it as a resolver.
-        adapter.hasPrefix("resolver ") ? "\(adapter): program \(plugin): \(detail)" : "adapter \(adapter): plugin \(plugin): \(detail)"
+        // Resolver and processor processes speak the same protocol; their messages name them as
+        // what they are (adapter names hold no spaces, so no adapter reads as one).
+        adapter.hasPrefix("resolver ") || adapter.hasPrefix("processor ")
+            ? "\(adapter): program \(plugin): \(detail)" : "adapter \(adapter): plugin \(plugin): \(detail)"
     }
 }
 

@@ -54,9 +54,11 @@ struct SyncContext: Sendable {
             let described = "\(error)"
             let prefix = "adapter \(name): "
             let detail = described.hasPrefix(prefix) ? String(described.dropFirst(prefix.count)) : described
-            // A store that could not be opened says so itself ("cannot open its store: …").
-            let opening = (error as? any FailureCoded)?.failureCode == "storeUnavailable"
-            throw SyncError(.adapterFailed, opening ? detail : "the store failed: \(detail)", adapter: name, underlying: error)
+            // A store that could not be opened says so itself ("cannot open its store: …"), and a
+            // record processor's failure is not the store's.
+            let code = (error as? any FailureCoded)?.failureCode
+            let lead = code == "storeUnavailable" ? "" : code == "processorFailed" ? "a record processor failed: " : "the store failed: "
+            throw SyncError(.adapterFailed, lead + detail, adapter: name, underlying: error)
         }
     }
 
