@@ -124,6 +124,7 @@ struct ProcessorProcessCLITests {
         let missing = try Self.config(clone, running: "missing.py", source: "import sys\nsys.exit(2)\n")
         let refused = try await clone.gateway("validate", "--config", missing)
         #expect(refused.status != 0, "\(refused)")
+        #expect((refused.stdout + refused.stderr).contains("missing.py.yaml:44:"), "names the entry's place: \(refused)")
         #expect((refused.stdout + refused.stderr).contains("processor word-count"), "names the processor: \(refused)")
 
         // A `process` entry naming no processor is refused where it stands.

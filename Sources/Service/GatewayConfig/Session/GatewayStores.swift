@@ -59,14 +59,16 @@ public enum GatewayStores {
     /// Starts and greets each resolver and processor process of the config, then stops it.
     /// - Throws: ``GatewayError`` with ``GatewayError/Code/storeUnavailable`` naming the resolver.
     public static func checkResolvers(_ configuration: GatewayConfiguration) async throws {
+        // Each failure names the entry's place in the config, where its command is.
+        func place(_ settings: ProcessSettings) -> String { settings.location.map { "\($0): " } ?? "" }
         if let starter = configuration.resolverStarter {
             for settings in configuration.resolverProcesses.values.sorted(by: { $0.name < $1.name }) {
-                try await passingThrough(.storeUnavailable, { "\($0)" }) { try await starter.check(settings) }
+                try await passingThrough(.storeUnavailable, { "\(place(settings))\($0)" }) { try await starter.check(settings) }
             }
         }
         if let starter = configuration.processorProcesses.starter {
             for settings in configuration.processorProcesses.settings.values.sorted(by: { $0.name < $1.name }) {
-                try await passingThrough(.storeUnavailable, { "\($0)" }) { try await starter.check(settings) }
+                try await passingThrough(.storeUnavailable, { "\(place(settings))\($0)" }) { try await starter.check(settings) }
             }
         }
     }
