@@ -125,9 +125,6 @@ public final class PluginRecordProcessor: RecordProcessor, CustomStringConvertib
                 throw failure("with field '\(field)' it cannot read: \(error.message)")
             }
         }
-        var processed = Record(id: record.id, recordType: record.recordType, changeTag: record.changeTag, namedFields: fields)
-        processed.modifiedAt = record.modifiedAt
-        processed.createdAt = record.createdAt
-        return processed
+        return record.withFields(fields)
     }
 }

@@ -147,6 +147,15 @@ public struct Record: Hashable, Sendable, Codable {
         self.layout = layout
     }
 
+    /// This record (identity, change tag, dates) holding `named` instead of its fields: what a
+    /// processor answers for it.
+    public func withFields(_ named: [String: FieldValue?]) -> Record {
+        var record = Record(id: id, recordType: recordType, changeTag: changeTag, namedFields: named)
+        record.modifiedAt = modifiedAt
+        record.createdAt = createdAt
+        return record
+    }
+
     /// Whether the two records hold the same non-null fields, whatever their layouts.
     public func hasSameFields(as other: Record) -> Bool {
         if layout === other.layout { return values == other.values }
