@@ -48,7 +48,7 @@ struct SchedulerClockTests {
         let clock = ManualSyncClock()
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let scheduler = SyncScheduler(configuration: configuration, logger: logger, clock: clock)
-        let group = ServiceGroup(services: [scheduler], logger: logger)
+        let group = ServiceGroup(services: [scheduler.session, scheduler], logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             try await Self.sync(of: scheduler.monitor, "start") { $0.reasons.contains("start") }

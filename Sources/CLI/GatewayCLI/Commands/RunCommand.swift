@@ -42,12 +42,14 @@ struct RunCommand: AsyncParsableCommand {
         let scheduler = SyncScheduler(configuration: configuration, logger: logger)
         let control = ControlServer.application(scheduler: scheduler, logger: logger)
         // Services stop in reverse order: the scheduler first (its sync ends after the current
-        // page or batch, committed) while the control server still answers, then the server. A
-        // service that returns asks the others to stop gracefully, never cancels them: a
+        // page or batch, committed) while the control server still answers, then the server,
+        // then the session (stores, cloud, plugin processes, locks), which nothing uses any more.
+        // A service that returns asks the others to stop gracefully, never cancels them: a
         // cancelled server or sync logs errors on every clean stop.
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
+                    .init(service: scheduler.session, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "sync session"),
                     .init(service: control, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "control server"),
                     .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "sync scheduler"),
                 ],

@@ -13,9 +13,11 @@ import UnixSignals
 /// `retry.max_delay`), so it neither blocks nor floods the others, and is synced again as soon as
 /// its wait ends (a `retry` sync), whatever asked for syncs meanwhile.
 ///
-/// It holds the state folder's process lock while it runs, so `gateway sync` on the same config
-/// exits 75 meanwhile. On graceful shutdown (SIGTERM, SIGINT) no new sync starts and the current
-/// one stops after its page or batch, committed; then `run()` returns.
+/// It syncs the adapters of ``session``, a ``SyncSessionService`` that must run in the same
+/// service group, before this one: that service holds the state folder's process lock (so
+/// `gateway sync` on the same config exits 75 meanwhile), opens the cloud and the stores, and
+/// ends them after this service has stopped. On graceful shutdown (SIGTERM, SIGINT) no new sync
+/// starts and the current one stops after its page or batch, committed; then `run()` returns.
 public struct SyncScheduler: Service {
     public let configuration: GatewayConfiguration
     public let logger: Logger
@@ -32,16 +34,22 @@ public struct SyncScheduler: Service {
     /// The clock of the interval, the debounce, the back-off and the cloud's retries (a test's
     /// own, to step it without waiting).
     public let clock: any SyncClock
+    /// The service that opens and ends what this one syncs; run it first in the same group.
+    public let session: SyncSessionService
 
+    /// - Parameter session: the service whose session this one syncs; by default one over the
+    ///   same configuration, monitor and clock.
     public init(
         configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor = GatewayMonitor(),
-        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration? = nil, clock: any SyncClock = LiveSyncClock()
+        metrics: GatewayMetrics = GatewayMetrics(), debounce: Duration? = nil, clock: any SyncClock = LiveSyncClock(),
+        session: SyncSessionService? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
         self.monitor = monitor
         self.metrics = metrics
         self.clock = clock
+        self.session = session ?? SyncSessionService(configuration: configuration, logger: logger, monitor: monitor, clock: clock)
         self.debounce = debounce ?? configuration.settings.debounce.duration
         self.requests = SyncRequests()
         self.backoff = AdapterBackoff(baseDelay: .seconds(1), maxDelay: configuration.settings.retry.maxDelay.duration)
@@ -108,10 +116,8 @@ public struct SyncScheduler: Service {
     }
 
     public func run() async throws {
-        guard let session = try await openSession() else {
-            logger.info("gateway stopped before it could open its cloud")
-            return
-        }
+        let sessionService = session
+        guard let session = await cancelWhenGracefulShutdown({ await sessionService.opened() }) else { return }
         let (cloud, adapters, deviceID) = (session.cloud, session.adapters, session.deviceID)
         let synchronizer = session.synchronizer(configuration)
         logger.info(
@@ -168,32 +174,7 @@ public struct SyncScheduler: Service {
             }
             group.cancelAll()
         }
-        await session.end()
         logger.info("gateway stopped")
-    }
-
-    /// Opens the cloud and the stores. A cloud that cannot be reached is tried again (1 s,
-    /// doubling up to `retry.max_delay`) until it can be, or until shutdown (then `nil`); a store
-    /// that cannot be reached fails only its adapter, which opens once its server is back. A
-    /// config that does not match a store, or a held lock, ends the service.
-    private func openSession() async throws -> SyncSession? {
-        var delay = Duration.seconds(1)
-        while true {
-            do {
-                let session = try await SyncSession.open(configuration, adapters: configuration.adapters, tolerateUnavailableStores: true)
-                for name in session.unopenedAdapters {
-                    logger.warning("store not reachable yet; the adapter fails its syncs until it is", metadata: ["adapter": "\(name)"])
-                }
-                return session
-            } catch let error as GatewayError where error.code == .cloudUnavailable {
-                monitor.waiting(for: error.message)
-                logger.error("cannot open the cloud; trying again", metadata: ["error": "\(error.message)", "retry_in": "\(delay)"])
-                let wait = delay
-                let slept: Void? = try? await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(for: wait) }
-                if slept == nil || Task.isShuttingDownGracefully { return nil }
-                delay = min(delay * 2, max(configuration.settings.retry.maxDelay.duration, .seconds(1)))
-            }
-        }
     }
 
     /// Asks for one more sync when a synced adapter still has changes it can send: they were
