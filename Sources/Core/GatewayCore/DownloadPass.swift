@@ -16,16 +16,6 @@ struct DownloadPass {
     /// How many records one reconciliation apply handles.
     static let reconciliationChunk = 500
 
-    /// A page of changes in the form the store holds them, already merged when that could be
-    /// done ahead.
-    struct FetchedPage: Sendable {
-        var incoming: [IncomingRecord]
-        var token: ChangeToken?
-        var moreComing: Bool
-        var merged: MergedPage?
-        var ids: [RecordID] { incoming.map(\.id) }
-    }
-
     private var name: String { context.name }
 
     /// A page as the cloud returned it, fetched ahead by a child task.
@@ -41,16 +31,16 @@ struct DownloadPass {
     private mutating func run(fetchingAheadIn fetches: inout ThrowingTaskGroup<RawPage, any Error>) async throws {
         var progress = DownloadProgress(from: state)
         // The next page, fetched and opened while the previous one was being applied.
-        var prefetched: Result<FetchedPage, any Error>?
+        var prefetched: Result<DownloadPage, any Error>?
         var feed = FeedAhead()
         while true {
             try context.stopIfCancelled()
-            let fetched: FetchedPage
+            var page: DownloadPage
             do {
                 if let prefetched {
-                    fetched = try prefetched.get()
+                    page = try prefetched.get()
                 } else {
-                    fetched = try await open(try await feed.next(since: progress.cursor, context: context, in: &fetches), applying: nil, after: progress.state)
+                    page = try await open(try await feed.next(since: progress.cursor, context: context, in: &fetches), applying: nil, after: progress.state)
                 }
                 prefetched = nil
             } catch let error as CloudError where error.code == .changeTokenExpired {
@@ -61,23 +51,17 @@ struct DownloadPass {
                 state = progress.state
                 continue
             }
-            let next = progress.received(records: fetched.incoming.lazy.filter { $0.record != nil }.map(\.id), token: fetched.token)
-            var mergedPage: MergedPage
-            if let ahead = fetched.merged {
-                mergedPage = ahead
-            } else {
-                let local = try await context.localState(of: fetched.ids)
-                mergedPage = try context.merged(fetched.incoming, local: local, zoneState: next)
-            }
-            if !mergedPage.deferred.isEmpty { mergedPage = await context.resolvingDeferred(mergedPage) }
-            let changes = context.count(mergedPage, into: &report)
+            let next = progress.received(records: page.incoming.lazy.filter { $0.record != nil }.map(\.id), token: page.token)
+            if !page.isMerged { try context.merge(&page, local: try await context.localState(of: page.ids), zoneState: next) }
+            await context.resolvingDeferred(&page)
+            let changes = context.count(page, into: &report)
             context.observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
             // The store writes this page while the next one is opened, looked up and merged, and
             // the one after it is fetched.
             let context = context
             async let applying: Void = context.store("applying a downloaded page") { try await context.adapter.apply(changes) }
-            if fetched.moreComing {
-                let (token, applyingIDs) = (progress.cursor, Set(fetched.ids))
+            if page.moreComing {
+                let (token, applyingIDs) = (progress.cursor, Set(page.ids))
                 do {
                     let page = try await feed.next(since: token, context: context, in: &fetches)
                     prefetched = .success(try await open(page, applying: applyingIDs, after: next))
@@ -92,7 +76,7 @@ struct DownloadPass {
             progress.applied(next)
             state = next
             context.observer(.didFetch(adapter: name, written: changes.writes.count, deleted: changes.deletes.count))
-            if !fetched.moreComing { break }
+            if !page.moreComing { break }
         }
         if progress.isRefetching {
             try await reconcile(seen: progress.seen)
@@ -156,7 +140,7 @@ struct DownloadPass {
     /// records), it also reads the local state of these records and merges them, with
     /// `previous` as the zone state that page commits, unless a record is in both pages: then
     /// that waits until the page is committed.
-    private func open(_ page: consuming ZoneChanges, applying: Set<RecordID>?, after previous: ZoneSyncState) async throws -> FetchedPage {
+    private func open(_ page: consuming ZoneChanges, applying: Set<RecordID>?, after previous: ZoneSyncState) async throws -> DownloadPage {
         let context = context
         var reserved = ReservedPositions(context.configuration)
         try context.checkCompatibility(page.modified, reserved: &reserved)
@@ -170,14 +154,14 @@ struct DownloadPass {
         // copied and released each record (about 1% of a download's CPU).
         incoming.withUnsafeMutableBufferPointer { $0.reverse() }
         incoming += page.deleted.map { IncomingRecord(id: $0, record: nil) }
-        var fetched = FetchedPage(incoming: incoming, token: page.token, moreComing: page.moreComing)
-        if let applying, !fetched.incoming.contains(where: { applying.contains($0.id) }) {
+        var opened = DownloadPage(incoming: incoming, token: page.token, moreComing: page.moreComing)
+        if let applying, !opened.sharesRecords(with: applying) {
             // Disjoint from the page being applied, so that write cannot change what is read here;
             // edits made meanwhile are caught by the expected pending versions.
-            let local = try await context.localState(of: fetched.ids)
-            fetched.merged = try context.merged(fetched.incoming, local: local, zoneState: DownloadProgress.committing(page.token, after: previous))
+            let local = try await context.localState(of: opened.ids)
+            try context.merge(&opened, local: local, zoneState: DownloadProgress.committing(page.token, after: previous))
         }
-        return fetched
+        return opened
     }
 
     /// After a full refetch, local records that were synced but not returned were deleted remotely.

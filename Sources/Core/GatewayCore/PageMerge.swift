@@ -1,19 +1,5 @@
 import Foundation
 
-/// What merging a page decided: the store's writes and commit, and the conflicts it resolved,
-/// which ``SyncContext/count(_:into:)`` adds to the report once the page is the current one.
-struct MergedPage: Sendable {
-    var changes: DownloadedChanges
-    var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
-    /// Records both sides held alike, adopted as synced.
-    var matched = 0
-    /// Conflicts for a ``BatchConflictResolver``, asked once the page is merged
-    /// (``SyncContext/resolvingDeferred(_:)``); until then their records are left out of the changes.
-    var deferred: [DeferredConflict] = []
-    /// Records whose conflict got no valid answer, with why: left as they were.
-    var unresolved: [FailedRecord] = []
-}
-
 /// A conflict waiting for a batch resolver's answer, with what recording that answer needs.
 struct DeferredConflict: Sendable {
     let conflict: ConflictContext
@@ -25,9 +11,11 @@ struct DeferredConflict: Sendable {
 }
 
 extension SyncContext {
-    /// Merges incoming records with the store's state of them: what to write, delete and commit.
-    /// Pure work, so the download can do it for the next page while the store applies this one.
-    func merged(_ incoming: [IncomingRecord], local: [RecordID: LocalRecordState], zoneState: ZoneSyncState) throws -> MergedPage {
+    /// Merges a page's records with the store's state of them: what to write, delete and commit,
+    /// with `zoneState`. Pure work, so the download can do it for the next page while the store
+    /// applies this one.
+    func merge(_ page: inout DownloadPage, local: [RecordID: LocalRecordState], zoneState: ZoneSyncState) throws {
+        let incoming = page.incoming
         var conflicts: [(id: RecordID, policy: MergePolicy, outcome: ConflictOutcome)] = []
         var deferred: [DeferredConflict] = []
         var matched = 0
@@ -150,7 +138,11 @@ extension SyncContext {
             let outcome = Self.record(resolution, of: conflict, recordType: recordType, rebased: rebased, pendingVersion: pendingVersion, into: &changes)
             conflicts.append((id, policy, outcome))
         }
-        return MergedPage(changes: changes, conflicts: conflicts, matched: matched, deferred: deferred)
+        page.changes = changes
+        page.markMerged()
+        page.conflicts = conflicts
+        page.matched = matched
+        page.deferred = deferred
     }
 
     /// Writes `resolution` of `conflict` into `changes`: the record the store takes, the metadata
@@ -200,9 +192,8 @@ extension SyncContext {
     /// the cloud's version), and it is counted as a failed record (`resolverFailed`) with why. The
     /// next sync meets the conflict again, when its upload is refused, and asks again: a resolver
     /// fixed meanwhile settles it, whichever side changed since.
-    func resolvingDeferred(_ page: MergedPage) async -> MergedPage {
-        guard !page.deferred.isEmpty else { return page }
-        var page = page
+    func resolvingDeferred(_ page: inout DownloadPage) async {
+        guard !page.deferred.isEmpty else { return }
         let deferred = page.deferred
         page.deferred = []
         var byResolver: [String: [DeferredConflict]] = [:]
@@ -233,11 +224,10 @@ extension SyncContext {
                 }
             }
         }
-        return page
     }
 
     /// Counts and reports the conflicts of a merged page, and returns its changes.
-    func count(_ page: MergedPage, into report: inout AdapterSyncReport) -> DownloadedChanges {
+    func count(_ page: DownloadPage, into report: inout AdapterSyncReport) -> DownloadedChanges {
         for conflict in page.conflicts {
             if conflict.outcome == .unresolved {
                 // A record met again in the same sync (its upload refused after its download)
@@ -262,8 +252,9 @@ extension SyncContext {
     /// - Returns: the records whose conflict no resolver answered (left as they were).
     @discardableResult
     func integrate(_ incoming: [IncomingRecord], zoneState: ZoneSyncState, report: inout AdapterSyncReport) async throws -> Set<RecordID> {
-        let local = try await localState(of: incoming.map(\.id))
-        let page = await resolvingDeferred(try merged(incoming, local: local, zoneState: zoneState))
+        var page = DownloadPage(incoming: incoming)
+        try merge(&page, local: try await localState(of: page.ids), zoneState: zoneState)
+        await resolvingDeferred(&page)
         let changes = count(page, into: &report)
         observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
         try await store("applying merged changes") { [changes] in try await adapter.apply(changes) }

@@ -15,10 +15,8 @@ import Foundation
 ///    its end).
 ///
 /// So the store's work for one batch overlaps the cloud's work for the next, and the store's
-/// read of a batch overlaps its commit of another. A batch is read without the records of the
-/// batches before it whose outcomes are not committed yet (up to three: the one whose outcome is
-/// committing, the one in flight and the next). A batch read ahead that cannot be used (the batch
-/// size changed, the read failed, a batch had to be read afresh) is read again when it is due.
+/// read of a batch overlaps its commit of another. Which batch is where, and what comes next, is
+/// ``UploadPipeline``'s to say; this type does the reads, sends and commits it asks for.
 ///
 /// The batch size halves on `limitExceeded` and grows back after clean batches (``ZoneSyncState``).
 struct UploadPass {
@@ -28,15 +26,8 @@ struct UploadPass {
 
     private var done = 0
     private var total = 0
-    /// What the pass has sent, may still send, and has given up on.
-    private var progress = UploadProgress(budget: 0)
-    /// The next batch, already read, whose intents were committed with the last round's outcome.
-    private var prepared: UploadBatch?
-    /// The batch after the next, read and built while the last round's outcome committed; its
-    /// intents go in with the next round's outcome.
-    private var ahead: (batch: UploadBatch, size: Int)?
-    /// The last round: its answers are sorted, its outcome is not committed yet.
-    private var unsettled: UploadRound?
+    /// Which batches are read, in flight and unsettled, and what the pass does next.
+    private var pipeline = UploadPipeline(progress: UploadProgress(budget: 0))
 
     init(context: SyncContext, state: ZoneSyncState, report: AdapterSyncReport) {
         self.context = context
@@ -50,38 +41,38 @@ struct UploadPass {
         let context = context
         total = try await context.store("counting pending changes") { try await context.adapter.pendingChangeCount() }
         guard total > 0 else { return }
-        progress = UploadProgress(budget: UploadProgress.budget(pendingAtStart: total, batchSize: context.options.batchSize))
+        var progress = UploadProgress(budget: UploadProgress.budget(pendingAtStart: total, batchSize: context.options.batchSize))
         // A record whose conflict the download could not resolve stays out of this pass: its
         // upload would only be refused and asked about again.
         progress.failed = report.unresolvedRecords
+        pipeline = UploadPipeline(progress: progress)
         context.observer(.willUpload(adapter: name, pending: total))
-        while true {
+        rounds: while true {
             try context.stopIfCancelled()
-            guard progress.maySend else {
-                report.uploadBounded = true
-                break
-            }
             let size = state.effectiveBatchSize(configured: context.options.batchSize)
-            // A batch read now (none was prepared) must see the last round's outcome.
-            if prepared == nil { try await settleLastRound() }
-            guard let batch = try await take(size: size) else { break }
-            progress.took(batch.operations.count)
+            let batch: UploadBatch
+            switch pipeline.next() {
+            case .bounded:
+                report.uploadBounded = true
+                break rounds
+            case .settle:
+                try await settleLastRound()
+                continue
+            case .send(let prepared):
+                batch = prepared
+            case .read:
+                guard let read = try await readNow(size: size) else { break rounds }
+                pipeline.took(read)
+                batch = read
+            }
             var round = UploadRound(batch: batch, size: size)
             if batch.operations.isEmpty {
                 try await settleLastRound()
             } else {
                 // Settles the last round while the cloud saves this one.
-                guard try await send(&round) else {
-                    progress.tookBack(batch.operations.count)  // too large: the same changes go again, smaller
-                    continue
-                }
+                guard try await send(&round) else { continue }  // too large: the same changes go again, smaller
             }
-            unsettled = round
-            // Nothing went to the cloud, the next batch could not be prepared, or the cloud is out
-            // of storage: the outcome commits now (and a failure surfaces after it).
-            if batch.operations.isEmpty || round.quotaError != nil || round.failedToPrepareNext {
-                try await settleLastRound()
-            }
+            if pipeline.sent(round) { try await settleLastRound() }
         }
         try await settleLastRound()
     }
@@ -90,32 +81,26 @@ struct UploadPass {
     /// and resolves its conflicts.
     /// - Parameter sending: the batch in flight meanwhile, whose intents the store keeps as they are.
     private mutating func settleLastRound(withIntentsOf next: Result<UploadBatch, any Error>? = nil, whileSending sending: UploadBatch? = nil) async throws {
-        guard var round = unsettled else {
-            if case .success(let next) = next {
-                try await commitIntents(of: next)
-                prepared = next
-            }
+        switch pipeline.settle(withIntentsOf: next, whileSending: sending) {
+        case .nothing:
             return
+        case .intents(let next):
+            try await commitIntents(of: next)
+        case .round(let round):
+            try await commit(round)
+            try await resolveConflicts(of: round)
+            try pipeline.progress.settled(round, adapter: name)
         }
-        unsettled = nil
-        if let next { round.upcoming = next }
-        if let sending { round.update.stillSending = sending.intentIDs }
-        try await commit(&round)
-        try await resolveConflicts(of: round)
-        try progress.settled(round, adapter: name)
     }
 
     // MARK: 1. Take
 
-    /// The next batch, `nil` when nothing is pending.
-    private mutating func take(size: Int) async throws -> UploadBatch? {
-        if let next = prepared {
-            prepared = nil
-            return next
-        }
-        ahead = nil  // read after a batch no longer in flight
+    /// A batch read now, its intents committed; `nil` when nothing is pending.
+    private mutating func readNow(size: Int) async throws -> UploadBatch? {
         let context = context
-        guard let pending = try await Self.readPending(after: nil, excluding: [], failed: progress.failed, size: size, context: context) else { return nil }
+        guard let pending = try await Self.readPending(after: nil, excluding: [], failed: pipeline.progress.failed, size: size, context: context) else {
+            return nil
+        }
         let batch = try UploadBatch(pending, configuration: context.configuration, writerStamp: context.writerStamp, encryption: context.options.encryption)
         try await commitIntents(of: batch)
         return batch
@@ -145,22 +130,21 @@ struct UploadPass {
             // or read now, and the last round's outcome is committed with its intents while the
             // batch after it is read and built.
             let upcoming: Result<UploadBatch, any Error>?
-            if let ahead, ahead.size == round.size {
-                upcoming = .success(ahead.batch)
-            } else {
-                upcoming = progress.maySend ? try await readNext(after: batch, and: unsettled?.batch, size: round.size) : nil
+            switch pipeline.following(round) {
+            case .readAhead(let next): upcoming = .success(next)
+            case .read(let excluded): upcoming = try await readNext(after: batch, excluding: excluded, size: round.size)
+            case .none: upcoming = nil
             }
-            ahead = nil
             if case .failure = upcoming {
                 // Surfaces once this round's outcome is committed.
                 round.upcoming = upcoming
                 try await settleLastRound(whileSending: batch)
-            } else if case .success(let next) = upcoming, progress.mayReadAhead(after: next.operations.count) {
-                let excluded = [batch.recordIDs, unsettled?.batch.recordIDs ?? [], next.recordIDs]
-                async let further = Self.readAhead(after: next, excluding: excluded, failed: progress.failed, size: round.size, context: context)
+            } else if case .success(let next) = upcoming, let excluded = pipeline.readAheadExclusions(sending: batch, next: next) {
+                let (failed, size) = (pipeline.progress.failed, round.size)
+                async let further = Self.readAhead(after: next, excluding: excluded, failed: failed, size: size, context: context)
                 try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
                 // A batch that could not be read ahead is read again when it is due.
-                if let further = try? await further { ahead = (further, round.size) }
+                if let further = try? await further { pipeline.readAhead(further, size: size) }
             } else {
                 try await settleLastRound(withIntentsOf: upcoming, whileSending: batch)
             }
@@ -181,9 +165,7 @@ struct UploadPass {
             update.zoneState = state.encoded()
             let context = context
             try await context.store("committing a batch's outcome") { [update] in try await context.adapter.commit(update) }
-            // The batches prepared meanwhile were read at the old size: read again.
-            prepared = nil
-            ahead = nil
+            pipeline.shrank(round)
             return false
         } catch let error as CloudError where error.code == .limitExceeded {
             results = [.failed(batch.operations[0].recordID, error)]
@@ -191,7 +173,7 @@ struct UploadPass {
             results = []
             round.quotaError = error
         }
-        try round.sort(results, progress: &progress, report: &report, configuration: context.configuration)
+        try round.sort(results, progress: &pipeline.progress, report: &report, configuration: context.configuration)
         return true
     }
 
@@ -224,18 +206,17 @@ struct UploadPass {
     }
 
     /// Reads the batch after `batch` and prepares it (fingerprints, encryption, stamps). What was
-    /// read, minus the records of `batch` and of the `previous` batch: their outcomes are not
-    /// committed yet, and a record edited again meanwhile goes in a later round.
-    private func readNext(after batch: UploadBatch, and previous: UploadBatch?, size: Int) async throws -> Result<UploadBatch, any Error>? {
+    /// read, minus the `excluded` records (``UploadPipeline/following(_:)``).
+    private func readNext(after batch: UploadBatch, excluding excluded: [Set<RecordID>], size: Int) async throws -> Result<UploadBatch, any Error>? {
         let context = context
         guard
             let next = try await Self.readPending(
-                after: batch.latestVersion, excluding: [batch.recordIDs, previous?.recordIDs ?? []], failed: progress.failed, size: size, context: context)
+                after: batch.latestVersion, excluding: excluded, failed: pipeline.progress.failed, size: size, context: context)
         else { return nil }
         return Result { try Self.prepare(next, context: context) }
     }
 
-    /// Reads and prepares the batch after `next` (see ``readNext(after:and:size:)``), without the
+    /// Reads and prepares the batch after `next` (see ``readNext(after:excluding:size:)``), without the
     /// records of the three batches before it.
     private static func readAhead(
         after next: UploadBatch, excluding excluded: [Set<RecordID>], failed: Set<RecordID>, size: Int, context: SyncContext
@@ -275,15 +256,9 @@ struct UploadPass {
 
     // MARK: 3. Commit
 
-    /// Commits the round's outcome with the next batch's intents.
-    private mutating func commit(_ round: inout UploadRound) async throws {
-        if round.quotaError == nil, case .success(let next) = round.upcoming {
-            // The next batch holds none of this round's records (``readNext(after:and:size:)``).
-            round.update.metadata.reserveCapacity(round.update.metadata.count + next.intents.count)
-            round.update.metadata.merge(next.intents) { outcome, _ in outcome }
-            round.update.sending = next.intentIDs
-            prepared = next
-        }
+    /// Commits the round's outcome (with the next batch's intents, merged in by the pipeline).
+    private mutating func commit(_ round: UploadRound) async throws {
+        var round = round
         round.update.zoneState = state.encoded()
         context.observer(.willCommit(adapter: name, records: round.batch.operations.count))
         let (context, update) = (context, round.update)
@@ -295,7 +270,7 @@ struct UploadPass {
                 adapter: name, saved: update.metadata.count - update.sending.count, deleted: update.removedMetadata.count,
                 failed: update.failures.count))
         // Changes that arrived since the pass began count too, so the progress shows real counts.
-        total = max(total, done + (prepared?.operations.count ?? 0))
+        total = max(total, done + (pipeline.prepared?.operations.count ?? 0))
         context.observer(.progress(adapter: name, done: done, total: total))
         if let quotaError = round.quotaError {
             throw SyncError(
@@ -327,7 +302,7 @@ struct UploadPass {
             }
         }
         // A record no resolver answered stays out of this pass, as one the cloud refused does.
-        progress.failed.formUnion(try await context.integrate(incoming, zoneState: state, report: &report))
+        pipeline.progress.failed.formUnion(try await context.integrate(incoming, zoneState: state, report: &report))
     }
 
     // MARK: Assets and hints
