@@ -5,6 +5,7 @@ import Crypto
 import Foundation
 import GatewayCore
 import GatewayConfig
+import GatewayService
 import Logging
 import ServiceLifecycle
 
@@ -53,7 +54,9 @@ struct CloudServeCommand: AsyncParsableCommand {
                         "cloud": "\(configuration.cloud.kind)",
                     ])
             })
-        let group = ServiceGroup(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // The cloud closes after the server has stopped answering: services stop in reverse order.
+        let group = ServiceGroup(
+            services: [ResourceService("cloud") { await cloud.close() }, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 }
