@@ -226,8 +226,9 @@ extension SyncContext {
         }
     }
 
-    /// Counts and reports the conflicts of a merged page, and returns its changes.
-    func count(_ page: DownloadPage, into report: inout AdapterSyncReport) -> DownloadedChanges {
+    /// Counts and reports the conflicts of a merged page, and moves its changes out: the page
+    /// keeps no second reference while the store applies them.
+    func takeChanges(of page: inout DownloadPage, into report: inout AdapterSyncReport) -> DownloadedChanges {
         for conflict in page.conflicts {
             if conflict.outcome == .unresolved {
                 // A record met again in the same sync (its upload refused after its download)
@@ -240,7 +241,9 @@ extension SyncContext {
             observer(.conflict(adapter: name, recordID: conflict.id, policy: conflict.policy, resolution: conflict.outcome))
         }
         report.matched += page.matched
-        return page.changes
+        var changes = DownloadedChanges(state: SyncStateUpdate(zoneState: Data()))
+        swap(&changes, &page.changes)
+        return changes
     }
 
     /// The store's state of `ids`, or nothing for no ids.
@@ -255,7 +258,7 @@ extension SyncContext {
         var page = DownloadPage(incoming: incoming)
         try merge(&page, local: try await localState(of: page.ids), zoneState: zoneState)
         await resolvingDeferred(&page)
-        let changes = count(page, into: &report)
+        let changes = takeChanges(of: &page, into: &report)
         observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
         try await store("applying merged changes") { [changes] in try await adapter.apply(changes) }
         report.downloaded += changes.writes.count
