@@ -10,4 +10,11 @@ struct EmbeddedCloudConformanceTests {
         defer { directory.remove() }
         try await check.run(with: EmbeddedCloudHarness(directory: directory))
     }
+
+    @Test(arguments: CloudConformanceSuite.subscriptionCases)
+    func subscriptions(_ check: CloudConformanceCase) async throws {
+        let directory = try TemporaryDirectory(prefix: "embedded-cloud")
+        defer { directory.remove() }
+        try await check.run(with: EmbeddedCloudHarness(directory: directory))
+    }
 }

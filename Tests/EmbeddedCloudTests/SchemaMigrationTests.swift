@@ -5,7 +5,7 @@ import GatewayCore
 import GatewayTesting
 import Testing
 
-/// Cloud files written by earlier releases (schemas 1 to 3) are upgraded in place when opened.
+/// Cloud files written by earlier releases (schemas 1 to 4) are upgraded in place when opened.
 @Suite("Embedded cloud schema migration")
 struct SchemaMigrationTests {
     /// The cloud's file, opened as another program would; it waits for the lock a cloud that
@@ -19,7 +19,7 @@ struct SchemaMigrationTests {
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/previous-release/cloud.sqlite")
 
-    @Test("a schema 1 file becomes schema 4 (creation times, records indexed by name), keeping every record, tombstone and token")
+    @Test("a schema 1 file becomes the current schema (creation times, records indexed by name, subscriptions), keeping every record, tombstone and token")
     func migratesVersion1() async throws {
         let directory = try TemporaryDirectory(prefix: "cloud-migration")
         defer { directory.remove() }
@@ -40,7 +40,7 @@ struct SchemaMigrationTests {
             (try Int.fetchOne(db, sql: "PRAGMA user_version"),
              try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'records'") ?? "")
         }
-        #expect(after.0 == 4)
+        #expect(after.0 == 5)
         #expect(!after.1.contains("WITHOUT ROWID"))
         #expect(page.modified.allSatisfy { $0.createdAt != nil && $0.createdAt == $0.modifiedAt }, "records saved before report their last save as created")
         // The token at the end of the feed is still the end: nothing is fetched twice.
@@ -91,7 +91,7 @@ struct SchemaMigrationTests {
         #expect(feed.modified.first?.createdAt == again.createdAt)
     }
 
-    @Test("a schema 3 file (records keyed WITHOUT ROWID) becomes schema 4, keeping records, tombstones, creation times and the feed's position")
+    @Test("a schema 3 file (records keyed WITHOUT ROWID) becomes the current schema, keeping records, tombstones, creation times and the feed's position")
     func migratesVersion3() async throws {
         let directory = try TemporaryDirectory(prefix: "cloud-migration-3")
         defer { directory.remove() }
@@ -136,7 +136,7 @@ struct SchemaMigrationTests {
              try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'records'") ?? "",
              try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'records_by_name'"))
         }
-        #expect(schema.0 == 4 && !schema.1.contains("WITHOUT ROWID") && schema.2 == 1)
+        #expect(schema.0 == 5 && !schema.1.contains("WITHOUT ROWID") && schema.2 == 1)
         // The feed is where it was: nothing new after the old token, everything from the start.
         let after = try await cloud.fetchChanges(in: zone, since: token, limit: 10)
         #expect(after.modified.isEmpty && after.deleted.isEmpty)
@@ -159,5 +159,35 @@ struct SchemaMigrationTests {
     private static func saved(_ result: RecordOperationResult) -> GatewayCore.Record? {
         if case .saved(let record) = result { return record }
         return nil
+    }
+
+    @Test("a schema 4 file gains the subscriptions table and keeps its records and feed")
+    func migratesVersion4() async throws {
+        let directory = try TemporaryDirectory(prefix: "cloud-migration-4")
+        defer { directory.remove() }
+        let path = directory.path("cloud.sqlite")
+        let zone = ZoneID(zoneName: "Notes")
+        let token: ChangeToken
+        do {
+            let cloud = try EmbeddedCloud(path: path)
+            try await cloud.createZone(zone)
+            _ = try await cloud.modify(
+                [.create(Record(id: RecordID(recordName: "kept", zoneID: zone), recordType: "Note", fields: ["n": .int64(1)]))], in: zone, atomic: true)
+            token = try await cloud.currentChangeToken(in: zone)
+            await cloud.close()
+        }
+        // What the schema 4 code wrote: everything but the subscriptions.
+        try await Self.file(path).write { db in try db.execute(sql: "DROP TABLE subscriptions; PRAGMA user_version = 4") }
+
+        let cloud = try EmbeddedCloud(path: path)
+        #expect(try await Self.file(path).read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 5)
+        let all = try await cloud.fetchChanges(in: zone, since: nil, limit: 10)
+        #expect(all.modified.map(\.id.recordName) == ["kept"])
+        let after = try await cloud.fetchChanges(in: zone, since: token, limit: 10)
+        #expect(after.modified.isEmpty && after.deleted.isEmpty, "the feed's position is kept")
+        let subscription = CloudSubscription(id: "s", owner: "_owner", scope: .zone(zone), definition: Data("{}".utf8))
+        try await cloud.saveSubscription(subscription)
+        #expect(try await cloud.subscriptions(of: "_owner") == [subscription])
+        await cloud.close()
     }
 }

@@ -8,7 +8,7 @@ import PostgresTesting
 import TestScheduling
 import Testing
 
-/// A cloud schema written by the first release (version 1) is upgraded in place when opened.
+/// Cloud schemas written by earlier releases (versions 1 and 2) are upgraded in place when opened.
 @Suite("PostgreSQL cloud schema migration", .heavy)
 struct PostgresCloudSchemaMigrationTests {
     @Test("a version 1 schema gains creation times: old records report their last save, updates keep it, a record saved again after deletion is created anew")
@@ -47,6 +47,31 @@ struct PostgresCloudSchemaMigrationTests {
         #expect(again.createdAt == Timestamp(millisecondsSince1970: 1_700_000_200_000))
         let feed = try await cloud.fetchChanges(in: zone, since: nil, limit: 10)
         #expect(feed.modified.first?.createdAt == again.createdAt)
+        await cloud.close()
+    }
+
+    @Test("a version 2 schema gains the subscriptions table and keeps its records")
+    func migratesVersion2() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("cloud_migration_2")
+        let zone = ZoneID(zoneName: "Notes")
+        let configuration = PostgresCloud.Configuration(schema: "cloud", maximumConnections: 1)
+        let first = try await PostgresCloud.open(endpoint, configuration: configuration)
+        try await first.createZone(zone)
+        _ = try await first.modify(
+            [.create(Record(id: RecordID(recordName: "kept", zoneID: zone), recordType: "Note", fields: ["n": .int64(1)]))], in: zone, atomic: true)
+        await first.close()
+        // What the version 2 code created: everything but the subscriptions.
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "making a version 2 schema") { connection in
+            for statement in ["DROP TABLE cloud.subscriptions", "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (2)"] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+            }
+        }
+
+        let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
+        #expect(try await cloud.lookup([RecordID(recordName: "kept", zoneID: zone)]).first??.recordType == "Note")
+        let subscription = CloudSubscription(id: "s", owner: "_owner", scope: .database, definition: Data("{}".utf8))
+        try await cloud.saveSubscription(subscription)
+        #expect(try await cloud.subscriptions(of: nil) == [subscription])
         await cloud.close()
     }
 

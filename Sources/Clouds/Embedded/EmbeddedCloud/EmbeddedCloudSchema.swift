@@ -11,8 +11,9 @@ enum EmbeddedCloudSchema {
     /// saved (`NULL` for records saved before: their `modified_at` stands in). 4: `records` is a
     /// rowid table again, with a unique index on (zone, record name): a record's row (about 300
     /// bytes) is too large for a `WITHOUT ROWID` B-tree, which then splits pages and rewrites more
-    /// of them per commit than a rowid table plus a small index does.
-    static let currentVersion = 4
+    /// of them per commit than a rowid table plus a small index does. 5: `subscriptions`, each
+    /// user's database and zone subscriptions.
+    static let currentVersion = 5
 
     static func migrate(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -27,7 +28,8 @@ enum EmbeddedCloudSchema {
         if version == 0 {
             try createCurrent(db)
         } else {
-            try rebuildRecords(db, from: version)
+            if version < 4 { try rebuildRecords(db, from: version) }
+            try createSubscriptions(db)
         }
         try db.execute(sql: "PRAGMA user_version = \(currentVersion)")
     }
@@ -58,6 +60,23 @@ enum EmbeddedCloudSchema {
                 """)
         try createRecords(db, named: "records")
         try createRecordIndexes(db)
+        try createSubscriptions(db)
+    }
+
+    /// Subscriptions by owner and identifier; `zone_name`/`zone_owner` are empty for a database
+    /// subscription, and `definition` is the client's subscription dictionary (JSON).
+    private static func createSubscriptions(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS subscriptions (
+                    owner TEXT NOT NULL,
+                    subscription_id TEXT NOT NULL,
+                    zone_owner TEXT NOT NULL,
+                    zone_name TEXT NOT NULL,
+                    definition BLOB NOT NULL,
+                    PRIMARY KEY (owner, subscription_id)
+                ) WITHOUT ROWID
+                """)
     }
 
     private static func createRecords(_ db: Database, named name: String) throws {

@@ -28,6 +28,7 @@ public final class PostgresCloud: CloudDatabase {
         var zones: String
         var records: String
         var assets: String
+        var subscriptions: String
         var channel: String
 
         init(schema: String) {
@@ -35,6 +36,7 @@ public final class PostgresCloud: CloudDatabase {
             zones = "\(s).zones"
             records = "\(s).records"
             assets = "\(s).assets"
+            subscriptions = "\(s).subscriptions"
             channel = "\(schema)_changes"
         }
     }

@@ -10,8 +10,9 @@ import PostgresSupport
 /// transaction-scoped advisory lock, so gateways starting together do not race.
 enum PostgresCloudSchema {
     /// 1: the first release. 2: `records.created_at`, when a record was first saved (`NULL` for
-    /// records saved before: their `modified_at` stands in).
-    static let currentVersion = 2
+    /// records saved before: their `modified_at` stands in). 3: `subscriptions`, each user's
+    /// database and zone subscriptions.
+    static let currentVersion = 3
     /// The advisory lock key serializing schema changes (an arbitrary constant: "gwcloud").
     static let migrationLock: Int64 = 0x6777_636C_6F75_64
 
@@ -33,8 +34,11 @@ enum PostgresCloudSchema {
             }
             return
         }
-        if version == 1 {
-            try await addCreationTimes(connection, schema: s)
+        if version > 0 {
+            if version < 2 { try await addCreationTimes(connection, schema: s) }
+            try await connection.query(PostgresQuery(unsafeSQL: subscriptionsTable(s)), logger: connection.logger)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))"), logger: connection.logger)
             return
         }
         // Zones keep their change-feed position: `generation` is new on every creation, so tokens
@@ -77,6 +81,7 @@ enum PostgresCloudSchema {
                 created_at bigint NOT NULL
             )
             """,
+            subscriptionsTable(s),
             "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))",
         ]
         for statement in statements {
@@ -88,7 +93,20 @@ enum PostgresCloudSchema {
     private static func addCreationTimes(_ connection: PooledConnection, schema s: String) async throws {
         try await connection.query(
             PostgresQuery(unsafeSQL: "ALTER TABLE \(s).records ADD COLUMN IF NOT EXISTS created_at bigint"), logger: connection.logger)
-        try await connection.query(
-            PostgresQuery(unsafeSQL: "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))"), logger: connection.logger)
+    }
+
+    /// Subscriptions by owner and identifier; `zone_name`/`zone_owner` are empty for a database
+    /// subscription, and `definition` is the client's subscription dictionary (JSON).
+    private static func subscriptionsTable(_ s: String) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS \(s).subscriptions (
+            owner text NOT NULL,
+            subscription_id text NOT NULL,
+            zone_owner text NOT NULL,
+            zone_name text NOT NULL,
+            definition bytea NOT NULL,
+            PRIMARY KEY (owner, subscription_id)
+        )
+        """
     }
 }
