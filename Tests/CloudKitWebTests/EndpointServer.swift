@@ -11,6 +11,8 @@ import ServiceLifecycle
 final class EndpointServer: Sendable {
     let cloud: any CloudDatabase
     let port: Int
+    /// Turns changes into notifications; runs beside the server.
+    let notifier: CloudKitNotifier
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
@@ -22,10 +24,12 @@ final class EndpointServer: Sendable {
         var logger = Logger(label: "cloudkit-endpoint-test")
         logger.logLevel = .critical
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let notifier = CloudKitNotifier(cloud: cloud, logger: logger, refreshInterval: .milliseconds(200))
         let application = CloudKitEndpoint.application(
-            cloud: cloud, configuration: configuration, host: "127.0.0.1", port: 0, logger: logger,
+            cloud: cloud, configuration: configuration, host: "127.0.0.1", port: 0, logger: logger, notifier: notifier,
             onServerRunning: { continuation.yield($0) })
-        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: [notifier, application], logger: logger))
+        self.notifier = notifier
         self.group = group
         self.cloud = cloud
         self.task = Task { try await group.run() }
@@ -41,12 +45,25 @@ final class EndpointServer: Sendable {
 
     /// POSTs `body` to a private-database `operation`, signed with `key`; the status and the JSON answer.
     func post(_ operation: String, _ body: JSONValue, signedWith key: TestKey) async throws -> (status: Int, body: JSONValue) {
-        let path = "/database/1/\(Self.container)/development/private/\(operation)"
+        try await post(path: "/database/1/\(Self.container)/development/private/\(operation)", body, signedWith: key)
+    }
+
+    /// POSTs `body` to `path`, signed with `key`; the status and the JSON answer.
+    func post(path: String, _ body: JSONValue, signedWith key: TestKey) async throws -> (status: Int, body: JSONValue) {
         let data = try body.serialized()
         let response = try await LoopbackHTTP.send(
             "POST", port: port, path: path,
             headers: Dictionary(try key.signer.headers(body: data, subpath: path).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 }),
             body: data)
+        return (response.status, try JSONValue.parse(response.body))
+    }
+
+    /// GETs `path`, signed with `key` when one is given; the status and the JSON answer.
+    func get(path: String, signedWith key: TestKey? = nil, timeout: Duration = .seconds(60)) async throws -> (status: Int, body: JSONValue) {
+        let headers = try key.map { key in
+            Dictionary(try key.signer.headers(body: Data(), subpath: path).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
+        }
+        let response = try await LoopbackHTTP.send("GET", port: port, path: path, headers: headers ?? [:], body: Data(), timeout: timeout)
         return (response.status, try JSONValue.parse(response.body))
     }
 

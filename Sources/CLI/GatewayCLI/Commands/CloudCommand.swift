@@ -44,8 +44,9 @@ struct CloudServeCommand: AsyncParsableCommand {
         try GatewayStores.prepareStateDirectory(configuration)
         let cloud = try await GatewayStores.openCloud(configuration)
         let endpoint = try CloudKitEndpointConfiguration(settings: settings)
+        let notifier = CloudKitNotifier(cloud: cloud, logger: logger)
         let application = CloudKitEndpoint.application(
-            cloud: cloud, configuration: endpoint, host: settings.host, port: settings.port, logger: logger,
+            cloud: cloud, configuration: endpoint, host: settings.host, port: settings.port, logger: logger, notifier: notifier,
             onServerRunning: { port in
                 logger.info(
                     "serving the cloud over CloudKit Web Services",
@@ -54,9 +55,11 @@ struct CloudServeCommand: AsyncParsableCommand {
                         "cloud": "\(configuration.cloud.kind)",
                     ])
             })
-        // The cloud closes after the server has stopped answering: services stop in reverse order.
+        // The cloud closes after the server and the notifier have stopped: services stop in
+        // reverse order.
         let group = ServiceGroup(
-            services: [ResourceService("cloud") { await cloud.close() }, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            services: [ResourceService("cloud") { await cloud.close() }, notifier, application], gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
         try await group.run()
     }
 }

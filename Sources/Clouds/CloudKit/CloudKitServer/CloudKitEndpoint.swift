@@ -14,18 +14,25 @@ import HTTPTypes
 /// Served under `/database/1/<container>/<environment>/private/`: `zones/list` (GET),
 /// `zones/lookup`, `zones/modify`, `zones/changes`, `changes/database`, `changes/zone`,
 /// `records/changes`, `records/modify`,
-/// `records/lookup`, `records/query` (for clouds that are ``RecordScanning``), `assets/upload`, `assets/data` (the upload URL) and
-/// `assets/download/<checksum>/<size>`; and `…/public/users/caller` for the account check.
+/// `records/lookup`, `records/query` (for clouds that are ``RecordScanning``), `assets/upload`, `assets/data` (the upload URL),
+/// `assets/download/<checksum>/<size>`, `subscriptions/list`, `subscriptions/lookup` and
+/// `subscriptions/modify` (for clouds that are ``SubscriptionStoring``); `…/public/users/caller` for the
+/// account check; `tokens/create` and `tokens/register` (under `/database/1/…` and `/device/1/…`)
+/// and the web courier long-poll `/webcourier/1/<container>/<environment>/<token>` they lead to.
 /// Every request must be signed with a registered server-to-server key (dates more than
 /// ``CloudKitEndpointConfiguration/maximumClockSkew`` away are refused) or carry an API token
 /// and the user's current web auth token, which each answer rotates.
 public enum CloudKitEndpoint {
     /// The routes, for tests and for embedding in another application.
+    /// - Parameter notifier: what turns changes into notifications for subscriptions; one of its
+    ///   own when `nil` (then only writes through this endpoint notify: run a notifier as a
+    ///   service to watch the cloud for the others).
     public static func router(
-        cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, logger: Logger
+        cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, logger: Logger, notifier: CloudKitNotifier? = nil
     ) -> Router<BasicRequestContext> {
         let router = Router()
-        let gate = Gate(configuration: configuration, cloud: cloud, logger: logger)
+        let notifier = notifier ?? CloudKitNotifier(cloud: cloud, logger: logger)
+        let gate = Gate(configuration: configuration, cloud: cloud, logger: logger, notifier: notifier)
         let prefix = "/database/1/:container/:environment/:database"
         let jsonOperations: [(String, Bool, @Sendable (CloudKitEndpointOperations, JSONValue) async throws -> EndpointAnswer)] = [
             ("zones/list", true, { operations, _ in .json(try await operations.listZones()) }),
@@ -37,6 +44,9 @@ public enum CloudKitEndpoint {
             ("records/lookup", false, { .json(try await $0.lookupRecords($1)) }),
             ("records/query", false, { try await $0.queryRecords($1) }),
             ("assets/upload", false, { .json(try $0.uploadTokens($1)) }),
+            ("subscriptions/list", true, { operations, _ in .json(try await operations.listSubscriptions()) }),
+            ("subscriptions/lookup", false, { .json(try await $0.lookupSubscriptions($1)) }),
+            ("subscriptions/modify", false, { .json(try await $0.modifySubscriptions($1)) }),
         ]
         var all = jsonOperations
         if configuration.servesZoneChanges { all.append(("changes/zone", false, { try await $0.zoneChanges($1) })) }
@@ -55,6 +65,25 @@ public enum CloudKitEndpoint {
                 }
             }
             if isGet { router.get(path, use: handle) } else { router.post(path, use: handle) }
+        }
+        // Operations without a database segment: Apple's reference puts tokens and
+        // subscriptions/lookup there; CloudKit JS sends tokens under `/device/1/`.
+        let databaseless: [(String, @Sendable (CloudKitEndpointOperations, JSONValue) async throws -> JSONValue)] = [
+            ("tokens/create", { try $0.createToken($1) }),
+            ("tokens/register", { try $0.registerToken($1) }),
+            ("subscriptions/lookup", { try await $0.lookupSubscriptions($1) }),
+        ]
+        for (operation, handler) in databaseless {
+            for service in ["database", "device"] where service == "database" || operation.hasPrefix("tokens/") {
+                router.post(RouterPath("/\(service)/1/:container/:environment/\(operation)")) { request, context in
+                    await gate.handle(request, context, operation: operation) { operations, body in
+                        .json(try await handler(operations, body.isEmpty ? JSONValue.object([:]) : try JSONValue.parse(body)))
+                    }
+                }
+            }
+        }
+        router.get(RouterPath("/webcourier/1/:container/:environment/:token")) { request, context in
+            await gate.courier(request, context)
         }
         router.get(RouterPath("\(prefix)/users/caller")) { request, context in
             await gate.handle(request, context, operation: "users/caller") { _, _ in .json([:]) }
@@ -76,12 +105,14 @@ public enum CloudKitEndpoint {
     }
 
     /// The server, a `Service` to run under a `ServiceGroup`.
+    /// - Parameter notifier: run it as a service in the same group, so writes that reach the
+    ///   cloud another way notify too (``router(cloud:configuration:logger:notifier:)``).
     public static func application(
         cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, host: String, port: Int, logger: Logger,
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        notifier: CloudKitNotifier? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(cloud: cloud, configuration: configuration, logger: logger),
+            router: router(cloud: cloud, configuration: configuration, logger: logger, notifier: notifier),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "sync-gateway-cloudkit"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
@@ -104,11 +135,13 @@ struct Gate: Sendable {
     let verifier: CloudKitSignatureVerifier
     /// Shared by every request, so sorted queries keep their cursors between pages.
     let pager: RecordQueryPager?
+    let notifier: CloudKitNotifier
 
-    init(configuration: CloudKitEndpointConfiguration, cloud: any CloudDatabase, logger: Logger) {
+    init(configuration: CloudKitEndpointConfiguration, cloud: any CloudDatabase, logger: Logger, notifier: CloudKitNotifier) {
         self.configuration = configuration
         self.cloud = cloud
         self.logger = logger
+        self.notifier = notifier
         pager = (cloud as? any CloudDatabase & RecordScanning).map(RecordQueryPager.init(cloud:))
         self.verifier = CloudKitSignatureVerifier(keys: configuration.keys, maximumClockSkew: configuration.maximumClockSkew)
     }
@@ -126,18 +159,19 @@ struct Gate: Sendable {
             else {
                 throw CloudError(.invalidArguments, "this endpoint serves container \(configuration.container) in \(configuration.environment) only")
             }
-            let database = context.parameters.get("database") ?? ""
             if operation == "users/caller" {
                 return respond(.json(["users": [["userRecordName": .string(user)]]]), token: rotatedToken)
             }
-            guard database == "private" else {
+            // Operations without a database segment act on the caller's own (private) database.
+            if let database = context.parameters.get("database"), database != "private" {
                 throw CloudError(
                     .invalidArguments, "this endpoint serves the private database; the \(database) database has no zones or change feed here")
             }
             let base = configuration.publicURL ?? "http://\(request.head.authority ?? "127.0.0.1")"
             let operations = CloudKitEndpointOperations(
                 cloud: cloud, databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/private",
-                pager: pager, userRecordName: user)
+                pager: pager, userRecordName: user, notifier: notifier,
+                courierURL: "\(base)/webcourier/1/\(configuration.container)/\(configuration.environment)")
             return respond(try await body(operations, bytes), token: rotatedToken)
         } catch let error as CloudError {
             if error.code == .internalError { logger.error("\(operation) failed", metadata: ["error": "\(error)"]) }
@@ -149,6 +183,27 @@ struct Gate: Sendable {
                 ? CloudError(.invalidArguments, "\(operation): the body is not the JSON CloudKit expects")
                 : CloudError(.internalError, "\(operation) failed inside the endpoint; see its log")
             return errorResponse(failure, token: rotatedToken)
+        }
+    }
+
+    /// `GET /webcourier/1/<container>/<environment>/<token>`: the long-poll of a token from
+    /// `tokens/create`. Answers `{"notifications": [...]}` as soon as one is waiting, or with none
+    /// after ``CloudKitEndpointConfiguration/courierHold``; `NOT_FOUND` for an unknown token. The
+    /// token is the credential: it is unguessable and was handed to an authenticated caller.
+    func courier(_ request: Request, _ context: BasicRequestContext) async -> Response {
+        do {
+            guard context.parameters.get("container") == configuration.container,
+                context.parameters.get("environment") == configuration.environment, let token = context.parameters.get("token")
+            else {
+                throw CloudError(.invalidArguments, "this endpoint serves container \(configuration.container) in \(configuration.environment) only")
+            }
+            let pending = try await notifier.hub.poll(token, hold: configuration.courierHold)
+            let notifications = pending.map { CourierNotification.encode($0, container: configuration.container, environment: configuration.environment) }
+            return respond(.json(["notifications": .array(notifications)]), token: nil)
+        } catch let error as CloudError {
+            return errorResponse(error, token: nil)
+        } catch {
+            return errorResponse(CloudError(.internalError, "the web courier failed inside the endpoint; see its log"), token: nil)
         }
     }
 

@@ -23,11 +23,13 @@ public struct CloudKitEndpointConfiguration: Sendable {
     public var servesZoneChanges: Bool
     /// Largest request body accepted, beyond which the request fails with `BAD_REQUEST`.
     public var maximumBodySize: Int
+    /// How long a web courier long-poll is held open when no notification is waiting.
+    public var courierHold: Duration
 
     public init(
         container: String, environment: String = "development", keys: [CloudKitSignatureVerifier.Key],
         webTokens: CloudKitWebTokenRegistry? = nil, maximumClockSkew: Duration = .seconds(600), publicURL: String? = nil,
-        servesZoneChanges: Bool = true, maximumBodySize: Int = 64_000_000
+        servesZoneChanges: Bool = true, maximumBodySize: Int = 64_000_000, courierHold: Duration = .seconds(25)
     ) {
         self.container = container
         self.environment = environment
@@ -37,5 +39,6 @@ public struct CloudKitEndpointConfiguration: Sendable {
         self.publicURL = publicURL
         self.servesZoneChanges = servesZoneChanges
         self.maximumBodySize = maximumBodySize
+        self.courierHold = courierHold
     }
 }

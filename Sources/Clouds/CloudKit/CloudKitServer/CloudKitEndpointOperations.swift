@@ -15,6 +15,10 @@ struct CloudKitEndpointOperations: Sendable {
     /// The caller's user record name: in a private database every record is created and
     /// modified by its owner, so records carry it in `created` and `modified`.
     var userRecordName: String?
+    /// Told of every change made through the endpoint, for the subscriptions it fires.
+    var notifier: CloudKitNotifier?
+    /// `<scheme>://<host>/webcourier/1/<container>/<environment>`, the base of courier URLs.
+    var courierURL: String = ""
 
     // MARK: Zones
 
@@ -48,9 +52,11 @@ struct CloudKitEndpointOperations: Sendable {
                 case "create":
                     try await cloud.createZone(zone)
                     zones.append(try await zoneDictionary(zone))
+                    notifier?.subscriptionsChanged()  // a database subscription covers the new zone
                 case "delete":
                     try await cloud.deleteZone(zone)
                     zones.append(["zoneID": CloudKitWireCoding.encode(zone), "deleted": true])
+                    await notifier?.zoneChanged(zone)
                 default:
                     throw CloudError(.invalidArguments, "zones/modify: operationType must be create or delete")
                 }
@@ -180,6 +186,7 @@ struct CloudKitEndpointOperations: Sendable {
         var layouts: RecordLayout?
         for item in items { operations.append(try await operation(item, zone: request.zone, layouts: &layouts)) }
         let results = try await cloud.modify(operations, in: request.zone, atomic: request.atomic)
+        if results.contains(where: { $0.error == nil }) { await notifier?.zoneChanged(request.zone) }
         var writer = JSONWriter(capacity: 192 * results.count)
         writer.beginObject()
         writer.key("records")
