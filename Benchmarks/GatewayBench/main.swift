@@ -18,7 +18,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
 nonisolated(unsafe) let scenarios: [any Scenario] = [
     EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
     SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), PostgresWholeProcessScenario(), PostgresInsertScenario(), PostgresPoolScenario(), CloudRoundTripProcessScenario(), PluginProcessScenario(), ResolverProcessScenario(), ProcessorProcessScenario(),
-    ServiceLatencyScenario(),
+    ServiceLatencyScenario(), EndpointLatencyScenario(),
     CloudKitInitialSyncScenario(),
     SQLiteMemoryScenario(),
 ]

@@ -28,7 +28,7 @@ final class EndpointServer: Sendable {
         let application = CloudKitEndpoint.application(
             cloud: cloud, configuration: configuration, host: "127.0.0.1", port: 0, logger: logger, notifier: notifier,
             onServerRunning: { continuation.yield($0) })
-        let group = ServiceGroup(configuration: .init(services: [notifier, application], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: [application, notifier], logger: logger))
         self.notifier = notifier
         self.group = group
         self.cloud = cloud

@@ -223,4 +223,51 @@ struct CloudKitServiceTests {
         #expect(stale.stderr.contains("sign in again"), "\(stale)")
         #expect(try await endpoint.stop() == 0)
     }
+
+    @Test("gateway run through gateway cloud serve learns of another gateway's upload from the web courier, with polling an hour away")
+    func pushedToRunningGateway() async throws {
+        let server = try TemporaryDirectory(prefix: "ckws-push-server")
+        let first = try TemporaryDirectory(prefix: "ckws-push-a")
+        let second = try TemporaryDirectory(prefix: "ckws-push-b")
+        defer { [server, first, second].forEach { $0.remove() } }
+        for (directory, name) in [(first, "a"), (second, "b")] {
+            let made = try await GatewayCLI.run(["cloud", "keygen", "keys/\(name).pem"], in: directory.url)
+            #expect(made.status == 0, "\(made)")
+        }
+        try FileManager.default.createDirectory(at: server.url.appendingPathComponent("keys"), withIntermediateDirectories: true)
+        for (directory, name) in [(first, "a"), (second, "b")] {
+            try FileManager.default.copyItem(atPath: directory.path("keys/\(name).pem.pub"), toPath: server.path("keys/\(name).pub"))
+        }
+        try Self.writeConfig(
+            """
+            cloud: { kind: embedded, path: shared-cloud.sqlite }
+            endpoint:
+              port: 0
+              container: \(Self.container)
+              keys:
+                - { key_id: gateway-a, public_key_file: keys/a.pub }
+                - { key_id: gateway-b, public_key_file: keys/b.pub }
+            """, in: server)
+        let endpoint = try await Endpoint.start(in: server)
+        defer { if endpoint.process.isRunning { endpoint.process.kill() } }
+        for (directory, name, id) in [(first, "a", "gateway-a"), (second, "b", "gateway-b")] {
+            try await Self.createStore(in: directory, rows: [])
+            let config = Self.gatewayConfig(port: endpoint.port, auth: "auth: server_to_server\n  key_id: \(id)\n  private_key_file: keys/\(name).pem")
+                .replacingOccurrences(of: "poll_interval: 200ms", with: "poll_interval: 1h")
+                .replacingOccurrences(of: "gateway: {", with: "gateway: { sync_interval: 1h, control: { listen: \"127.0.0.1:0\" },")
+            try Self.writeConfig(config, in: directory)
+        }
+        let service = try RunningGateway(in: second)
+        defer { if service.process.isRunning { service.process.kill() } }
+        try await service.waitFor("the first sync") { service.log().contains("sync finished") }
+
+        try await DatabaseQueue(path: first.path("app.sqlite")).write { db in try db.execute(sql: "INSERT INTO note VALUES (1, 'pushed', NULL)") }
+        let upload = try await GatewayCLI.run(["sync"], in: first.url)
+        #expect(upload.status == 0, "\(upload)")
+        try await service.waitFor("the row reaching the running gateway") { try await Self.notes(in: second) == ["1 pushed 0"] }
+        #expect(service.log().contains(#"[\"cloud\"]"#), "the sync was asked for by the cloud's notification:\n\(service.log())")
+        service.process.terminate()
+        #expect(try await service.process.wait(timeout: .seconds(30)) == 0, "\(service.log())")
+        #expect(try await endpoint.stop() == 0)
+    }
 }

@@ -55,10 +55,10 @@ struct CloudServeCommand: AsyncParsableCommand {
                         "cloud": "\(configuration.cloud.kind)",
                     ])
             })
-        // The cloud closes after the server and the notifier have stopped: services stop in
-        // reverse order.
+        // Services stop in reverse order: the notifier ends the held long-polls, the server stops
+        // answering, then the cloud closes.
         let group = ServiceGroup(
-            services: [ResourceService("cloud") { await cloud.close() }, notifier, application], gracefulShutdownSignals: [.sigterm, .sigint],
+            services: [ResourceService("cloud") { await cloud.close() }, application, notifier], gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         try await group.run()
     }

@@ -151,6 +151,7 @@ struct Gate: Sendable {
         _ body: @Sendable (CloudKitEndpointOperations, Data) async throws -> EndpointAnswer
     ) async -> Response {
         var rotatedToken: String?
+        configuration.onRequest?(operation)
         do {
             let bytes = Data(buffer: try await collect(request))
             let user = try await authenticate(request, body: bytes, rotatedToken: &rotatedToken)
@@ -191,6 +192,7 @@ struct Gate: Sendable {
     /// after ``CloudKitEndpointConfiguration/courierHold``; `NOT_FOUND` for an unknown token. The
     /// token is the credential: it is unguessable and was handed to an authenticated caller.
     func courier(_ request: Request, _ context: BasicRequestContext) async -> Response {
+        configuration.onRequest?("web courier")
         do {
             guard context.parameters.get("container") == configuration.container,
                 context.parameters.get("environment") == configuration.environment, let token = context.parameters.get("token")

@@ -25,6 +25,9 @@ public struct CloudKitEndpointConfiguration: Sendable {
     public var maximumBodySize: Int
     /// How long a web courier long-poll is held open when no notification is waiting.
     public var courierHold: Duration
+    /// Called with the operation of every request answered (`records/modify`, `web courier`,
+    /// …), for counting what clients cost the endpoint.
+    public var onRequest: (@Sendable (String) -> Void)?
 
     public init(
         container: String, environment: String = "development", keys: [CloudKitSignatureVerifier.Key],

@@ -11,7 +11,9 @@ import Synchronization
 /// Writes that reach the cloud another way (a gateway using the same PostgreSQL cloud, or
 /// another endpoint) are noticed by watching the cloud's change signals of every zone a
 /// subscription covers; ``run()`` does that, so run the notifier as a service next to the
-/// server. Subscriptions saved through another endpoint are seen within ``refreshInterval``.
+/// server, after it in the group: it stops first and ends the held long-polls, which the
+/// server would otherwise wait for. Subscriptions saved through another endpoint are seen
+/// within ``refreshInterval``.
 public final class CloudKitNotifier: Service, Sendable {
     let cloud: any CloudDatabase
     /// Where the notifications wait for their clients.
@@ -22,7 +24,11 @@ public final class CloudKitNotifier: Service, Sendable {
 
     private struct State {
         var subscriptions: [CloudSubscription]?
+        /// Zones with a watcher, started or starting.
         var watched: Set<ZoneID> = []
+        /// Zones whose watcher has taken its baseline: every later change is noticed.
+        var ready: Set<ZoneID> = []
+        var refreshed = false
     }
 
     private let state = Mutex(State())
@@ -41,7 +47,7 @@ public final class CloudKitNotifier: Service, Sendable {
 
     /// Whether the cloud's change signals of `zone` are watched (a subscription covers it).
     public func isWatching(_ zone: ZoneID) -> Bool {
-        state.withLock { $0.watched.contains(zone) }
+        state.withLock { $0.ready.contains(zone) }
     }
 
     /// The subscriptions, read from the cloud when not cached.
@@ -83,7 +89,12 @@ public final class CloudKitNotifier: Service, Sendable {
     /// Watches the change signals of every zone a subscription covers (every zone, for a
     /// database subscription), until the group shuts down.
     public func run() async throws {
-        guard store != nil else { return }
+        guard store != nil else {
+            // Nothing to watch; returning would end the group.
+            try? await gracefulShutdown()
+            hub.close()
+            return
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [refresh, refreshInterval] in
                 // Zones created and subscriptions saved elsewhere are picked up on this beat.
@@ -93,27 +104,43 @@ public final class CloudKitNotifier: Service, Sendable {
             }
             refresh.yield()
             for await _ in refreshes.cancelOnGracefulShutdown() {
-                for zone in await zonesToWatch() {
+                for (zone, discovered) in await zonesToWatch() {
                     group.addTask { [cloud] in
-                        for await _ in cloud.changeSignals(in: zone) { await self.zoneChanged(zone) }
+                        var signals = cloud.changeSignals(in: zone).makeAsyncIterator()
+                        await signals.start()
+                        self.markReady(zone)
+                        // A zone created since the last look (covered by a database
+                        // subscription) may have been written before its watch began: its
+                        // subscribers look once.
+                        if discovered { await self.zoneChanged(zone) }
+                        while await signals.next() != nil { await self.zoneChanged(zone) }
                     }
                 }
             }
             group.cancelAll()
         }
+        // Held polls end now rather than when their hold runs out, so the server stops at once.
+        hub.close()
     }
 
-    /// The zones covered by a subscription and not watched yet, now marked watched.
-    private func zonesToWatch() async -> [ZoneID] {
+    private func markReady(_ zone: ZoneID) {
+        state.withLock { _ = $0.ready.insert(zone) }
+    }
+
+    /// The zones covered by a subscription and not watched yet, now marked watched, each with
+    /// whether it is a zone created since the first look that only a database subscription covers.
+    private func zonesToWatch() async -> [(zone: ZoneID, discovered: Bool)] {
         do {
             state.withLock { $0.subscriptions = nil }
             let subscriptions = try await self.subscriptions()
-            var covered = Set(subscriptions.compactMap { if case .zone(let zone) = $0.scope { zone } else { nil } })
+            let named = Set(subscriptions.compactMap { if case .zone(let zone) = $0.scope { zone } else { nil } })
+            var covered = named
             if subscriptions.contains(where: { $0.scope == .database }) { covered.formUnion(try await cloud.zones()) }
             return state.withLock { state in
                 let new = covered.subtracting(state.watched)
                 state.watched.formUnion(new)
-                return new.sorted { ($0.ownerName, $0.zoneName) < ($1.ownerName, $1.zoneName) }
+                defer { state.refreshed = true }
+                return new.sorted { ($0.ownerName, $0.zoneName) < ($1.ownerName, $1.zoneName) }.map { ($0, state.refreshed && !named.contains($0)) }
             }
         } catch {
             logger.warning("cannot read the subscriptions or zones to watch; trying again", metadata: ["error": "\(error)"])

@@ -28,6 +28,7 @@ public final class CourierHub: Sendable {
     private struct State {
         var tokens: [String: Token] = [:]
         var nextWaiter = 0
+        var closed = false
     }
 
     /// How long a token lives without a poll.
@@ -121,7 +122,7 @@ public final class CourierHub: Sendable {
                 let now = state.withLock { state -> Now in
                     guard var entry = state.tokens[token] else { return .unknown }
                     entry.lastSeen = .now
-                    if !entry.pending.isEmpty || Task.isCancelled {
+                    if !entry.pending.isEmpty || Task.isCancelled || state.closed {
                         let pending = entry.pending
                         entry.pending = []
                         state.tokens[token] = entry
@@ -148,6 +149,33 @@ public final class CourierHub: Sendable {
             waiter?.resume(returning: [])
         }
         return .some(result)
+    }
+
+    /// Ends every held poll (with what is waiting) and answers later polls at once: the
+    /// endpoint is stopping.
+    public func close() {
+        let waiters = state.withLock { state -> [CheckedContinuation<[Pending]?, Never>] in
+            state.closed = true
+            var waiters: [CheckedContinuation<[Pending]?, Never>] = []
+            for key in state.tokens.keys {
+                if let waiter = state.tokens[key]?.waiter {
+                    waiters.append(waiter.continuation)
+                    state.tokens[key]?.waiter = nil
+                }
+            }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume(returning: []) }
+    }
+
+    /// Forgets every token and ends their polls, as a restart of the endpoint does: their
+    /// clients get `NOT_FOUND` and create new ones.
+    public func forgetAllTokens() {
+        let waiters = state.withLock { state -> [CheckedContinuation<[Pending]?, Never>] in
+            defer { state.tokens = [:] }
+            return state.tokens.values.compactMap { $0.waiter?.continuation }
+        }
+        for waiter in waiters { waiter.resume(returning: nil) }
     }
 
     /// How many tokens are polled right now (what idle clients cost the endpoint).

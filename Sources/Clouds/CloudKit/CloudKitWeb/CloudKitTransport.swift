@@ -33,6 +33,14 @@ struct CloudKitTransport: Sendable {
         try await call(operation, get: get, text: try body?.serialized() ?? Data(), database: database)
     }
 
+    /// Calls a JSON operation at `path` (under the base URL) rather than the database's path.
+    func call(_ operation: String, body: JSONValue, path: String) async throws -> JSONValue {
+        let answer = try await send(
+            url: configuration.baseURL + path, method: .post, body: try body.serialized(), contentType: "application/json; charset=utf-8",
+            context: operation)
+        return try Self.json(answer, context: operation)
+    }
+
     /// ``call(_:get:body:database:)`` with a body already written as JSON text.
     func call(_ operation: String, get: Bool = false, text bytes: Data, database: String? = nil) async throws -> JSONValue {
         let answer = try await send(
@@ -92,10 +100,17 @@ struct CloudKitTransport: Sendable {
 
     /// Sends one request, authenticated when `url` is under the base URL (upload and download URLs
     /// elsewhere carry their own authority).
-    func send(url: String, method: Method, body: Data, contentType: String?, context: String) async throws -> Answer {
-        let authenticated = url.hasPrefix(configuration.baseURL + "/")
+    /// - Parameters:
+    ///   - anonymous: sends no credentials even under the base URL (a web courier URL, whose
+    ///     token is its credential: a long-poll must not hold the web auth token's turn).
+    ///   - timeout: how long the request may take, when not `requestTimeout` (a long-poll).
+    func send(
+        url: String, method: Method, body: Data, contentType: String?, context: String, anonymous: Bool = false, timeout: Duration? = nil
+    ) async throws -> Answer {
+        let authenticated = url.hasPrefix(configuration.baseURL + "/") && !anonymous
         guard authenticated else {
-            return try await execute(url: url, method: method, body: body, contentType: contentType, headers: [], context: context).answer
+            return try await execute(url: url, method: method, body: body, contentType: contentType, headers: [], context: context, timeout: timeout)
+                .answer
         }
         let path = String(url.dropFirst(configuration.baseURL.count).prefix { $0 != "?" })
         switch configuration.authentication {
@@ -121,14 +136,15 @@ struct CloudKitTransport: Sendable {
     }
 
     private func execute(
-        url: String, method: Method, body: Data, contentType: String?, headers: [(name: String, value: String)], context: String
+        url: String, method: Method, body: Data, contentType: String?, headers: [(name: String, value: String)], context: String,
+        timeout: Duration? = nil
     ) async throws -> RawAnswer {
         var request = HTTPClientRequest(url: url)
         request.method = method.http
         if let contentType, method != .get { request.headers.add(name: "Content-Type", value: contentType) }
         for header in headers { request.headers.add(name: header.name, value: header.value) }
         if method != .get { request.body = .bytes(ByteBuffer(data: body)) }
-        let timeout = configuration.requestTimeout.components
+        let timeout = (timeout ?? configuration.requestTimeout).components
         do {
             let response = try await cloudKitHTTPClient.execute(
                 request, timeout: .milliseconds(timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000))

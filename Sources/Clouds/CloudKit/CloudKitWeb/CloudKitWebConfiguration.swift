@@ -34,9 +34,15 @@ public struct CloudKitWebConfiguration: Sendable {
     public var limits: CloudLimits
     /// How long one HTTP request may take.
     public var requestTimeout: Duration
-    /// How often ``CloudKitWebDatabase/changeSignals(in:)`` asks for a zone's change token
-    /// (CloudKit Web Services has no push channel for servers).
+    /// How often ``CloudKitWebDatabase/changeSignals(in:)`` asks `changes/database` which zones
+    /// changed, when the service delivers no notifications (or ``notifications`` is off).
     public var signalPollInterval: Duration
+    /// Whether change signals come from subscriptions and the service's web courier (a zone
+    /// subscription per zone and one long-poll for all of them), falling back to polling when
+    /// the service offers neither.
+    public var notifications: Bool
+    /// While notifications arrive, how often every zone is signalled anyway, in case one was lost.
+    public var fallbackPollInterval: Duration
     /// The record type and asset field named when asking for upload URLs; iCloud requires the
     /// container's schema to have this record type with this asset field.
     public var assetRecordType: String
@@ -45,8 +51,8 @@ public struct CloudKitWebConfiguration: Sendable {
     public init(
         baseURL: String = Self.iCloudBaseURL, container: String, environment: String = "development", database: Database = .private,
         authentication: Authentication, limits: CloudLimits = CloudLimits(maxResultsPerFetch: 200, modifyRequestsInFlight: 2),
-        requestTimeout: Duration = .seconds(60), signalPollInterval: Duration = .seconds(10),
-        assetRecordType: String = "GatewayAsset", assetFieldName: String = "data"
+        requestTimeout: Duration = .seconds(60), signalPollInterval: Duration = .seconds(10), notifications: Bool = true,
+        fallbackPollInterval: Duration = .seconds(300), assetRecordType: String = "GatewayAsset", assetFieldName: String = "data"
     ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.container = container
@@ -56,6 +62,8 @@ public struct CloudKitWebConfiguration: Sendable {
         self.limits = limits
         self.requestTimeout = requestTimeout
         self.signalPollInterval = signalPollInterval
+        self.notifications = notifications
+        self.fallbackPollInterval = fallbackPollInterval
         self.assetRecordType = assetRecordType
         self.assetFieldName = assetFieldName
     }
@@ -88,5 +96,11 @@ public struct CloudKitWebConfiguration: Sendable {
     /// The path of a database operation: `/database/1/<container>/<environment>/<database>/<operation>`.
     public func path(_ operation: String, database: String? = nil) -> String {
         "/database/1/\(container)/\(environment)/\(database ?? self.database.rawValue)/\(operation)"
+    }
+
+    /// The path of an operation CloudKit serves under `/device/1/` without a database segment
+    /// (`tokens/create`, `tokens/register`), as CloudKit JS sends them.
+    public func devicePath(_ operation: String) -> String {
+        "/device/1/\(container)/\(environment)/\(operation)"
     }
 }

@@ -21,6 +21,8 @@ public final class CloudKitWebDatabase: CloudDatabase {
     private let usesRecordsChanges = Mutex(false)
     /// One `changes/database` poll for every zone's change signals.
     private let databaseChanges: DatabaseChangeWatcher
+    /// The push channel every zone's change signals share.
+    private let courier: CourierChannel
 
     /// - Throws: ``CloudError/Code/invalidArguments`` for a configuration that cannot sync (the
     ///   public database, a server-to-server key against iCloud's private database).
@@ -29,6 +31,7 @@ public final class CloudKitWebDatabase: CloudDatabase {
         self.configuration = configuration
         let transport = CloudKitTransport(configuration: configuration)
         self.transport = transport
+        self.courier = CourierChannel(transport: transport)
         self.databaseChanges = DatabaseChangeWatcher(interval: configuration.signalPollInterval) { token in
             var body: [String: JSONValue] = ["resultsLimit": 200]
             if let token { body["syncToken"] = .string(token) }
@@ -89,9 +92,19 @@ public final class CloudKitWebDatabase: CloudDatabase {
         return try CloudKitWireCoding.decodeToken(token)
     }
 
-    /// Polls `changes/database` every `signalPollInterval`, one request for all zones of this
-    /// client; against a service without it, the zone's own token (`zones/lookup`).
+    /// With ``CloudKitWebConfiguration/notifications`` on, signals from the service's web
+    /// courier (``CourierChannel``: a zone subscription per zone, one long-poll for every zone);
+    /// otherwise, or against a service without subscriptions and tokens, polls `changes/database`
+    /// every `signalPollInterval`, one request for all zones of this client, and against a
+    /// service without that, the zone's own token (`zones/lookup`).
     public func changeSignals(in zone: ZoneID) -> ChangeSignals {
+        let polling = pollingSignals(in: zone)
+        guard configuration.notifications else { return polling }
+        let courier = courier
+        return ChangeSignals { CourierSignalSource(channel: courier, zone: zone, polling: polling.makeAsyncIterator()) }
+    }
+
+    private func pollingSignals(in zone: ZoneID) -> ChangeSignals {
         .polling(every: configuration.signalPollInterval) { [self] in
             if let stamp = try await databaseChanges.stamp(for: zone) { return SignalStamp.database(stamp) }
             return SignalStamp.zone(try await currentChangeToken(in: zone))

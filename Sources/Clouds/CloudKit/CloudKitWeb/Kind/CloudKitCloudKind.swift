@@ -10,7 +10,10 @@ import GatewayConfig
 /// (`server_to_server` or `web_token`), for server-to-server `key_id` and `private_key_file` (a
 /// P-256 key in PEM), for web tokens `api_token_env` (default `CLOUDKIT_API_TOKEN`) and
 /// `web_auth_token_file` (default `<state_dir>/cloudkit-web-auth-token`, rewritten after every
-/// request), `poll_interval` (default 10s), `request_timeout` (default 60s), `asset_record_type`
+/// request), `notifications` (default true: subscribe and long-poll the service's web courier,
+/// polling only where it has none), `poll_interval` (default 10s: how often zones are polled
+/// without notifications), `fallback_poll_interval` (default 5m: every zone is looked at this
+/// often even while notifications arrive), `request_timeout` (default 60s), `asset_record_type`
 /// and `asset_field` (default `GatewayAsset` and `data`), `requests_in_flight` (`records/modify`
 /// requests an upload keeps in flight per zone, default 2), and `limits` (as for `embedded`).
 public struct CloudKitCloudKind: CloudKind {
@@ -22,6 +25,7 @@ public struct CloudKitCloudKind: CloudKind {
         case kind, container, environment, database, baseURL = "base_url", auth, keyID = "key_id"
         case privateKeyFile = "private_key_file", apiTokenEnv = "api_token_env", webAuthTokenFile = "web_auth_token_file"
         case pollInterval = "poll_interval", requestTimeout = "request_timeout", assetRecordType = "asset_record_type"
+        case notifications, fallbackPollInterval = "fallback_poll_interval"
         case assetField = "asset_field", requestsInFlight = "requests_in_flight", limits
     }
 
@@ -66,12 +70,13 @@ public struct CloudKitCloudKind: CloudKind {
         var configuration = Settings(
             baseURL: baseURL.value, container: containerID.value, environment: environment.value, database: database,
             authentication: authentication)
-        for (key, keyPath) in [(Keys.pollInterval, \Settings.pollInterval), (.requestTimeout, \.requestTimeout)] {
+        for (key, keyPath) in [(Keys.pollInterval, \Settings.pollInterval), (.requestTimeout, \.requestTimeout), (.fallbackPollInterval, \.fallbackPollInterval)] {
             if let value = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: key) {
                 guard value.value.duration > .zero else { throw value.problem(.invalidValue, "must be longer than 0s") }
                 configuration[keyPath: keyPath] = value.value.duration
             }
         }
+        configuration.notifications = try container.decodeIfPresent(Bool.self, forKey: .notifications) ?? true
         configuration.assetRecordType = try container.decodeIfPresent(String.self, forKey: .assetRecordType) ?? "GatewayAsset"
         configuration.assetField = try container.decodeIfPresent(String.self, forKey: .assetField) ?? "data"
         if let limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits) {
@@ -105,6 +110,8 @@ public struct CloudKitCloudKind: CloudKind {
         var database: CloudKitWebConfiguration.Database
         var authentication: Authentication
         var pollInterval: Duration = .seconds(10)
+        var notifications = true
+        var fallbackPollInterval: Duration = .seconds(300)
         var requestTimeout: Duration = .seconds(60)
         var assetRecordType = "GatewayAsset"
         var assetField = "data"
@@ -119,7 +126,8 @@ public struct CloudKitCloudKind: CloudKind {
                 }
             return CloudKitWebConfiguration(
                 baseURL: baseURL, container: container, environment: environment, database: database, authentication: auth, limits: limits,
-                requestTimeout: requestTimeout, signalPollInterval: pollInterval, assetRecordType: assetRecordType, assetFieldName: assetField)
+                requestTimeout: requestTimeout, signalPollInterval: pollInterval, notifications: notifications,
+                fallbackPollInterval: fallbackPollInterval, assetRecordType: assetRecordType, assetFieldName: assetField)
         }
     }
 }

@@ -1,0 +1,105 @@
+import CloudKitServer
+import CloudKitWeb
+import EmbeddedCloud
+import Foundation
+import GatewayCore
+import GatewayTesting
+import Testing
+
+/// A client's change signals from the endpoint's web courier: pushed, not polled; a lost token
+/// replaced with a look at every zone; polling where the service has no push channel.
+@Suite("CloudKit client: change signals from subscriptions and the web courier")
+struct CourierSignalTests {
+    static let zone = ZoneID(zoneName: "Notes")
+    let reader = TestKey(id: "reader", user: "_reader")
+    let writer = TestKey(id: "writer", user: "_writer")
+
+    func server(in directory: TemporaryDirectory, cloud: (any CloudDatabase)? = nil) async throws -> EndpointServer {
+        let cloud = try cloud ?? EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        try await cloud.createZone(Self.zone)
+        return try await EndpointServer(
+            cloud: cloud,
+            configuration: CloudKitEndpointConfiguration(
+                container: EndpointServer.container, keys: [reader.registered, writer.registered], courierHold: .seconds(5)))
+    }
+
+    func save(_ name: String, through server: EndpointServer) async throws {
+        _ = try await server.client(key: writer).modify(
+            [.forceReplace(Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: "Note", fields: ["n": .string(name)]))],
+            in: Self.zone, atomic: false)
+    }
+
+    @Test("another client's save is signalled through the courier, with polling an hour away", .timeLimit(.minutes(1)))
+    func pushed() async throws {
+        let directory = try TemporaryDirectory(prefix: "courier-signals")
+        defer { directory.remove() }
+        let server = try await server(in: directory)
+        do {
+            let client = try server.client(key: reader, pollInterval: .seconds(3600))
+            var signals = client.changeSignals(in: Self.zone).makeAsyncIterator()
+            await signals.start()
+            for round in 0..<3 {
+                try await save("n\(round)", through: server)
+                #expect(await signals.next() != nil)
+            }
+            let subscriptions = try await server.get(path: "/database/1/\(EndpointServer.container)/development/private/subscriptions/list", signedWith: reader)
+            #expect(subscriptions.body["subscriptions"]?.arrayValue?.first?["subscriptionID"]?.stringValue == "sync-gateway.Notes")
+            #expect(server.notifier.hub.heldPolls <= 1, "one long-poll for the client")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    @Test("a token the endpoint forgot (as after its restart) is replaced, and changes after it are signalled", .timeLimit(.minutes(1)))
+    func lostTokenReplaced() async throws {
+        let directory = try TemporaryDirectory(prefix: "courier-lost")
+        defer { directory.remove() }
+        let server = try await server(in: directory)
+        do {
+            let client = try server.client(key: reader, pollInterval: .seconds(3600))
+            let (signalled, signal) = AsyncStream.makeStream(of: Void.self)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await _ in client.changeSignals(in: Self.zone) { signal.yield() }
+                }
+                var signals = signalled.makeAsyncIterator()
+                // Once the client holds its long-poll, the endpoint forgets every token.
+                while server.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                server.notifier.hub.forgetAllTokens()
+                #expect(await signals.next() != nil, "a lost token signals the zone for what may have been missed")
+                // The client registers a new token and polls it.
+                while server.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                try await save("after", through: server)
+                #expect(await signals.next() != nil, "the new token is notified")
+                group.cancelAll()
+            }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    @Test("against an endpoint whose cloud keeps no subscriptions, signals poll", .timeLimit(.minutes(1)))
+    func pollsWithoutPush() async throws {
+        let directory = try TemporaryDirectory(prefix: "courier-none")
+        defer { directory.remove() }
+        // The fault-injecting wrapper keeps no subscriptions, so the endpoint refuses them.
+        let wrapped = FaultInjectingCloud(wrapping: try EmbeddedCloud(path: directory.path("cloud.sqlite")), plan: FaultInjectingCloud.Plan(), seed: 1)
+        let server = try await server(in: directory, cloud: wrapped)
+        do {
+            let client = try server.client(key: reader, pollInterval: .milliseconds(50))
+            var signals = client.changeSignals(in: Self.zone).makeAsyncIterator()
+            await signals.start()
+            try await save("polled", through: server)
+            #expect(await signals.next() != nil)
+            #expect(server.notifier.hub.heldPolls == 0, "no courier is polled")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+}
