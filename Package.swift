@@ -167,6 +167,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Sources/Clouds/CloudKit/CloudKitServer",
             swiftSettings: strictSettings
@@ -372,6 +373,7 @@ let package = Package(
                 "TestScheduling", "GatewayCore", "CloudKitWeb", "CloudKitServer", "EmbeddedCloud", "PostgresCloud", "PostgresTesting", "GatewayTesting",
                 "GatewayConfig", "GatewayService", "GatewayKinds", "SQLiteAdapter", "gateway", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSettings
         ),

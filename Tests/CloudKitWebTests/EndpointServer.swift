@@ -20,11 +20,13 @@ final class EndpointServer: Sendable {
 
     static let container = "iCloud.com.example.Gateway"
 
-    init(cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration) async throws {
+    init(cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, webhooks: [WebhookTarget] = []) async throws {
         var logger = Logger(label: "cloudkit-endpoint-test")
         logger.logLevel = .critical
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let notifier = CloudKitNotifier(cloud: cloud, logger: logger, refreshInterval: .milliseconds(200))
+        let notifier = CloudKitNotifier(
+            cloud: cloud, logger: logger, refreshInterval: .milliseconds(200), webhooks: webhooks, container: configuration.container,
+            environment: configuration.environment, webhookRetryDelay: .milliseconds(50))
         let application = CloudKitEndpoint.application(
             cloud: cloud, configuration: configuration, host: "127.0.0.1", port: 0, logger: logger, notifier: notifier,
             onServerRunning: { continuation.yield($0) })

@@ -132,6 +132,14 @@ let brokenConfigs: [BrokenConfig] = [
         yaml: "endpoint: { container: iCloud.x, web_tokens: { api_token_env: GATEWAY_UNSET_TOKEN, users: [] } }",
         message: "config.yaml:1:63: 'endpoint.web_tokens.api_token_env': the variable GATEWAY_UNSET_TOKEN is not set; export the API token there"),
     BrokenConfig(
+        name: "endpoint webhook that is not a URL",
+        yaml: "endpoint: { container: iCloud.x, keys: [], web_tokens: { api_token_env: HOME, users: [] }, webhooks: [{ url: hooks, secret_env: HOME }] }",
+        message: "config.yaml:1:110: 'endpoint.webhooks[0].url': must be an http:// or https:// URL"),
+    BrokenConfig(
+        name: "endpoint webhook secret unset",
+        yaml: "endpoint: { container: iCloud.x, web_tokens: { api_token_env: HOME, users: [] }, webhooks: [{ url: \"http://h/x\", secret_env: GATEWAY_UNSET_SECRET }] }",
+        message: "config.yaml:1:126: 'endpoint.webhooks[0].secret_env': the variable GATEWAY_UNSET_SECRET is not set; export the webhook's signing secret there"),
+    BrokenConfig(
         name: "unknown adapter kind", yaml: "adapters:\n  - name: app\n    kind: sqlit\n    zone: Z",
         message: "config.yaml:3:11: 'adapters[0].kind': unknown adapter kind 'sqlit'; this build has json, plugin, postgres, sqlite; did you mean 'sqlite'?"),
     BrokenConfig(

@@ -70,6 +70,7 @@ struct ConfigurationDocsTests {
               max_clock_skew: 5m
               keys: [{ key_id: ck, public_key_file: ck.pem.pub, user: _ck }]
               web_tokens: { api_token_env: DOCS_TEST_TOKEN, users: [{ user: _u, initial_token_env: DOCS_TEST_TOKEN }], state_file: tokens.json }
+              webhooks: [{ url: "http://127.0.0.1:1/hook", secret_env: DOCS_TEST_TOKEN }]
             adapters:
               - name: app
                 kind: sqlite

@@ -44,7 +44,9 @@ struct CloudServeCommand: AsyncParsableCommand {
         try GatewayStores.prepareStateDirectory(configuration)
         let cloud = try await GatewayStores.openCloud(configuration)
         let endpoint = try CloudKitEndpointConfiguration(settings: settings)
-        let notifier = CloudKitNotifier(cloud: cloud, logger: logger)
+        let notifier = CloudKitNotifier(
+            cloud: cloud, logger: logger, webhooks: settings.webhooks.map { WebhookTarget(url: $0.url.value, secret: $0.secret) },
+            container: settings.container, environment: settings.environment)
         let application = CloudKitEndpoint.application(
             cloud: cloud, configuration: endpoint, host: settings.host, port: settings.port, logger: logger, notifier: notifier,
             onServerRunning: { port in

@@ -21,6 +21,8 @@ public final class CloudKitNotifier: Service, Sendable {
     let logger: Logger
     /// How often the subscriptions and the zone list are read again.
     public let refreshInterval: Duration
+    /// Where notifications are POSTed besides the courier.
+    let webhooks: [WebhookSender]
 
     private struct State {
         var subscriptions: [CloudSubscription]?
@@ -35,11 +37,21 @@ public final class CloudKitNotifier: Service, Sendable {
     private let refreshes: AsyncStream<Void>
     private let refresh: AsyncStream<Void>.Continuation
 
-    public init(cloud: any CloudDatabase, hub: CourierHub = CourierHub(), logger: Logger, refreshInterval: Duration = .seconds(30)) {
+    /// - Parameters:
+    ///   - webhooks: targets that also receive every notification, with the `container` and
+    ///     `environment` they name; a failed delivery is tried again after `webhookRetryDelay`,
+    ///     doubling up to 5 minutes.
+    public init(
+        cloud: any CloudDatabase, hub: CourierHub = CourierHub(), logger: Logger, refreshInterval: Duration = .seconds(30),
+        webhooks: [WebhookTarget] = [], container: String = "", environment: String = "development", webhookRetryDelay: Duration = .seconds(1)
+    ) {
         self.cloud = cloud
         self.hub = hub
         self.logger = logger
         self.refreshInterval = refreshInterval
+        self.webhooks = webhooks.map {
+            WebhookSender(target: $0, container: container, environment: environment, logger: logger, firstDelay: webhookRetryDelay)
+        }
         (refreshes, refresh) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -76,13 +88,14 @@ public final class CloudKitNotifier: Service, Sendable {
             return
         }
         for (owner, subscriptions) in Dictionary(grouping: covering, by: \.owner) {
-            hub.notify(
-                subscriptions.map { subscription in
-                    switch subscription.scope {
-                    case .database: CourierHub.Pending(subscriptionID: subscription.id, zone: nil)
-                    case .zone: CourierHub.Pending(subscriptionID: subscription.id, zone: zone)
-                    }
-                }, of: owner)
+            let pending = subscriptions.map { subscription in
+                switch subscription.scope {
+                case .database: CourierHub.Pending(subscriptionID: subscription.id, zone: nil)
+                case .zone: CourierHub.Pending(subscriptionID: subscription.id, zone: zone)
+                }
+            }
+            hub.notify(pending, of: owner)
+            for webhook in webhooks { webhook.enqueue(pending.map { WebhookSender.Item(owner: owner, pending: $0) }) }
         }
     }
 
@@ -96,6 +109,7 @@ public final class CloudKitNotifier: Service, Sendable {
             return
         }
         await withTaskGroup(of: Void.self) { group in
+            for webhook in webhooks { group.addTask { await webhook.run() } }
             group.addTask { [refresh, refreshInterval] in
                 // Zones created and subscriptions saved elsewhere are picked up on this beat.
                 while (try? await Task.sleep(for: refreshInterval)) != nil {

@@ -82,6 +82,34 @@ public struct EndpointSettings: Sendable, Decodable {
         }
     }
 
+    /// One `webhooks:` entry: where notifications are also POSTed, signed with a secret.
+    public struct Webhook: Sendable, Decodable {
+        /// `url`: an http:// or https:// URL.
+        public var url: Located<String>
+        /// `secret_env`: the variable holding the signing secret.
+        public var secretVariable: Located<String>
+        /// Read from the variable when the config is loaded.
+        public var secret = Data()
+
+        enum CodingKeys: String, CodingKey { case url, secretEnv = "secret_env" }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            url = try container.decode(Located<String>.self, forKey: .url)
+            guard let parsed = URL(string: url.value), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
+                throw url.problem(.invalidValue, "must be an http:// or https:// URL")
+            }
+            secretVariable = try container.decode(Located<String>.self, forKey: .secretEnv)
+        }
+
+        mutating func load(environment: [String: String]) throws {
+            guard let value = environment[secretVariable.value], !value.isEmpty else {
+                throw secretVariable.problem(.invalidValue, "the variable \(secretVariable.value) is not set; export the webhook's signing secret there")
+            }
+            secret = Data(value.utf8)
+        }
+    }
+
     /// `host` (default 127.0.0.1) and `port` (default 8765).
     public var host: String
     public var port: Int
@@ -96,10 +124,12 @@ public struct EndpointSettings: Sendable, Decodable {
     /// `keys`: the registered server-to-server public keys.
     public var keys: [Key]
     public var webTokens: WebTokens?
+    /// `webhooks`: targets that also receive every notification.
+    public var webhooks: [Webhook]
 
     enum CodingKeys: String, CodingKey {
         case host, port, container, environment, publicURL = "public_url", maximumClockSkew = "max_clock_skew", keys
-        case webTokens = "web_tokens"
+        case webTokens = "web_tokens", webhooks
     }
 
     public init(from decoder: any Decoder) throws {
@@ -124,6 +154,7 @@ public struct EndpointSettings: Sendable, Decodable {
         if let skew, skew.value.duration <= .zero { throw skew.problem(.invalidValue, "must be longer than 0s") }
         keys = try container.decodeIfPresent([Key].self, forKey: .keys) ?? []
         webTokens = try container.decodeIfPresent(WebTokens.self, forKey: .webTokens)
+        webhooks = try container.decodeIfPresent([Webhook].self, forKey: .webhooks) ?? []
         var seen = Set<String>()
         for key in keys where !seen.insert(key.keyID.value).inserted {
             throw key.keyID.problem(.duplicateName, "two keys have the id '\(key.keyID.value)'")
@@ -137,5 +168,6 @@ public struct EndpointSettings: Sendable, Decodable {
     mutating func load(context: ConfigContext, environment: [String: String]) throws {
         for index in keys.indices { try keys[index].load(context: context) }
         try webTokens?.load(context: context, environment: environment)
+        for index in webhooks.indices { try webhooks[index].load(environment: environment) }
     }
 }
