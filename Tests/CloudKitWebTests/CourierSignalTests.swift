@@ -4,6 +4,8 @@ import EmbeddedCloud
 import Foundation
 import GatewayCore
 import GatewayTesting
+import PostgresCloud
+import PostgresTesting
 import Testing
 
 /// A client's change signals from the endpoint's web courier: pushed, not polled; a lost token
@@ -50,6 +52,44 @@ struct CourierSignalTests {
             throw error
         }
         await server.stop()
+    }
+
+    @Test(
+        "over the PostgreSQL cloud, a save through the endpoint and a write that bypasses it (another gateway on the same cloud) are both pushed",
+        .timeLimit(.minutes(1)))
+    func pushedOverPostgres() async throws {
+        let directory = try TemporaryDirectory(prefix: "courier-postgres")
+        defer { directory.remove() }
+        let database = try await PostgresTestServer.freshDatabase("courier")
+        let postgres = try await PostgresCloud.open(database, configuration: PostgresCloud.Configuration(schema: "cloud", maximumConnections: 4))
+        let server = try await server(in: directory, cloud: postgres)
+        let bypassing = try await PostgresCloud.open(database, configuration: PostgresCloud.Configuration(schema: "cloud", maximumConnections: 1))
+        do {
+            let other = ZoneID(zoneName: "Other")
+            try await postgres.createZone(other)
+            let client = try server.client(key: reader, pollInterval: .seconds(3600))
+            var notes = client.changeSignals(in: Self.zone).makeAsyncIterator()
+            var others = client.changeSignals(in: other).makeAsyncIterator()
+            await notes.start()
+            await others.start()
+            try await save("through-endpoint", through: server)
+            #expect(await notes.next() != nil)
+            // Only a write in the other zone can signal it: one that bypasses the endpoint, seen
+            // through NOTIFY once the notifier watches the zone.
+            while !server.notifier.isWatching(other) { try await Task.sleep(for: .milliseconds(10)) }
+            _ = try await bypassing.modify(
+                [.forceReplace(Record(id: RecordID(recordName: "bypassing", zoneID: other), recordType: "Note", fields: [:]))], in: other, atomic: false)
+            #expect(await others.next() != nil)
+            #expect(try await client.fetchChanges(in: other, since: nil, limit: 10).modified.map(\.id.recordName) == ["bypassing"])
+        } catch {
+            await bypassing.close()
+            await server.stop()
+            await postgres.close()
+            throw error
+        }
+        await bypassing.close()
+        await server.stop()
+        await postgres.close()
     }
 
     @Test("a token the endpoint forgot (as after its restart) is replaced, and changes after it are signalled", .timeLimit(.minutes(1)))
