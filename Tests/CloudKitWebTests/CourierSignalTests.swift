@@ -122,6 +122,37 @@ struct CourierSignalTests {
         await server.stop()
     }
 
+    @Test("an endpoint that goes away and comes back on its address: the client waits, reconnects with a new token and signals the zone once", .timeLimit(.minutes(1)))
+    func endpointRestarted() async throws {
+        let directory = try TemporaryDirectory(prefix: "courier-restart")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let first = try await server(in: directory, cloud: cloud)
+        let client = try first.client(key: reader, pollInterval: .seconds(3600))
+        let (signalled, signal) = AsyncStream.makeStream(of: Void.self)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in client.changeSignals(in: Self.zone) { signal.yield() }
+            }
+            var signals = signalled.makeAsyncIterator()
+            while first.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            await first.stop()
+            // While it is away the client's polls fail; a save lands in the cloud meanwhile.
+            _ = try await cloud.modify(
+                [.forceReplace(Record(id: RecordID(recordName: "while-away", zoneID: Self.zone), recordType: "Note", fields: [:]))], in: Self.zone,
+                atomic: false)
+            let second = try await EndpointServer(
+                cloud: cloud, configuration: CloudKitEndpointConfiguration(container: EndpointServer.container, keys: [reader.registered, writer.registered]),
+                port: first.port)
+            #expect(await signals.next() != nil, "back, the client looks at its zones for what it missed")
+            while second.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            try await save("after", through: second)
+            #expect(await signals.next() != nil, "and is pushed again")
+            group.cancelAll()
+            await second.stop()
+        }
+    }
+
     @Test("against an endpoint whose cloud keeps no subscriptions, signals poll", .timeLimit(.minutes(1)))
     func pollsWithoutPush() async throws {
         let directory = try TemporaryDirectory(prefix: "courier-none")

@@ -20,7 +20,8 @@ final class EndpointServer: Sendable {
 
     static let container = "iCloud.com.example.Gateway"
 
-    init(cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, webhooks: [WebhookTarget] = []) async throws {
+    /// - Parameter port: 0 for a free port; a stopped server's port to stand in for its restart.
+    init(cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, webhooks: [WebhookTarget] = [], port: Int = 0) async throws {
         var logger = Logger(label: "cloudkit-endpoint-test")
         logger.logLevel = .critical
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
@@ -28,7 +29,7 @@ final class EndpointServer: Sendable {
             cloud: cloud, logger: logger, refreshInterval: .milliseconds(200), webhooks: webhooks, container: configuration.container,
             environment: configuration.environment, webhookRetryDelay: .milliseconds(50))
         let application = CloudKitEndpoint.application(
-            cloud: cloud, configuration: configuration, host: "127.0.0.1", port: 0, logger: logger, notifier: notifier,
+            cloud: cloud, configuration: configuration, host: "127.0.0.1", port: port, logger: logger, notifier: notifier,
             onServerRunning: { continuation.yield($0) })
         let group = ServiceGroup(configuration: .init(services: [application, notifier], logger: logger))
         self.notifier = notifier

@@ -24,6 +24,8 @@ final class CourierChannel: Sendable {
         var courierURL: String?
         var polling = false
         var unavailable = false
+        /// Polls in a row that failed (the service unreachable): the next waits longer.
+        var failures = 0
         var lastBeat: ContinuousClock.Instant = .now
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter = 0
@@ -129,9 +131,10 @@ final class CourierChannel: Sendable {
         }
     }
 
-    /// One long-poll, with the token made first when there is none. A failure waits a moment
-    /// (the poll's own length) before the next turn; a lost token is made anew, and every zone
-    /// is counted up then, since notifications queued for the old one are gone.
+    /// One long-poll, with the token made first when there is none. A failed poll waits before
+    /// the next turn (1 s, doubling up to a minute), and the first answer after failures counts
+    /// up every zone, as does a lost token, which is made anew at once: notifications queued for
+    /// it, or carried by an answer that never arrived, are gone.
     private func pollOnce() async {
         do {
             let url = try await courierURL()
@@ -140,6 +143,11 @@ final class CourierChannel: Sendable {
             guard (200..<300).contains(answer.status) else { throw CloudKitTransport.failure(answer, context: "the web courier") }
             let notifications = try JSONValue.parse(answer.body.isEmpty ? Data("{}".utf8) : answer.body)["notifications"]?.arrayValue ?? []
             state.withLock { state in
+                if state.failures > 0 {
+                    // Back after failed polls: an answer lost in a failure took its notifications.
+                    state.failures = 0
+                    state.everything += 1
+                }
                 for notification in notifications {
                     let ck = notification["ck"]
                     if let fetch = ck?["fet"], let name = fetch["zid"]?.stringValue {
@@ -158,11 +166,19 @@ final class CourierChannel: Sendable {
             // in between are covered by signalling every zone.
             state.withLock { $0.courierURL = nil }
             _ = try? await courierURL()
-            state.withLock { $0.everything += 1 }
+            state.withLock { state in
+                state.failures = 0
+                state.everything += 1
+            }
         } catch {
             if Task.isCancelled { return }
-            state.withLock { $0.everything += 1 }  // whatever was queued may be lost: look once
-            try? await clock.sleep(for: .seconds(1))
+            // The service is unreachable or failed: wait 1 s, doubling up to a minute, and look at
+            // every zone once it answers again.
+            let failures = state.withLock { state -> Int in
+                state.failures += 1
+                return state.failures
+            }
+            try? await clock.sleep(for: .seconds(1 << min(failures - 1, 6)))
         }
         let beat = transport.configuration.fallbackPollInterval
         state.withLock { state in
