@@ -24,11 +24,13 @@ public struct CloudSubscription: Sendable, Equatable {
     public var id: String
     /// The user whose subscription it is (a user record name, such as `_defaultOwner`).
     public var owner: String
+    /// What it watches: the owner's whole database or one zone.
     public var scope: Scope
     /// The subscription as its client sent it (CloudKit's subscription dictionary, JSON), given
     /// back unchanged by lists and lookups.
     public var definition: Data
 
+    /// A subscription of `owner`'s, described by `definition` (the client's JSON).
     public init(id: String, owner: String, scope: Scope, definition: Data) {
         self.id = id
         self.owner = owner

@@ -2,7 +2,7 @@ import Foundation
 import GatewayCore
 
 extension CloudConformanceSuite {
-    /// The behaviours of a cloud that keeps subscriptions (``SubscriptionStoring``): run them
+    /// The behaviours of a cloud that keeps subscriptions (`SubscriptionStoring`): run them
     /// against harnesses whose clouds conform.
     public static var subscriptionCases: [CloudConformanceCase] {
         [

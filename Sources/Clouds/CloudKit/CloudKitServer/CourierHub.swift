@@ -35,6 +35,7 @@ public final class CourierHub: Sendable {
     public let idleLifetime: Duration
     private let state = Mutex(State())
 
+    /// A hub whose tokens live `idleLifetime` without a poll.
     public init(idleLifetime: Duration = .seconds(600)) {
         self.idleLifetime = idleLifetime
     }

@@ -15,6 +15,7 @@ public struct WebhookTarget: Sendable {
     /// The key of the `X-Gateway-Signature` header: `sha256=` and the hex HMAC-SHA256 of the body.
     public var secret: Data
 
+    /// A target at `url`, signed with `secret`.
     public init(url: String, secret: Data) {
         self.url = url
         self.secret = secret

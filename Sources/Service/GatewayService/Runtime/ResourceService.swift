@@ -14,6 +14,7 @@ public struct ResourceService: Service {
         self.close = close
     }
 
+    /// Waits for the group to stop, then closes the resource.
     public func run() async throws {
         // A cancelled wait throws; the resource is closed either way.
         try? await gracefulShutdown()

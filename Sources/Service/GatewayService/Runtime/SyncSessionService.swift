@@ -16,7 +16,9 @@ import Synchronization
 /// before the session they use is ended. A config that does not match a store, or a held lock,
 /// ends the service with that error.
 public final class SyncSessionService: Service, Sendable {
+    /// The configuration whose session is opened.
     public let configuration: GatewayConfiguration
+    /// Where the waits for the cloud are logged.
     public let logger: Logger
     /// Where the wait for the cloud is reported.
     public let monitor: GatewayMonitor
@@ -31,6 +33,7 @@ public final class SyncSessionService: Service, Sendable {
 
     private let stage = Mutex(Stage.opening(waiters: [:], next: 0))
 
+    /// A service that opens `configuration`'s session, reporting its wait for the cloud to `monitor`.
     public init(configuration: GatewayConfiguration, logger: Logger, monitor: GatewayMonitor, clock: any SyncClock = LiveSyncClock()) {
         self.configuration = configuration
         self.logger = logger
@@ -38,6 +41,7 @@ public final class SyncSessionService: Service, Sendable {
         self.clock = clock
     }
 
+    /// Opens the session, hands it to ``opened()``, and ends it when the group shuts down.
     public func run() async throws {
         let session: SyncSession?
         do {
