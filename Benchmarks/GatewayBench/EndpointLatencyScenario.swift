@@ -6,8 +6,6 @@ import Foundation
 import GRDB
 import GatewayCore
 import GatewayTesting
-import Logging
-import ServiceLifecycle
 import Synchronization
 
 /// Change-to-replica latency through CloudKit Web Services, and what idle gateways cost the
@@ -35,8 +33,6 @@ struct EndpointLatencyScenario: Scenario {
         let writerKey = CloudKitRequestSigner(keyID: "writer", privateKey: P256.Signing.PrivateKey())
         let gatewayKey = P256.Signing.PrivateKey()
         let requests = RequestCounter()
-        var logger = Logger(label: "bench-endpoint")
-        logger.logLevel = .critical
         let embedded = try EmbeddedCloud(path: workDirectory.appendingPathComponent("cloud.sqlite").path)
         try await embedded.createZone(Self.zone)
         var configuration = CloudKitEndpointConfiguration(
@@ -46,26 +42,13 @@ struct EndpointLatencyScenario: Scenario {
                 try CloudKitSignatureVerifier.Key(keyID: "gateway", publicKeyPEM: gatewayKey.publicKey.pemRepresentation, userRecordName: "_gateway"),
             ])
         configuration.onRequest = { _ in requests.count.withLock { $0 += 1 } }
-        let notifier = CloudKitNotifier(cloud: embedded, logger: logger)
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = CloudKitEndpoint.application(
-            cloud: embedded, configuration: configuration, host: "127.0.0.1", port: 0, logger: logger, notifier: notifier,
-            onServerRunning: { continuation.yield($0) })
-        let group = ServiceGroup(configuration: .init(services: [application, notifier], logger: logger))
-        return try await withThrowingTaskGroup(of: [Measurement]?.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return nil
-            }
-            defer { tasks.cancelAll() }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else { throw BenchmarkError("the endpoint did not start") }
+        let edits = edits
+        return try await BenchEndpoint.serving(embedded, configuration: configuration) { port, notifier in
             var gateways: [ChildProcess] = []
             defer { for process in gateways where process.isRunning { process.kill() } }
             func start(_ index: Int) async throws -> URL {
                 let folder = workDirectory.appendingPathComponent("gateway-\(index)")
-                let (process, _) = try await Self.startGateway(gateway, in: folder, port: port, key: gatewayKey)
-                gateways.append(process)
+                gateways.append(try await Self.startGateway(gateway, in: folder, port: port, key: gatewayKey))
                 return folder
             }
             let first = try await start(0)
@@ -94,14 +77,13 @@ struct EndpointLatencyScenario: Scenario {
             measurements.append(Measurement(name: "long-polls held, 50 idle gateways", value: Double(notifier.hub.heldPolls), unit: "polls"))
             for process in gateways { process.terminate() }
             for process in gateways { _ = try? await process.wait(timeout: .seconds(30)) }
-            await group.triggerGracefulShutdown()
             return measurements
         }
     }
 
     /// Starts `gateway run` in `folder` on a SQLite store, synced through the endpoint at `port`,
     /// and waits for its first sync.
-    static func startGateway(_ gateway: String, in folder: URL, port: Int, key: P256.Signing.PrivateKey) async throws -> (ChildProcess, URL) {
+    static func startGateway(_ gateway: String, in folder: URL, port: Int, key: P256.Signing.PrivateKey) async throws -> ChildProcess {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(key.pemRepresentation.utf8).write(to: folder.appendingPathComponent("gateway.pem"))
         try await DatabaseQueue(path: folder.appendingPathComponent("app.sqlite").path).write { db in
@@ -133,7 +115,7 @@ struct EndpointLatencyScenario: Scenario {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return (process, folder)
+        return process
     }
 
     /// Saves record `index` as another user and returns the milliseconds until the row is in `replica`.

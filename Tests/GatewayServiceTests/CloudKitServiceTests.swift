@@ -47,6 +47,22 @@ struct CloudKitServiceTests {
         }
     }
 
+    /// Makes a key pair in each gateway's folder with `gateway cloud keygen keys/<name>.pem`.
+    static func keygen(_ gateways: [(TemporaryDirectory, String)]) async throws {
+        for (directory, name) in gateways {
+            let made = try await GatewayCLI.run(["cloud", "keygen", "keys/\(name).pem"], in: directory.url)
+            #expect(made.status == 0, "\(made)")
+        }
+    }
+
+    /// Copies each gateway's public key to the endpoint's `keys/<name>.pub`.
+    static func register(_ gateways: [(TemporaryDirectory, String)], at server: TemporaryDirectory) throws {
+        try FileManager.default.createDirectory(at: server.url.appendingPathComponent("keys"), withIntermediateDirectories: true)
+        for (directory, name) in gateways {
+            try FileManager.default.copyItem(atPath: directory.path("keys/\(name).pem.pub"), toPath: server.path("keys/\(name).pub"))
+        }
+    }
+
     static func writeConfig(_ text: String, in directory: TemporaryDirectory) throws {
         try Data(text.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
     }
@@ -92,19 +108,12 @@ struct CloudKitServiceTests {
         let stranger = try TemporaryDirectory(prefix: "ckws-stranger")
         defer { [server, first, second, stranger].forEach { $0.remove() } }
 
-        for (directory, name) in [(first, "a"), (second, "b"), (stranger, "x")] {
-            let made = try await GatewayCLI.run(["cloud", "keygen", "keys/\(name).pem"], in: directory.url)
-            #expect(made.status == 0, "\(made)")
-        }
+        try await Self.keygen([(first, "a"), (second, "b"), (stranger, "x")])
         let mode = try FileManager.default.attributesOfItem(atPath: first.path("keys/a.pem"))[.posixPermissions] as? Int
         #expect(mode == 0o600)
         let again = try await GatewayCLI.run(["cloud", "keygen", "keys/a.pem"], in: first.url)
         #expect(again.status == 2 && again.stderr.contains("already exists"), "\(again)")
-
-        try FileManager.default.createDirectory(at: server.url.appendingPathComponent("keys"), withIntermediateDirectories: true)
-        for (directory, name) in [(first, "a"), (second, "b")] {
-            try FileManager.default.copyItem(atPath: directory.path("keys/\(name).pem.pub"), toPath: server.path("keys/\(name).pub"))
-        }
+        try Self.register([(first, "a"), (second, "b")], at: server)
         let cloud =
             backend == "embedded"
             ? "{ kind: embedded, path: shared-cloud.sqlite }"
@@ -230,14 +239,8 @@ struct CloudKitServiceTests {
         let first = try TemporaryDirectory(prefix: "ckws-push-a")
         let second = try TemporaryDirectory(prefix: "ckws-push-b")
         defer { [server, first, second].forEach { $0.remove() } }
-        for (directory, name) in [(first, "a"), (second, "b")] {
-            let made = try await GatewayCLI.run(["cloud", "keygen", "keys/\(name).pem"], in: directory.url)
-            #expect(made.status == 0, "\(made)")
-        }
-        try FileManager.default.createDirectory(at: server.url.appendingPathComponent("keys"), withIntermediateDirectories: true)
-        for (directory, name) in [(first, "a"), (second, "b")] {
-            try FileManager.default.copyItem(atPath: directory.path("keys/\(name).pem.pub"), toPath: server.path("keys/\(name).pub"))
-        }
+        try await Self.keygen([(first, "a"), (second, "b")])
+        try Self.register([(first, "a"), (second, "b")], at: server)
         try Self.writeConfig(
             """
             cloud: { kind: embedded, path: shared-cloud.sqlite }
