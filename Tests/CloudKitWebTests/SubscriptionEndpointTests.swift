@@ -188,7 +188,7 @@ struct SubscriptionEndpointTests {
         await fixture.stop()
     }
 
-    @Test("changes made while no poll is held wait for the next poll, coalesced per zone; an unknown token is NOT_FOUND")
+    @Test("changes made while no poll is held wait for the next poll, coalesced per zone and notified once; an unknown token is NOT_FOUND")
     func droppedPollMissesNothing() async throws {
         let fixture = try await Fixture(hold: .milliseconds(300))
         do {
@@ -205,6 +205,8 @@ struct SubscriptionEndpointTests {
             let waiting = try await fixture.poll(courier)
             #expect(Set(waiting.compactMap { $0["ck"]?["fet"]?["zid"]?.stringValue }) == ["Notes", "Tasks"])
             #expect(waiting.count == 2, "two saves in one zone are one notification: \(waiting)")
+            // The notifier's watch of the zones sees the same saves; they are not notified again.
+            #expect(try await fixture.poll(courier).isEmpty, "a save through the endpoint notifies once")
 
             let unknown = try await fixture.server.get(path: "/webcourier/1/\(EndpointServer.container)/development/0123")
             #expect(unknown.status == 404 && unknown.body["serverErrorCode"]?.stringValue == "NOT_FOUND")

@@ -19,6 +19,7 @@ struct WebhookTests {
     /// A webhook target on a loopback port that refuses its first `failures` deliveries.
     final class Target: Sendable {
         let received = Mutex<[(body: Data, signature: String)]>([])
+        let deliveryIDs = Mutex<[String]>([])
         let attempts = Mutex(0)
         let (deliveries, delivered) = AsyncStream.makeStream(of: Void.self)
 
@@ -26,6 +27,7 @@ struct WebhookTests {
             let router = Router()
             router.post("/hook") { request, _ -> HTTPResponse.Status in
                 let attempt = self.attempts.withLock { $0 += 1; return $0 }
+                self.deliveryIDs.withLock { $0.append(request.headers[HTTPField.Name("X-Gateway-Delivery")!] ?? "") }
                 let body = Data(buffer: try await request.body.collect(upTo: 1_000_000))
                 guard attempt > failures else { return .internalServerError }
                 self.received.withLock { $0.append((body, request.headers[HTTPField.Name("X-Gateway-Signature")!] ?? "")) }
@@ -69,6 +71,8 @@ struct WebhookTests {
                 var deliveries = target.deliveries.makeAsyncIterator()
                 _ = await deliveries.next()
                 #expect(target.attempts.withLock { $0 } == 3)
+                let ids = target.deliveryIDs.withLock { $0 }
+                #expect(Set(ids).count == 1 && ids.first?.isEmpty == false, "a retry carries its first attempt's delivery id: \(ids)")
                 let (body, signature) = try #require(target.received.withLock { $0.first })
                 let expected = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: secret)).map { String(format: "%02x", $0) }.joined()
                 #expect(signature == "sha256=\(expected)")

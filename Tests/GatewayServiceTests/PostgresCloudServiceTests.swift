@@ -313,6 +313,10 @@ struct PostgresCloudServiceTests {
             #expect(text.contains("gateway_has_changes{adapter=\"\(adapter)\"} 0"), "\(text)")
             #expect(text.contains("gateway_records_uploaded_total{adapter=\"\(adapter)\"} 1"), "\(text)")
         }
+        // Every ask for a sync is counted by what asked: the start, and the POST above.
+        for trigger in ["start", "http"] {
+            #expect(text.contains("gateway_sync_requests_total{trigger=\"\(trigger)\"}"), "\(text)")
+        }
         service.terminate()
         #expect(try await service.wait(timeout: .seconds(30)) == 0)
     }

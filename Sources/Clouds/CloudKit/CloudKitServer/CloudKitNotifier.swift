@@ -31,6 +31,9 @@ public final class CloudKitNotifier: Service, Sendable {
         /// Zones whose watcher has taken its baseline: every later change is noticed.
         var ready: Set<ZoneID> = []
         var refreshed = false
+        /// Each zone's change token when it last notified: the watch of a zone notifies only
+        /// when the zone moved past it, so a write through the endpoint notifies once.
+        var notifiedAt: [ZoneID: ChangeToken] = [:]
     }
 
     private let state = Mutex(State())
@@ -80,6 +83,21 @@ public final class CloudKitNotifier: Service, Sendable {
 
     /// `zone` changed: every subscription covering it notifies its owner's registered tokens.
     public func zoneChanged(_ zone: ZoneID) async {
+        await notify(zone, unlessNotifiedAt: false)
+    }
+
+    /// Notifies for `zone`; when `unlessNotifiedAt`, only if it moved since it last notified (the
+    /// watch's signal for a write the endpoint already notified about).
+    private func notify(_ zone: ZoneID, unlessNotifiedAt: Bool) async {
+        // A zone that cannot be read (deleted, or the cloud unreachable) notifies all the same.
+        let token = try? await cloud.currentChangeToken(in: zone)
+        let repeated = state.withLock { state -> Bool in
+            guard let token else { return false }
+            if unlessNotifiedAt, state.notifiedAt[zone] == token { return true }
+            state.notifiedAt[zone] = token
+            return false
+        }
+        if repeated { return }
         let covering: [CloudSubscription]
         do {
             covering = try await subscriptions().filter { $0.scope.covers(zone) }
@@ -127,7 +145,7 @@ public final class CloudKitNotifier: Service, Sendable {
                         // subscription) may have been written before its watch began: its
                         // subscribers look once.
                         if discovered { await self.zoneChanged(zone) }
-                        while await signals.next() != nil { await self.zoneChanged(zone) }
+                        while await signals.next() != nil { await self.notify(zone, unlessNotifiedAt: true) }
                     }
                 }
             }

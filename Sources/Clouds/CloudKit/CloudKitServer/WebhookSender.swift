@@ -23,7 +23,8 @@ public struct WebhookTarget: Sendable {
 }
 
 /// Delivers notifications to one ``WebhookTarget``: `{"notifications": [{"user", "ck"}]}`, signed,
-/// retried with back-off until the target takes them. Notifications wait in a queue of their
+/// with an `X-Gateway-Delivery` id, retried unchanged (same body, same id) with back-off until
+/// the target takes them. Notifications wait in a queue of their
 /// own, coalesced per user, subscription and zone, and bounded: a target that fails never holds
 /// up the courier or a sync, and one that stays down loses only the oldest of what it missed.
 final class WebhookSender: Sendable {
@@ -74,13 +75,26 @@ final class WebhookSender: Sendable {
     /// Delivers what is queued whenever something is, until the task is cancelled.
     func run() async {
         var delay = firstDelay
+        // A delivery is retried as it was first sent, with the same body and delivery id, so
+        // the target can tell a retry from a new delivery.
+        var delivery: (items: [Item], body: Data, id: String)?
         for await _ in wakeUps {
             while !Task.isCancelled {
-                let batch = queue.withLock { Array($0.prefix(500)) }
-                if batch.isEmpty { break }
+                if delivery == nil {
+                    // Taken out of the queue: a change meanwhile queues its notification again.
+                    let batch = queue.withLock { queue -> [Item] in
+                        let batch = Array(queue.prefix(500))
+                        queue.removeFirst(batch.count)
+                        return batch
+                    }
+                    if batch.isEmpty { break }
+                    guard let body = try? body(of: batch) else { break }
+                    delivery = (batch, body, UUID().uuidString.lowercased())
+                }
+                guard let current = delivery else { break }
                 do {
-                    try await deliver(batch)
-                    queue.withLock { queue in queue.removeAll { batch.contains($0) } }
+                    try await deliver(current.body, id: current.id)
+                    delivery = nil
                     delay = firstDelay
                 } catch {
                     logger.warning(
@@ -92,19 +106,22 @@ final class WebhookSender: Sendable {
         }
     }
 
-    private func deliver(_ batch: [Item]) async throws {
+    private func body(of batch: [Item]) throws -> Data {
         let notifications = batch.map { item -> JSONValue in
             guard case .object(var object) = CourierNotification.encode(item.pending, container: container, environment: environment) else { return .null }
             object["user"] = .string(item.owner)
             return .object(object)
         }
-        let body = try JSONValue.object(["notifications": .array(notifications)]).serialized()
+        return try JSONValue.object(["notifications": .array(notifications)]).serialized()
+    }
+
+    private func deliver(_ body: Data, id: String) async throws {
         let signature = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: target.secret))
         var request = HTTPClientRequest(url: target.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json; charset=utf-8")
         request.headers.add(name: "X-Gateway-Signature", value: "sha256=" + signature.map { String(format: "%02x", $0) }.joined())
-        request.headers.add(name: "X-Gateway-Delivery", value: UUID().uuidString.lowercased())
+        request.headers.add(name: "X-Gateway-Delivery", value: id)
         request.body = .bytes(ByteBuffer(data: body))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         _ = try await response.body.collect(upTo: 1_000_000)

@@ -124,7 +124,11 @@ public struct SyncScheduler: Service {
             "gateway running", metadata: ["adapters": "\(adapters.map(\.name))", "device": "\(deviceID)", "pid": "\(getpid())"])
 
         monitor.started(with: adapters)
-        let request: @Sendable (Trigger) -> Void = { [requests] in requests.request($0) }
+        // Every ask is counted in `gateway_sync_requests_total`, as `requestSync` counts it.
+        let request: @Sendable (Trigger) -> Void = { [requests, metrics] trigger in
+            metrics.recordRequest(trigger: trigger.rawValue)
+            requests.request(trigger)
+        }
         request(.start)
         let clock = clock
         await withThrowingTaskGroup(of: Void.self) { group in
