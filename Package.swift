@@ -153,7 +153,7 @@ let package = Package(
                 "GatewayCore", "GatewayConfig", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Clouds/CloudKit/CloudKitWeb",
             swiftSettings: strictSettings

@@ -263,6 +263,7 @@ struct CloudKitServiceTests {
         let service = try RunningGateway(in: second)
         defer { if service.process.isRunning { service.process.kill() } }
         try await service.waitFor("the first sync") { service.log().contains("sync finished") }
+        try await service.waitFor("push switched on") { service.log().contains("cloud notifications on") }
 
         try await DatabaseQueue(path: first.path("app.sqlite")).write { db in try db.execute(sql: "INSERT INTO note VALUES (1, 'pushed', NULL)") }
         let upload = try await GatewayCLI.run(["sync"], in: first.url)

@@ -1,5 +1,6 @@
 import Foundation
 import GatewayCore
+import Logging
 import Synchronization
 
 /// A client's push channel from a CloudKit Web Services service: a zone subscription for each
@@ -15,6 +16,8 @@ import Synchronization
 final class CourierChannel: Sendable {
     private let transport: CloudKitTransport
     private let clock: any SyncClock
+    /// The gateway's log: whether push is on, and when the courier is lost and found again.
+    private let logger: Logger
 
     private struct State {
         var counts: [ZoneID: Int] = [:]
@@ -36,6 +39,9 @@ final class CourierChannel: Sendable {
     init(transport: CloudKitTransport, clock: any SyncClock = LiveSyncClock()) {
         self.transport = transport
         self.clock = clock
+        var logger = Logger(label: "gateway")
+        logger[metadataKey: "cloud"] = "\(transport.configuration.baseURL)"
+        self.logger = logger
     }
 
     /// How long a long-poll may take at least: longer than a service holds one (the gateway's
@@ -79,9 +85,16 @@ final class CourierChannel: Sendable {
             }
             // The token is registered now, so changes from here on wait for the first poll.
             _ = try await courierURL()
-            state.withLock { _ = $0.subscribed.insert(zone) }
+            let first = state.withLock { state in
+                defer { state.subscribed.insert(zone) }
+                return state.subscribed.isEmpty
+            }
+            if first { logger.info("cloud notifications on: subscribed, long-polling the web courier", metadata: ["zone": "\(zone.zoneName)"]) }
         } catch let error as CloudError where Self.meansNoPush(error) {
             state.withLock { $0.unavailable = true }
+            logger.notice(
+                "the cloud offers no subscriptions or web courier; polling for changes",
+                metadata: ["poll_interval": "\(transport.configuration.signalPollInterval)", "answer": "\(error.message)"])
         }
     }
 
@@ -142,12 +155,15 @@ final class CourierChannel: Sendable {
                 timeout: max(transport.configuration.requestTimeout, Self.longPollTimeout))
             guard (200..<300).contains(answer.status) else { throw CloudKitTransport.failure(answer, context: "the web courier") }
             let notifications = try JSONValue.parse(answer.body.isEmpty ? Data("{}".utf8) : answer.body)["notifications"]?.arrayValue ?? []
+            let recovered = state.withLock { state -> Bool in
+                guard state.failures > 0 else { return false }
+                // Back after failed polls: an answer lost in a failure took its notifications.
+                state.failures = 0
+                state.everything += 1
+                return true
+            }
+            if recovered { logger.info("the web courier answers again; looking at every zone once") }
             state.withLock { state in
-                if state.failures > 0 {
-                    // Back after failed polls: an answer lost in a failure took its notifications.
-                    state.failures = 0
-                    state.everything += 1
-                }
                 for notification in notifications {
                     let ck = notification["ck"]
                     if let fetch = ck?["fet"], let name = fetch["zid"]?.stringValue {
@@ -178,6 +194,7 @@ final class CourierChannel: Sendable {
                 state.failures += 1
                 return state.failures
             }
+            if failures == 1 { logger.warning("the web courier cannot be reached; trying again", metadata: ["error": "\(error)"]) }
             try? await clock.sleep(for: .seconds(1 << min(failures - 1, 6)))
         }
         let beat = transport.configuration.fallbackPollInterval
