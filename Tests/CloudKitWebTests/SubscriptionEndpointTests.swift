@@ -213,6 +213,9 @@ struct SubscriptionEndpointTests {
             let unregistered = try await fixture.server.post(
                 path: "/database/1/\(EndpointServer.container)/development/tokens/register", ["apnsToken": "0123"], signedWith: fixture.key)
             #expect(unregistered.body["serverErrorCode"]?.stringValue == "NOT_FOUND")
+            // A path nothing serves (tokens/* under a database segment) is CloudKit's NOT_FOUND too.
+            let misplaced = try await fixture.post("tokens/create", ["apnsEnvironment": "development"])
+            #expect(misplaced.status == 404 && misplaced.body["serverErrorCode"]?.stringValue == "NOT_FOUND", "\(misplaced.body)")
         } catch {
             await fixture.stop()
             throw error

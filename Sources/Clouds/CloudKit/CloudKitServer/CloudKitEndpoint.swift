@@ -31,6 +31,7 @@ public enum CloudKitEndpoint {
         cloud: any CloudDatabase, configuration: CloudKitEndpointConfiguration, logger: Logger, notifier: CloudKitNotifier? = nil
     ) -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: UnknownPathMiddleware())
         let notifier = notifier ?? CloudKitNotifier(cloud: cloud, logger: logger)
         let gate = Gate(configuration: configuration, cloud: cloud, logger: logger, notifier: notifier)
         let prefix = "/database/1/:container/:environment/:database"
@@ -263,11 +264,30 @@ struct Gate: Sendable {
     }
 
     private func errorResponse(_ error: CloudError, token: String?) -> Response {
+        Self.errorResponse(error, token: token)
+    }
+
+    /// CloudKit's error dictionary for `error`, with its HTTP status.
+    static func errorResponse(_ error: CloudError, token: String?) -> Response {
         let (_, status) = CloudKitErrorCoding.serverErrorCode(for: error.code)
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if let token, let name = HTTPField.Name(CloudKitHeaders.webAuthToken) { headers[name] = token }
         if let retryAfter = error.retryAfter { headers[.retryAfter] = "\(max(1, retryAfter.components.seconds))" }
         let data = (try? CloudKitErrorCoding.encode(error).serialized()) ?? Data()
         return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+}
+
+/// Answers a path no route serves with CloudKit's `NOT_FOUND` error dictionary, as every other
+/// failure is answered, instead of an empty 404.
+struct UnknownPathMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return Gate.errorResponse(
+                CloudError(.unknownItem, "this endpoint serves no \(request.method) \(request.uri.path); see docs/cloudkit.md for the paths it serves"),
+                token: nil)
+        }
     }
 }
