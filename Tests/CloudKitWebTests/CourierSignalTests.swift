@@ -76,7 +76,7 @@ struct CourierSignalTests {
             #expect(await notes.next() != nil)
             // Only a write in the other zone can signal it: one that bypasses the endpoint, seen
             // through NOTIFY once the notifier watches the zone.
-            while !server.notifier.isWatching(other) { try await Task.sleep(for: .milliseconds(10)) }
+            await server.notifier.waitUntilWatching(other)
             _ = try await bypassing.modify(
                 [.forceReplace(Record(id: RecordID(recordName: "bypassing", zoneID: other), recordType: "Note", fields: [:]))], in: other, atomic: false)
             #expect(await others.next() != nil)
@@ -106,11 +106,11 @@ struct CourierSignalTests {
                 }
                 var signals = signalled.makeAsyncIterator()
                 // Once the client holds its long-poll, the endpoint forgets every token.
-                while server.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                await server.notifier.hub.waitUntilHeld()
                 server.notifier.hub.forgetAllTokens()
                 #expect(await signals.next() != nil, "a lost token signals the zone for what may have been missed")
                 // The client registers a new token and polls it.
-                while server.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                await server.notifier.hub.waitUntilHeld()
                 try await save("after", through: server)
                 #expect(await signals.next() != nil, "the new token is notified")
                 group.cancelAll()
@@ -135,7 +135,7 @@ struct CourierSignalTests {
                 for await _ in client.changeSignals(in: Self.zone) { signal.yield() }
             }
             var signals = signalled.makeAsyncIterator()
-            while first.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            await first.notifier.hub.waitUntilHeld()
             await first.stop()
             // While it is away the client's polls fail; a save lands in the cloud meanwhile.
             _ = try await cloud.modify(
@@ -145,7 +145,7 @@ struct CourierSignalTests {
                 cloud: cloud, configuration: CloudKitEndpointConfiguration(container: EndpointServer.container, keys: [reader.registered, writer.registered]),
                 port: first.port)
             #expect(await signals.next() != nil, "back, the client looks at its zones for what it missed")
-            while second.notifier.hub.heldPolls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            await second.notifier.hub.waitUntilHeld()
             try await save("after", through: second)
             #expect(await signals.next() != nil, "and is pushed again")
             group.cancelAll()

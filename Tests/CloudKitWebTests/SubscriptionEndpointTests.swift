@@ -171,7 +171,7 @@ struct SubscriptionEndpointTests {
             _ = try await fixture.modify([["operationType": "create", "subscription": ["subscriptionID": "all", "subscriptionType": "database"]]])
             try await fixture.server.cloud.createZone(ZoneID(zoneName: "Direct"))
             // The notifier watches the new zone once it has read the zone list again.
-            while !fixture.server.notifier.isWatching(ZoneID(zoneName: "Direct")) { try await Task.sleep(for: .milliseconds(20)) }
+            await fixture.server.notifier.waitUntilWatching(ZoneID(zoneName: "Direct"))
             _ = try await fixture.server.cloud.modify(
                 [.create(Record(id: RecordID(recordName: "d", zoneID: ZoneID(zoneName: "Direct")), recordType: "Note", fields: [:]))],
                 in: ZoneID(zoneName: "Direct"), atomic: false)

@@ -37,6 +37,8 @@ public final class CloudKitNotifier: Service, Sendable {
     }
 
     private let state = Mutex(State())
+    /// Told whenever a zone's watch is ready (``waitUntilWatching(_:)``).
+    private let watches = StateChanges()
     private let refreshes: AsyncStream<Void>
     private let refresh: AsyncStream<Void>.Continuation
 
@@ -65,6 +67,11 @@ public final class CloudKitNotifier: Service, Sendable {
         state.withLock { $0.ready.contains(zone) }
     }
 
+    /// Returns once changes of `zone` are watched (``isWatching(_:)``).
+    public func waitUntilWatching(_ zone: ZoneID) async {
+        await watches.wait { self.isWatching(zone) }
+    }
+
     /// The subscriptions, read from the cloud when not cached.
     func subscriptions() async throws -> [CloudSubscription] {
         if let cached = state.withLock({ $0.subscriptions }) { return cached }
@@ -89,6 +96,15 @@ public final class CloudKitNotifier: Service, Sendable {
     /// Notifies for `zone`; when `unlessNotifiedAt`, only if it moved since it last notified (the
     /// watch's signal for a write the endpoint already notified about).
     private func notify(_ zone: ZoneID, unlessNotifiedAt: Bool) async {
+        let covering: [CloudSubscription]
+        do {
+            covering = try await subscriptions().filter { $0.scope.covers(zone) }
+        } catch {
+            logger.warning("cannot read the subscriptions; no notification for this change", metadata: ["zone": "\(zone)", "error": "\(error)"])
+            return
+        }
+        // A write into a zone nobody subscribed to costs no read of its token.
+        guard !covering.isEmpty else { return }
         // A zone that cannot be read (deleted, or the cloud unreachable) notifies all the same.
         let token = try? await cloud.currentChangeToken(in: zone)
         let repeated = state.withLock { state -> Bool in
@@ -98,13 +114,6 @@ public final class CloudKitNotifier: Service, Sendable {
             return false
         }
         if repeated { return }
-        let covering: [CloudSubscription]
-        do {
-            covering = try await subscriptions().filter { $0.scope.covers(zone) }
-        } catch {
-            logger.warning("cannot read the subscriptions; no notification for this change", metadata: ["zone": "\(zone)", "error": "\(error)"])
-            return
-        }
         for (owner, subscriptions) in Dictionary(grouping: covering, by: \.owner) {
             let pending = subscriptions.map { subscription in
                 switch subscription.scope {
@@ -157,6 +166,7 @@ public final class CloudKitNotifier: Service, Sendable {
 
     private func markReady(_ zone: ZoneID) {
         state.withLock { _ = $0.ready.insert(zone) }
+        watches.changed()
     }
 
     /// The zones covered by a subscription and not watched yet, now marked watched, each with

@@ -34,6 +34,8 @@ public final class CourierHub: Sendable {
     /// How long a token lives without a poll.
     public let idleLifetime: Duration
     private let state = Mutex(State())
+    /// Told whenever a poll starts or ends waiting (``waitUntilHeld(_:)``).
+    private let polls = StateChanges()
 
     /// A hub whose tokens live `idleLifetime` without a poll.
     public init(idleLifetime: Duration = .seconds(600)) {
@@ -139,6 +141,7 @@ public final class CourierHub: Sendable {
                 case .ready(let pending): continuation.resume(returning: pending)
                 case .wait(let replaced): replaced?.resume(returning: [])
                 }
+                polls.changed()
             }
         } onCancel: {
             let waiter = state.withLock { state -> CheckedContinuation<[Pending]?, Never>? in
@@ -149,6 +152,7 @@ public final class CourierHub: Sendable {
             }
             waiter?.resume(returning: [])
         }
+        polls.changed()
         return .some(result)
     }
 
@@ -177,6 +181,11 @@ public final class CourierHub: Sendable {
             return state.tokens.values.compactMap { $0.waiter?.continuation }
         }
         for waiter in waiters { waiter.resume(returning: nil) }
+    }
+
+    /// Returns once at least `count` polls are held (clients are waiting for notifications).
+    public func waitUntilHeld(_ count: Int = 1) async {
+        await polls.wait { self.heldPolls >= count }
     }
 
     /// How many tokens are polled right now (what idle clients cost the endpoint).
