@@ -11,7 +11,7 @@ struct EmbeddedCloudConformanceTests {
         try await check.run(with: EmbeddedCloudHarness(directory: directory))
     }
 
-    @Test(arguments: CloudConformanceSuite.subscriptionCases)
+    @Test(arguments: CloudConformanceSuite.subscriptionCases + CloudConformanceSuite.sharingCases)
     func subscriptions(_ check: CloudConformanceCase) async throws {
         let directory = try TemporaryDirectory(prefix: "embedded-cloud")
         defer { directory.remove() }

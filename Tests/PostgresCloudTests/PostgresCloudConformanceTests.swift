@@ -4,7 +4,7 @@ import Testing
 
 @Suite("PostgreSQL cloud conformance", .heavy)
 struct PostgresCloudConformanceTests {
-    @Test(arguments: CloudConformanceSuite.cases + CloudConformanceSuite.subscriptionCases)
+    @Test(arguments: CloudConformanceSuite.cases + CloudConformanceSuite.subscriptionCases + CloudConformanceSuite.sharingCases)
     func conformance(_ check: CloudConformanceCase) async throws {
         let harness = try await PostgresCloudHarness(label: "conformance")
         do {

@@ -130,9 +130,13 @@ struct DownloadPass {
         private static func fetch(since token: ChangeToken?, context: SyncContext) async throws -> ZoneChanges {
             let (zone, limit) = (context.zone, context.configuration.fetchLimit)
             context.observer(.willFetch(adapter: context.name))
-            return try await context.retrying("fetching changes") {
+            var page = try await context.retrying("fetching changes") {
                 try await context.cloud.fetchChanges(in: zone, since: token, limit: limit)
             }
+            // A zone's share record moves in its feed as CloudKit's does; it is the cloud's, not a store's.
+            page.modified.removeAll { ZoneShare.isShareRecord(named: $0.id.recordName) }
+            page.deleted.removeAll { ZoneShare.isShareRecord(named: $0.recordName) }
+            return page
         }
     }
 

@@ -1,0 +1,158 @@
+/// The users of one cloud store, and the zone-wide shares between them (DESIGN D5).
+///
+/// The store (the embedded or the PostgreSQL cloud) keeps every user's zones side by side, told
+/// apart by their owner. Each request acts as a user through a ``UserCloudDatabase``: that user's
+/// private database (the zones they own) and shared database (the zones others shared with them
+/// and they accepted). A cloud made before users existed needs no rewrite: its zones, stored
+/// under ``ZoneID/defaultOwnerName``, belong to ``defaultUser``.
+public struct CloudUsers: Sendable {
+    /// The user a gateway or key acts as when its config names none; owns every zone of a
+    /// cloud made before users existed.
+    public static let defaultUser = "_defaultUser"
+
+    /// The multi-owner store.
+    public let store: any CloudDatabase
+
+    public init(store: any CloudDatabase) {
+        self.store = store
+    }
+
+    /// `user`'s view of the cloud: their private database, their shared database, or both
+    /// (`nil`, what a gateway's synchronizer uses: its own zones and the zones shared with it,
+    /// told apart by owner as in CloudKit).
+    public func database(for user: String, scope: CloudScope?) -> UserCloudDatabase {
+        UserCloudDatabase(users: self, user: user, scope: scope)
+    }
+
+    /// Whether `name` can be a user record name: not empty, at most 255 bytes, not CloudKit's
+    /// placeholder for the caller.
+    public static func isValidUserName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 255 && name != ZoneID.defaultOwnerName && !name.contains("\u{1F}")
+    }
+
+    // MARK: - Names as stored
+
+    /// The owner name the store keeps `user`'s zones under.
+    static func storedOwner(of user: String) -> String {
+        user == defaultUser ? ZoneID.defaultOwnerName : user
+    }
+
+    /// The user a stored owner name stands for.
+    static func user(ofStoredOwner owner: String) -> String {
+        owner == ZoneID.defaultOwnerName ? defaultUser : owner
+    }
+
+    // MARK: - Shares
+
+    /// The share of `zoneName` owned by `owner`, if it has one.
+    public func share(of zoneName: String, ownedBy owner: String) async throws -> ZoneShare? {
+        let zone = ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner))
+        guard let record = try await store.lookup([RecordID(recordName: ZoneShare.recordName, zoneID: zone)])[0] else { return nil }
+        return try ZoneShare(record: record, zoneName: zoneName, owner: owner)
+    }
+
+    /// The shares of every zone, each with its stored zone, read in one lookup.
+    func allShares() async throws -> [(zone: ZoneID, share: ZoneShare)] {
+        let zones = try await store.zones()
+        guard !zones.isEmpty else { return [] }
+        let records = try await store.lookup(zones.map { RecordID(recordName: ZoneShare.recordName, zoneID: $0) })
+        var shares: [(ZoneID, ZoneShare)] = []
+        for (zone, record) in zip(zones, records) {
+            guard let record, let share = try? ZoneShare(record: record, zoneName: zone.zoneName, owner: Self.user(ofStoredOwner: zone.ownerName)) else {
+                continue
+            }
+            shares.append((zone, share))
+        }
+        return shares
+    }
+
+    /// The shares `user` owns.
+    public func shares(ownedBy user: String) async throws -> [ZoneShare] {
+        try await allShares().filter { $0.share.owner == user }.map(\.share)
+    }
+
+    /// The shares `user` takes part in (accepted or not), or could join under their public
+    /// permission when `includingPublic`.
+    public func shares(with user: String, includingPublic: Bool = false) async throws -> [ZoneShare] {
+        try await allShares().map(\.share).filter { share in
+            share.owner != user && (share.participant(user) != nil || (includingPublic && share.publicPermission != .none))
+        }
+    }
+
+    /// Changes (or creates) the share of `owner`'s zone `zoneName` as `change` says, and saves it;
+    /// another writer's save in between is read again and `change` applied to it.
+    /// - Throws: ``CloudError/Code/zoneNotFound`` for a zone `owner` does not have.
+    @discardableResult
+    public func updateShare(of zoneName: String, ownedBy owner: String, _ change: (inout ZoneShare) throws -> Void) async throws -> ZoneShare {
+        let zone = ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner))
+        _ = try await store.currentChangeToken(in: zone)  // the zone must exist
+        for _ in 0..<8 {
+            let existing = try await share(of: zoneName, ownedBy: owner)
+            var share = existing ?? ZoneShare(zoneName: zoneName, owner: owner)
+            try change(&share)
+            let record = share.record(in: zone)
+            let operation: RecordOperation = existing == nil ? .create(record) : .replace(record)
+            let result = try await store.modify([operation], in: zone, atomic: true)[0]
+            switch result {
+            case .saved(let saved):
+                share.changeTag = saved.changeTag
+                return share
+            case .failed(_, let error) where error.code == .serverRecordChanged || error.code == .unknownItem || error.code == .invalidArguments && existing == nil:
+                continue  // someone else saved or deleted it meanwhile: apply the change to theirs
+            case .failed(_, let error):
+                throw error
+            case .deleted:
+                throw CloudError(.internalError, "saving the share of \(zoneName) deleted it")
+            }
+        }
+        throw CloudError(.zoneBusy, "the share of \(zoneName) kept changing while it was saved; try again")
+    }
+
+    /// Deletes the share of `owner`'s zone `zoneName`: every participant loses the zone.
+    /// Returns whether there was one.
+    @discardableResult
+    public func deleteShare(of zoneName: String, ownedBy owner: String) async throws -> Bool {
+        let zone = ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner))
+        guard try await share(of: zoneName, ownedBy: owner) != nil else { return false }
+        let result = try await store.modify([.forceDelete(RecordID(recordName: ZoneShare.recordName, zoneID: zone))], in: zone, atomic: true)[0]
+        if let error = result.error { throw error }
+        return true
+    }
+
+    /// `user` accepts the share of `owner`'s zone `zoneName`: as an invited participant, or
+    /// under the share's public permission. The zone joins `user`'s shared database.
+    /// - Throws: ``CloudError/Code/unknownItem`` when the zone has no share `user` may join.
+    @discardableResult
+    public func accept(_ zoneName: String, ownedBy owner: String, as user: String) async throws -> ZoneShare {
+        guard user != owner else { throw CloudError(.invalidArguments, "\(user) owns zone \(zoneName); only other users accept its share") }
+        guard try await share(of: zoneName, ownedBy: owner) != nil else {
+            throw CloudError(.unknownItem, "zone \(zoneName) of \(owner) has no share; ask its owner to share it")
+        }
+        return try await updateShare(of: zoneName, ownedBy: owner) { share in
+            if let index = share.participants.firstIndex(where: { $0.userRecordName == user }) {
+                share.participants[index].acceptance = .accepted
+            } else if share.publicPermission != .none {
+                share.participants.append(ShareParticipant(userRecordName: user, permission: share.publicPermission, acceptance: .accepted, role: .publicUser))
+            } else {
+                throw CloudError(.unknownItem, "the share of zone \(zoneName) of \(owner) does not invite \(user); ask its owner to add them")
+            }
+        }
+    }
+
+    /// `user` leaves the share of `owner`'s zone `zoneName`: the zone leaves their shared
+    /// database. Returns whether they were in it.
+    @discardableResult
+    public func leave(_ zoneName: String, ownedBy owner: String, as user: String) async throws -> Bool {
+        guard let share = try await share(of: zoneName, ownedBy: owner), share.participant(user) != nil else { return false }
+        try await updateShare(of: zoneName, ownedBy: owner) { $0.removeParticipant(user) }
+        return true
+    }
+}
+
+/// Which of a user's databases a request acts on (CloudKit's database scopes less the public one).
+public enum CloudScope: String, Sendable, Hashable, CaseIterable {
+    /// The zones the user owns.
+    case `private`
+    /// The zones others shared with the user, which the user accepted.
+    case shared
+}
