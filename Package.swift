@@ -211,7 +211,10 @@ let package = Package(
         // that embeds the gateway's sync depends on this, never on the server below.
         .target(
             name: "GatewayConfig",
-            dependencies: ["GatewayCore", .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "GatewayCore", .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Sources/Service/GatewayConfig",
             swiftSettings: strictSettings
         ),

@@ -57,7 +57,7 @@ struct GatewayCommand: AsyncParsableCommand {
         version: GatewayVersion.current,
         subcommands: [
             RunCommand.self, SyncCommand.self, StatusCommand.self, ValidateCommand.self, InitCommand.self, KeygenCommand.self,
-            ResetCommand.self, RetryCommand.self, ZonesCommand.self, CloudCommand.self, CheckAdapterCommand.self,
+            ResetCommand.self, RetryCommand.self, ZonesCommand.self, CloudCommand.self, CheckAdapterCommand.self, ShareCommand.self,
         ])
 }
 

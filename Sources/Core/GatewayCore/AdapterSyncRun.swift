@@ -39,7 +39,8 @@ struct AdapterSyncRun {
             return
         }
         do {
-            if state.token == nil {
+            // Another user's zone is theirs to create; it is there while it is shared.
+            if state.token == nil, zone.ownerName == ZoneID.defaultOwnerName {
                 try await context.retrying("creating the zone") { try await context.cloud.createZone(zone) }
             }
             var download = DownloadPass(context: context, state: state, report: report)
@@ -49,6 +50,13 @@ struct AdapterSyncRun {
             defer { (download.state, download.report) = (upload.state, upload.report) }
             try await upload.run()
         } catch let error as CloudError where error.code == .zoneNotFound || error.code == .userDeletedZone {
+            guard zone.ownerName == ZoneID.defaultOwnerName else {
+                // A shared zone gone means the share went, or the owner deleted the zone: neither
+                // is this gateway's to recreate, and the local copy stays as it is.
+                throw SyncError(
+                    .cloudFailed, "zone \(zone) is no longer shared with this user (\(error.code)); local data is untouched",
+                    adapter: name, underlying: error)
+            }
             guard mayRecoverZone else {
                 throw SyncError(
                     .cloudFailed, "zone \(zone) went missing again right after it was recovered; check who deletes it",

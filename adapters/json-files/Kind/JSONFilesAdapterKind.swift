@@ -106,6 +106,15 @@ public struct JSONFilesAdapterKind: AdapterKind {
 
         var detectsChangesByScanning: Bool { true }
 
+        var canDeleteStore: Bool { true }
+
+        /// Removes the folder and the sync state kept for it.
+        func deleteStore() async throws {
+            for path in [configuration.directory, configuration.statePath] where FileManager.default.fileExists(atPath: path) {
+                try FileManager.default.removeItem(atPath: path)
+            }
+        }
+
         /// A new, empty folder of the same layout, with its state beside it.
         func openScratch(in directory: String, zone: ZoneID) async throws -> any ScratchStore {
             var scratch = configuration

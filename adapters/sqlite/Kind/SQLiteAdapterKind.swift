@@ -126,6 +126,15 @@ struct SQLiteAdapterPlan: AdapterPlan {
         return try SQLiteAdapter.readStatus(configuration)
     }
 
+    var canDeleteStore: Bool { true }
+
+    /// Removes the database file with its write-ahead log, shared memory and rollback journal.
+    func deleteStore() async throws {
+        for suffix in ["", "-wal", "-shm", "-journal"] where FileManager.default.fileExists(atPath: configuration.path + suffix) {
+            try FileManager.default.removeItem(atPath: configuration.path + suffix)
+        }
+    }
+
     /// Turns a database that does not match the config into a config error at the table entry.
     private func mapped<T>(_ body: () throws -> T) throws -> T {
         do {

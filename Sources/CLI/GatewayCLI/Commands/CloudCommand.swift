@@ -42,7 +42,7 @@ struct CloudServeCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "gateway-cloud")
         try GatewayStores.prepareStateDirectory(configuration)
-        let cloud = try await GatewayStores.openCloud(configuration)
+        let cloud = try await GatewayStores.openCloudStore(configuration)
         let endpoint = try CloudKitEndpointConfiguration(settings: settings)
         let notifier = CloudKitNotifier(
             cloud: cloud, logger: logger, webhooks: settings.webhooks.map { WebhookTarget(url: $0.url.value, secret: $0.secret) },

@@ -31,7 +31,7 @@ struct SyncCommand: AsyncParsableCommand {
             configuration.adapters[index].settings.joinPrefers = .store
         }
         let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver(progress))
-        Console.out(SyncSummary.render(report, zones: Self.zones(configuration)))
+        Console.out(SyncSummary.render(report, zones: Self.zones(configuration), templates: !configuration.sharedTemplates.isEmpty))
         if !report.succeeded { throw ExitCode(ExitStatus.syncFailed) }
     }
 

@@ -13,7 +13,11 @@ public enum SyncSummary {
 
     /// A table with one line per adapter: downloaded, uploaded, conflicts with how they were
     /// resolved, failed records and the outcome; failures are explained below it.
-    public static func render(_ report: SyncReport, zones: [String: String] = [:]) -> String {
+    /// - Parameter templates: whether the config has `database: shared` templates.
+    public static func render(_ report: SyncReport, zones: [String: String] = [:], templates: Bool = false) -> String {
+        if report.adapters.isEmpty, templates {
+            return "No zone is shared with this user yet: accept one with `gateway share accept OWNER ZONE`.\n"
+        }
         if report.adapters.isEmpty { return "No adapters to sync: add one under 'adapters:' in the config.\n" }
         if isNothingToDo(report) {
             let count = report.adapters.count

@@ -149,6 +149,13 @@ public struct CloudUsers: Sendable {
     }
 }
 
+/// A cloud that can say which zones other users shared with its user: what the shared
+/// database's adapter templates are made from.
+public protocol SharedZoneListing: Sendable {
+    /// The zones shared with the user and accepted, each named with its owner's user record name.
+    func sharedZones() async throws -> [ZoneID]
+}
+
 /// Which of a user's databases a request acts on (CloudKit's database scopes less the public one).
 public enum CloudScope: String, Sendable, Hashable, CaseIterable {
     /// The zones the user owns.

@@ -11,7 +11,7 @@ import Foundation
 /// other write fails per record with ``CloudError/Code/permissionFailure``, and so does any write
 /// of the share record by a participant. Every access to a shared zone reads its share, so a
 /// revoked participant loses the zone at once.
-public struct UserCloudDatabase: CloudDatabase, RecordScanning {
+public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListing {
     /// The store and its shares.
     public let users: CloudUsers
     /// The user record name the view acts as.
@@ -104,12 +104,13 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning {
         if scope != .shared {
             zones += try await store.zones().filter { $0.ownerName == storedSelf }.map(viewedZone)
         }
-        if scope != .private {
-            for (stored, share) in try await users.allShares() where share.owner != user && share.permission(of: user) != nil {
-                zones.append(viewedZone(stored))
-            }
-        }
+        if scope != .private { zones += try await sharedZones() }
         return zones
+    }
+
+    /// The zones of other users shared with this one and accepted, named with their owners.
+    public func sharedZones() async throws -> [ZoneID] {
+        try await users.allShares().filter { $0.share.owner != user && $0.share.permission(of: user) != nil }.map { viewedZone($0.zone) }
     }
 
     public func createZone(_ zone: ZoneID) async throws {

@@ -7,8 +7,18 @@ public struct AdapterSettings: Sendable, Decodable {
     public var name: Located<String>
     /// `kind`: which registered ``AdapterKind`` handles the entry (`sqlite`, ...).
     public var kind: Located<String>
-    /// `zone`: the record zone the adapter syncs with.
+    /// `zone`: the record zone the adapter syncs with. For a template (`database: shared`),
+    /// the name of the shared zones it takes, `*` (the default) for every one.
     public var zone: Located<String>
+    /// `database`: `private` (the default), or `shared` for a template that makes an adapter
+    /// for each zone shared with the gateway's user (``SharedAdapterTemplate``).
+    public var database: AdapterDatabase
+    /// `on_revoke`: what a template's adapter does with its store when the zone stops being
+    /// shared with the gateway's user; `keep` by default.
+    public var onRevoke: RevokedSharePolicy
+    /// The owner of the shared zone this adapter was made for; `nil` for the user's own zone.
+    /// Set by ``SharedAdapterTemplate``, never read from the file.
+    public var sharedBy: String?
     /// Merge keys that override the gateway's.
     public var merge: MergeOverride
     /// `batch_size`: overrides the gateway's.
@@ -27,7 +37,7 @@ public struct AdapterSettings: Sendable, Decodable {
 
     enum CodingKeys: String, CodingKey {
         case name, kind, zone, batchSize = "batch_size", onZoneDeleted = "on_zone_deleted", forceData = "force_data"
-        case joinPrefers = "join_prefers", processors
+        case joinPrefers = "join_prefers", processors, database, onRevoke = "on_revoke"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -37,8 +47,17 @@ public struct AdapterSettings: Sendable, Decodable {
             throw name.problem(.invalidValue, "adapter names use 1 to 64 letters, digits, '-', '_' or '.'")
         }
         kind = try container.decode(Located<String>.self, forKey: .kind)
-        zone = try container.decode(Located<String>.self, forKey: .zone)
-        if let problem = ZoneNameRules.problem(with: zone.value) { throw zone.problem(.invalidValue, problem) }
+        database = try container.decodeIfPresent(AdapterDatabase.self, forKey: .database) ?? .private
+        onRevoke = try container.decodeIfPresent(RevokedSharePolicy.self, forKey: .onRevoke) ?? .keep
+        if database == .shared {
+            zone = try container.decodeIfPresent(Located<String>.self, forKey: .zone) ?? Located("*")
+        } else {
+            zone = try container.decode(Located<String>.self, forKey: .zone)
+            if container.contains(.onRevoke) {
+                throw decoder.configProblem(.inconsistent, "on_revoke is for templates of shared zones; add database: shared or remove it")
+            }
+        }
+        if zone.value != "*" || database != .shared, let problem = ZoneNameRules.problem(with: zone.value) { throw zone.problem(.invalidValue, problem) }
         merge = try MergeOverride(from: decoder)
         batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize)
         if let batchSize, batchSize.value < 1 { throw batchSize.problem(.invalidValue, "must be at least 1") }
@@ -54,7 +73,23 @@ public struct AdapterSettings: Sendable, Decodable {
         }
     }
 
-    public var zoneID: ZoneID { ZoneID(zoneName: zone.value) }
+    public var zoneID: ZoneID { ZoneID(zoneName: zone.value, ownerName: sharedBy ?? ZoneID.defaultOwnerName) }
+}
+
+/// Which of the gateway user's databases an adapter entry syncs with.
+public enum AdapterDatabase: String, ConfigChoice {
+    /// The user's own zone named by `zone`.
+    case `private`
+    /// Every zone shared with the user (or those named by `zone`): the entry is a template.
+    case shared
+}
+
+/// What a shared zone's adapter does with its store when the share goes away.
+public enum RevokedSharePolicy: String, ConfigChoice {
+    /// Keep the store as it is, changes not sent included.
+    case keep
+    /// Delete the store, unless it holds changes it could not send (then it is kept and the log says so).
+    case delete
 }
 
 /// Settings of one record type that every kind shares, read from the kind's table (or record

@@ -16,8 +16,10 @@ public struct GatewayConfiguration: Sendable {
     public var cloud: CloudConfiguration
     /// The `encryption:` section.
     public var encryption: EncryptionSettings
-    /// The `adapters:` list, in order.
+    /// The `adapters:` list, in order, less the templates.
     public var adapters: [AdapterConfiguration]
+    /// The entries of `adapters:` with `database: shared`, in order.
+    public var sharedTemplates: [SharedAdapterTemplate] = []
     /// Merge resolvers by name, from the registry.
     public var resolvers: [String: any ConflictResolver]
     /// The `resolvers:` section: resolver processes by name.
@@ -195,8 +197,16 @@ public struct GatewayConfiguration: Sendable {
 
 /// The `cloud:` section: which kind, and the kind's decoded plan.
 public struct CloudConfiguration: Sendable {
+    /// `kind`: which registered ``CloudKind`` handles the section.
     public var kind: String
+    /// The kind's decoded keys.
     public var plan: any CloudPlan
+    /// `user`: the user record name the gateway acts as, for kinds that keep users
+    /// (``CloudPlan/keepsUsers``); `nil` for ``CloudUsers/defaultUser``.
+    public var user: Located<String>?
+
+    /// The user the gateway acts as.
+    public var actingUser: String { user?.value ?? CloudUsers.defaultUser }
 }
 
 /// One entry of `adapters:`.
@@ -242,7 +252,7 @@ struct ConfigurationReader {
     let environment: [String: String]
 
     enum RootKeys: String, CodingKey { case gateway, cloud, encryption, adapters, endpoint, resolvers, processors }
-    enum KindKey: String, CodingKey { case kind }
+    enum KindKey: String, CodingKey { case kind, user }
 
     func read(_ decoder: ConfigNodeDecoder) throws -> GatewayConfiguration {
         let root = try decoder.container(keyedBy: RootKeys.self)
@@ -258,7 +268,18 @@ struct ConfigurationReader {
                 .unknownKind,
                 "unknown cloud kind '\(kindName)'; this build has \(known.joined(separator: ", "))\(KeySuggestion.hint(for: kindName, in: known))")
         }
-        let cloud = CloudConfiguration(kind: kindName, plan: try kind.decodePlan(from: cloudDecoder, context: context))
+        let user = try cloudDecoder.container(keyedBy: KindKey.self).decodeIfPresent(Located<String>.self, forKey: .user)
+        let plan = try kind.decodePlan(from: cloudDecoder, context: context)
+        if let user {
+            guard plan.keepsUsers else {
+                throw user.problem(
+                    .unsupported, "a \(kindName) cloud acts as the user its credentials belong to; remove 'user' (it names a user of an embedded or postgres cloud)")
+            }
+            guard CloudUsers.isValidUserName(user.value) else {
+                throw user.problem(.invalidValue, "a user record name is 1 to 255 bytes and not \(ZoneID.defaultOwnerName)")
+            }
+        }
+        let cloud = CloudConfiguration(kind: kindName, plan: plan, user: user)
 
         let encryption = try root.decodeIfPresent(EncryptionSettings.self, forKey: .encryption) ?? EncryptionSettings()
         let keyRing = try encryption.keys.isEmpty ? nil : KeyRing(encryption.keys.map { try $0.load(context: context, environment: environment) })
@@ -268,6 +289,7 @@ struct ConfigurationReader {
             ? [:] : try ProcessSettingsReader(context: context, batchKey: .maxRecordsPerMessage).read(root.superDecoder(forKey: .processors))
         let processorProcesses = ProcessorProcesses(settings: processorSettings, starter: registry.processorStarter)
         var adapters: [AdapterConfiguration] = []
+        var templates: [SharedAdapterTemplate] = []
         if try !root.decodeNil(forKey: .adapters) {
             var list = try root.nestedUnkeyedContainer(forKey: .adapters)
             while !list.isAtEnd {
@@ -279,6 +301,13 @@ struct ConfigurationReader {
                         .unknownKind,
                         "unknown adapter kind '\(settings.kind.value)'; this build has \(known.joined(separator: ", "))"
                             + KeySuggestion.hint(for: settings.kind.value, in: known))
+                }
+                if settings.database == .shared {
+                    templates.append(
+                        try SharedAdapterTemplate.read(
+                            entry: entry, settings: settings, kind: kind, context: context, file: file, environment: environment,
+                            processorProcesses: processorProcesses))
+                    continue
                 }
                 let plan = try kind.decodePlan(settings: settings, from: entry, context: context)
                 adapters.append(AdapterConfiguration(settings: settings, plan: plan, context: context, processorProcesses: processorProcesses))
@@ -293,6 +322,7 @@ struct ConfigurationReader {
             file: file, settings: settings, context: context, cloud: cloud, encryption: encryption, adapters: adapters,
             resolvers: registry.resolvers, keyRing: keyRing, endpoint: endpoint)
         configuration.resolverProcesses = resolverProcesses
+        configuration.sharedTemplates = templates
         configuration.resolverStarter = registry.resolverStarter
         configuration.processorProcesses = processorProcesses
         return configuration

@@ -40,6 +40,21 @@ public protocol AdapterPlan: Sendable {
     /// read without writing, so an account with read access only can run `gateway status`.
     /// - Throws: like ``check()``.
     func readStatus() async throws -> StoreStatusSnapshot
+
+    /// Whether ``deleteStore()`` can delete the store (for `on_revoke: delete`); `false` by default.
+    var canDeleteStore: Bool { get }
+
+    /// Deletes the store and the sync state kept with it, after its adapter closed: a shared
+    /// zone's copy once the share is gone, under `on_revoke: delete`.
+    func deleteStore() async throws
+}
+
+extension AdapterPlan {
+    public var canDeleteStore: Bool { false }
+
+    public func deleteStore() async throws {
+        throw ConfigError(.unsupported, "this kind of adapter cannot delete its store; use on_revoke: keep")
+    }
 }
 
 /// A kind of cloud that `config.yaml` can name in `cloud.kind`.
@@ -62,6 +77,11 @@ public protocol CloudPlan: Sendable {
     /// Connects to (or, for a local cloud, creates) the cloud.
     func open() async throws -> any CloudDatabase
 
+    /// Whether the opened cloud keeps the zones of many users (``CloudUsers``), so that the
+    /// gateway acts as the config's `cloud.user` through a ``UserCloudDatabase``. `false` (the
+    /// default) for clouds whose credentials say who the user is.
+    var keepsUsers: Bool { get }
+
     /// Takes the cloud's lock on this gateway's state, identified by its device id, so two
     /// gateway processes with the same state on different machines never sync at once (the
     /// file lock on `state_dir` covers one machine). `nil` when the cloud has no such lock.
@@ -70,6 +90,8 @@ public protocol CloudPlan: Sendable {
 }
 
 extension CloudPlan {
+    public var keepsUsers: Bool { false }
+
     public func lockGatewayState(deviceID: String) async throws -> (any GatewayStateLock)? { nil }
 }
 

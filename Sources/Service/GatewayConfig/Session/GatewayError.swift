@@ -24,6 +24,9 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable, CustomStringConver
     /// The control server cannot listen on `gateway.control.listen` (the port is taken, or the
     /// address is not this machine's).
     case controlUnavailable
+    /// A `gateway share` command the cloud refused: the zone, share or invitation does not
+    /// exist, or the cloud keeps no users.
+    case shareRefused
 
     /// The code's name, as logs, metrics and JSON show it.
     public var name: String { rawValue }

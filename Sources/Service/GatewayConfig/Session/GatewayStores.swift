@@ -122,6 +122,14 @@ public enum GatewayStores {
 
     /// Opens the cloud.
     public static func openCloud(_ configuration: GatewayConfiguration) async throws -> any CloudDatabase {
+        let store = try await openCloudStore(configuration)
+        guard configuration.cloud.plan.keepsUsers else { return store }
+        return CloudUsers(store: store).database(for: configuration.cloud.actingUser, scope: nil)
+    }
+
+    /// The cloud as its plan opens it: for a cloud that keeps users, every user's zones
+    /// (what `gateway cloud serve` and `gateway share` work on).
+    public static func openCloudStore(_ configuration: GatewayConfiguration) async throws -> any CloudDatabase {
         // A cloud error's message says what happened; its code and cause stay in `underlying`.
         try await passingThrough(.cloudUnavailable, { "cannot open the \(configuration.cloud.kind) cloud: \(($0 as? CloudError)?.message ?? "\($0)")" }) {
             try await configuration.cloud.plan.open()

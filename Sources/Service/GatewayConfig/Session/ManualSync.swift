@@ -18,12 +18,15 @@ public enum ManualSync {
         let session = try await SyncSession.open(
             configuration, adapters: try GatewayStores.select(names, in: configuration), tolerateUnavailableStores: true)
         do {
-            try await beforeSync(session.adapters)
-            var report = try await session.synchronizer(configuration, observer: observer).sync()
+            // Shared zones get their adapters when every adapter syncs.
+            if names.isEmpty { _ = await session.shared?.refresh() }
+            let adapters = await session.allAdapters()
+            try await beforeSync(adapters)
+            var report = try await session.synchronizer(configuration, adapters: adapters, observer: observer).sync()
             // What stays unsynced, whenever it failed: a document that never parsed fails in no
             // sync, yet an operator running one must hear of it.
             for (index, adapter) in report.adapters.enumerated() where adapter.outcome == .synced {
-                guard let opened = session.adapters.first(where: { $0.name == adapter.adapter }),
+                guard let opened = adapters.first(where: { $0.name == adapter.adapter }),
                     let failing = try? await opened.adapter.failedRecords()
                 else { continue }
                 // With the records no resolver answered in this sync, which stay pending.

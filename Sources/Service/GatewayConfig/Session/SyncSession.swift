@@ -1,4 +1,5 @@
 import GatewayCore
+import Logging
 
 /// What a process that syncs a config holds: the state folder's lock, the cloud's lock on this
 /// gateway's state, and the opened cloud and adapters. `gateway sync`, `gateway retry` and
@@ -7,6 +8,8 @@ public struct SyncSession: Sendable {
     public let deviceID: String
     public let cloud: any CloudDatabase
     public let adapters: [OpenedAdapter]
+    /// The adapters made from the config's `database: shared` templates; `nil` without templates.
+    public let shared: SharedZoneAdapters?
     /// The config's resolver processes, started when first asked about a conflict.
     public let batchResolvers: [String: any BatchConflictResolver]
     private let processLock: ProcessLock
@@ -22,7 +25,8 @@ public struct SyncSession: Sendable {
     ///     store can be opened, instead of failing the whole session. A store that does not match
     ///     the config, and an unreachable cloud, still fail it.
     public static func open(
-        _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], tolerateUnavailableStores: Bool = false
+        _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], tolerateUnavailableStores: Bool = false,
+        logger: Logger = Logger(label: "gateway")
     ) async throws -> SyncSession {
         try await GatewayStores.check(configuration, adapters: [], cloud: true)
         // Stores are checked, and then opened, all at once (a first sync's backfill of one store
@@ -68,8 +72,9 @@ public struct SyncSession: Sendable {
             else {
                 let opened = try outcomes.map { try $0.get() }
                 return SyncSession(
-                    deviceID: deviceID, cloud: cloud, adapters: opened, batchResolvers: configuration.startResolverProcesses(), processLock: processLock,
-                    stateLock: stateLock)
+                    deviceID: deviceID, cloud: cloud, adapters: opened,
+                    shared: configuration.sharedTemplates.isEmpty ? nil : SharedZoneAdapters(configuration: configuration, cloud: cloud, logger: logger),
+                    batchResolvers: configuration.startResolverProcesses(), processLock: processLock, stateLock: stateLock)
             }
             // One store failed to open: close those that did (their plugin processes and
             // connections), so a failed start leaves nothing running.
@@ -87,13 +92,19 @@ public struct SyncSession: Sendable {
         adapters.compactMap { ($0.adapter as? ReopeningAdapter).flatMap { $0.isOpen ? nil : $0.name } }
     }
 
-    /// The synchronizer over the session's adapters, with each adapter's configured options.
+    /// The config's adapters and those made for shared zones so far.
+    public func allAdapters() async -> [OpenedAdapter] {
+        adapters + (await shared?.adapters ?? [])
+    }
+
+    /// The synchronizer over the session's adapters (or `adapters`), with each adapter's
+    /// configured options.
     public func synchronizer(
-        _ configuration: GatewayConfiguration, observer: @escaping @Sendable (SyncEvent) -> Void = { _ in }
+        _ configuration: GatewayConfiguration, adapters: [OpenedAdapter]? = nil, observer: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) -> Synchronizer {
         Synchronizer(
             cloud: cloud,
-            adapters: adapters.map { SyncedAdapter($0.adapter, options: configuration.syncOptions(for: $0.configuration)) },
+            adapters: (adapters ?? self.adapters).map { SyncedAdapter($0.adapter, options: configuration.syncOptions(for: $0.configuration)) },
             configuration: configuration.syncConfiguration(deviceID: deviceID, batchResolvers: batchResolvers), observer: observer)
     }
 
@@ -102,6 +113,7 @@ public struct SyncSession: Sendable {
     /// with the last copy of the session.
     public func end() async {
         for opened in adapters { await opened.adapter.close() }
+        await shared?.closeAll()
         for resolver in batchResolvers.values { await resolver.close() }
         await stateLock?.release()
         await cloud.close()

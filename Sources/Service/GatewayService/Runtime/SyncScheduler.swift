@@ -118,8 +118,10 @@ public struct SyncScheduler: Service {
     public func run() async throws {
         let sessionService = session
         guard let session = await cancelWhenGracefulShutdown({ await sessionService.opened() }) else { return }
-        let (cloud, adapters, deviceID) = (session.cloud, session.adapters, session.deviceID)
-        let synchronizer = session.synchronizer(configuration)
+        _ = await session.shared?.refresh()
+        var adapters = await session.allAdapters()
+        let (cloud, deviceID) = (session.cloud, session.deviceID)
+        var synchronizer = session.synchronizer(configuration, adapters: adapters)
         logger.info(
             "gateway running", metadata: ["adapters": "\(adapters.map(\.name))", "device": "\(deviceID)", "pid": "\(getpid())"])
 
@@ -139,20 +141,20 @@ public struct SyncScheduler: Service {
                     request(.interval)
                 }
             }
-            for opened in adapters {
-                let debounce = debounce
-                group.addTask {
-                    for await _ in opened.adapter.changeSignals() {
-                        try await clock.sleep(for: debounce)
-                        request(.store)
+            // Signals of a shared zone's adapter stop asking once it is retired.
+            let watch: @Sendable ([OpenedAdapter], Set<ZoneID>) -> [@Sendable () async throws -> Void] = { [debounce, shared = session.shared] opened, zones in
+                let isCurrent: @Sendable (String) async -> Bool = { name in await shared?.isCurrent(name) ?? true }
+                return opened.map { opened -> @Sendable () async throws -> Void in
+                    {
+                        for await _ in opened.adapter.changeSignals() {
+                            guard await isCurrent(opened.name) else { return }
+                            try await clock.sleep(for: debounce)
+                            request(.store)
+                        }
                     }
-                }
+                } + zones.map { zone -> @Sendable () async throws -> Void in { for await _ in cloud.changeSignals(in: zone) { request(.cloud) } } }
             }
-            for zone in Set(adapters.map(\.adapter.zoneID)) {
-                group.addTask {
-                    for await _ in cloud.changeSignals(in: zone) { request(.cloud) }
-                }
-            }
+            for task in watch(adapters, Set(adapters.map(\.adapter.zoneID))) { group.addTask(operation: task) }
             group.addTask {
                 for await _ in await UnixSignalsSequence(trapping: .sigusr1) { request(.signal) }
             }
@@ -164,7 +166,20 @@ public struct SyncScheduler: Service {
                 // A wake-up whose reason the previous sync already took (its request landed
                 // between that sync's take and its own wake-up) asks for nothing new.
                 if reasons.isEmpty { continue }
-                await cancelWhenGracefulShutdown { await sync(synchronizer, adapters: adapters, reasons: reasons) }
+                // Zones shared or unshared since the last sync gain or lose their adapters now.
+                if let shared = session.shared {
+                    let change = await shared.refresh()
+                    if !change.isEmpty {
+                        let watched = Set(adapters.map(\.adapter.zoneID))
+                        adapters = await session.allAdapters()
+                        synchronizer = session.synchronizer(configuration, adapters: adapters)
+                        monitor.started(with: adapters)
+                        let newZones = Set(change.added.map(\.adapter.zoneID)).subtracting(watched)
+                        for task in watch(change.added, newZones) { group.addTask(operation: task) }
+                    }
+                }
+                let (current, syncing) = (adapters, synchronizer)
+                await cancelWhenGracefulShutdown { await sync(syncing, adapters: current, reasons: reasons) }
                 if Task.isShuttingDownGracefully { break }
                 // An adapter that is backing off is synced when its wait ends: the requests that
                 // arrived meanwhile (store and cloud signals) left it out.
@@ -206,8 +221,8 @@ public struct SyncScheduler: Service {
     /// An adapter's health after its sync, as `/status` and the page compute it
     /// (``AdapterStatus/health(consecutiveFailures:lastFailureCode:)``), from the sync's report,
     /// what its store still holds (`nil`: the store cannot be read) and its recent history.
-    private func health(after report: AdapterSyncReport, pending: Int?) -> AdapterHealthState {
-        guard let configured = configuration.adapters.first(where: { $0.name == report.adapter }) else { return .failing }
+    private func health(after report: AdapterSyncReport, pending: Int?, adapters: [OpenedAdapter]) -> AdapterHealthState {
+        guard let configured = adapters.first(where: { $0.name == report.adapter })?.configuration else { return .failing }
         let history = monitor.health[report.adapter] ?? GatewayMonitor.AdapterHealth()
         var status: AdapterStatus
         if let pending {
@@ -225,7 +240,7 @@ public struct SyncScheduler: Service {
 
     private func sync(_ synchronizer: Synchronizer, adapters: [OpenedAdapter], reasons: Set<Trigger>) async {
         let started = clock.now
-        let all = configuration.adapters.map(\.name)
+        let all = adapters.map(\.name)
         // Adapters that failed recently wait their turn; the others sync now.
         let names = backoff.eligible(all, at: started)
         guard !names.isEmpty else {
@@ -255,7 +270,7 @@ public struct SyncScheduler: Service {
             metrics.record(
                 report, duration: clock.now - started,
                 policies: Dictionary(
-                    configuration.adapters.map { ($0.name, configuration.syncOptions(for: $0).merge.policy) },
+                    adapters.map { ($0.name, configuration.syncOptions(for: $0.configuration).merge.policy) },
                     uniquingKeysWith: { first, _ in first }))
             for adapter in report.adapters {
                 var metadata: Logger.Metadata = [
@@ -264,7 +279,7 @@ public struct SyncScheduler: Service {
                     "failed": "\(adapter.failedRecords)",
                 ]
                 if let pending = pendingByAdapter[adapter.adapter] {
-                    metadata["health"] = "\(health(after: adapter, pending: pending))"
+                    metadata["health"] = "\(health(after: adapter, pending: pending, adapters: adapters))"
                 }
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
                 switch adapter.outcome {

@@ -34,6 +34,9 @@ public struct EmbeddedCloudKind: CloudKind {
 }
 
 struct EmbeddedCloudPlan: CloudPlan {
+    /// Keeps every user's zones; the gateway acts as `cloud.user`.
+    var keepsUsers: Bool { true }
+
     let path: String
     let configuration: EmbeddedCloud.Configuration
 

@@ -45,6 +45,9 @@ public struct PostgresCloudKind: CloudKind {
 }
 
 struct PostgresCloudPlan: CloudPlan {
+    /// Keeps every user's zones; the gateway acts as `cloud.user`.
+    var keepsUsers: Bool { true }
+
     let endpoint: PostgresEndpoint
     let configuration: PostgresCloud.Configuration
 

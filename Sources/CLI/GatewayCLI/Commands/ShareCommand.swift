@@ -1,0 +1,187 @@
+import ArgumentParser
+import GatewayConfig
+import GatewayCore
+import GatewayKinds
+
+/// `gateway share`: zone-wide shares of the config's cloud, acting as its `cloud.user`.
+struct ShareCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "share",
+        abstract: "Share zones with other users of the cloud, and accept or leave what others shared (see docs/sharing.md).",
+        subcommands: [List.self, Create.self, Add.self, Remove.self, Delete.self, Accept.self, Leave.self])
+
+    /// A permission as the commands spell it.
+    enum Permission: String, ExpressibleByArgument, CaseIterable {
+        case none, readOnly = "read-only", readWrite = "read-write"
+
+        var cloud: SharePermission {
+            switch self {
+            case .none: .none
+            case .readOnly: .readOnly
+            case .readWrite: .readWrite
+            }
+        }
+    }
+
+    /// Runs `body` with the cloud's users and the config's user; closes the cloud after.
+    @discardableResult
+    static func withUsers<T: Sendable>(_ options: ConfigOptions, _ body: (CloudUsers, String) async throws -> T) async throws -> T {
+        let configuration = try options.load()
+        guard configuration.cloud.plan.keepsUsers else {
+            throw GatewayError(
+                .shareRefused,
+                "the \(configuration.cloud.kind) cloud's users and shares are not managed by this command; it shares zones of an embedded or postgres cloud")
+        }
+        try GatewayStores.prepareStateDirectory(configuration)
+        let store = try await GatewayStores.openCloudStore(configuration)
+        do {
+            let result = try await body(CloudUsers(store: store), configuration.cloud.actingUser)
+            await store.close()
+            return result
+        } catch let error as CloudError {
+            await store.close()
+            throw GatewayError(.shareRefused, error.message, underlying: error)
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the shares this user owns and those shared with them.")
+        @OptionGroup var options: ConfigOptions
+        @Flag(name: .long, help: "Print JSON.") var json = false
+
+        struct Line: Encodable {
+            var zone: String
+            var owner: String
+            var publicPermission: String
+            /// For the user's own shares: every participant; for others', the user's own entry.
+            var participants: [Participant]
+        }
+        struct Participant: Encodable {
+            var user: String
+            var permission: String
+            var status: String
+        }
+
+        func run() async throws {
+            let (owned, joined) = try await ShareCommand.withUsers(options) { users, user in
+                (try await users.shares(ownedBy: user), try await users.shares(with: user))
+            }
+            func line(_ share: ZoneShare, only user: String?) -> Line {
+                Line(
+                    zone: share.zoneName, owner: share.owner, publicPermission: share.publicPermission.rawValue,
+                    participants: share.participants.filter { user == nil || $0.userRecordName == user }.map {
+                        Participant(user: $0.userRecordName, permission: $0.permission.rawValue, status: $0.acceptance.rawValue)
+                    })
+            }
+            let me = try options.load().cloud.actingUser
+            let lines = owned.map { line($0, only: nil) } + joined.map { line($0, only: me) }
+            if json { return try Console.json(lines) }
+            guard !lines.isEmpty else { return Console.out("No shares: `gateway share create ZONE` shares one of this user's zones.\n") }
+            var rows = [["zone", "owner", "public", "participant", "permission", "status"]]
+            for line in lines {
+                if line.participants.isEmpty { rows.append([line.zone, line.owner, line.publicPermission, "-", "-", "-"]) }
+                for participant in line.participants {
+                    rows.append([line.zone, line.owner, line.publicPermission, participant.user, participant.permission, participant.status])
+                }
+            }
+            Console.out(TextTable.render(rows))
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Share one of this user's zones (or change its public permission).")
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "The zone to share.") var zone: String
+        @Option(name: .customLong("public"), help: "What any user may do after accepting on their own: none, read-only or read-write.")
+        var publicPermission: Permission = .none
+
+        func run() async throws {
+            try await ShareCommand.withUsers(options) { users, user in
+                try await users.updateShare(of: zone, ownedBy: user) { $0.publicPermission = publicPermission.cloud }
+            }
+            Console.out("Zone \(zone) is shared (public permission: \(publicPermission.rawValue)); add participants with `gateway share add \(zone) USER`.\n")
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Invite a user to a shared zone, or change their permission; they accept with `gateway share accept`.")
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "The shared zone.") var zone: String
+        @Argument(help: "The user record name to invite.") var user: String
+        @Option(name: .long, help: "read-only or read-write.") var permission: Permission = .readOnly
+
+        func validate() throws {
+            guard permission != .none else { throw ValidationError("--permission is read-only or read-write; remove a participant with `gateway share remove`") }
+            guard CloudUsers.isValidUserName(user) else { throw ValidationError("'\(user)' is not a user record name") }
+        }
+
+        func run() async throws {
+            try await ShareCommand.withUsers(options) { users, owner in
+                guard owner != user else { throw CloudError(.invalidArguments, "\(user) owns zone \(zone); invite another user") }
+                try await users.updateShare(of: zone, ownedBy: owner) { $0.setParticipant(user, permission: permission.cloud) }
+            }
+            Console.out("\(user) is invited to zone \(zone) (\(permission.rawValue)).\n")
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Take a participant out of a shared zone; they lose it at once.")
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "The shared zone.") var zone: String
+        @Argument(help: "The participant's user record name.") var user: String
+
+        func run() async throws {
+            try await ShareCommand.withUsers(options) { users, owner in
+                guard try await users.share(of: zone, ownedBy: owner)?.participant(user) != nil else {
+                    throw CloudError(.unknownItem, "\(user) is not a participant of zone \(zone)'s share")
+                }
+                try await users.updateShare(of: zone, ownedBy: owner) { $0.removeParticipant(user) }
+            }
+            Console.out("\(user) no longer shares zone \(zone).\n")
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop sharing a zone: every participant loses it at once.")
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "The shared zone.") var zone: String
+
+        func run() async throws {
+            let deleted = try await ShareCommand.withUsers(options) { users, owner in try await users.deleteShare(of: zone, ownedBy: owner) }
+            Console.out(deleted ? "Zone \(zone) is no longer shared.\n" : "Zone \(zone) was not shared.\n")
+        }
+    }
+
+    struct Accept: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Accept a zone another user shared: it joins this user's shared database, and `database: shared` templates sync it.")
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "The owner's user record name.") var owner: String
+        @Argument(help: "The zone.") var zone: String
+
+        func run() async throws {
+            let share = try await ShareCommand.withUsers(options) { users, user in
+                (try await users.accept(zone, ownedBy: owner, as: user), user)
+            }
+            let permission = share.0.participant(share.1)?.permission.rawValue ?? "?"
+            Console.out("Accepted zone \(zone) of \(owner) (\(permission)).\n")
+        }
+    }
+
+    struct Leave: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Leave a zone another user shared; it leaves this user's shared database.")
+        @OptionGroup var options: ConfigOptions
+        @Argument(help: "The owner's user record name.") var owner: String
+        @Argument(help: "The zone.") var zone: String
+
+        func run() async throws {
+            let left = try await ShareCommand.withUsers(options) { users, user in try await users.leave(zone, ownedBy: owner, as: user) }
+            Console.out(left ? "Left zone \(zone) of \(owner).\n" : "This user was not in zone \(zone) of \(owner)'s share.\n")
+        }
+    }
+}
