@@ -38,6 +38,10 @@ public struct SyncConfiguration: Sendable {
     /// How long an adapter's sync may take to stop once cancelled (the service shutting down, or
     /// a stall) before it is reported failed and left behind.
     public var stopTimeout: Duration
+    /// Where the local edits of a read-only shared zone that the cloud refused are kept before
+    /// the zone's versions replace them in the store (``AdapterSyncReport/refusedEdits``); `nil`
+    /// leaves them in the store, marked failed.
+    public var refusedEditsDirectory: String?
 
     /// The default of ``fetchLimit``; the cloud clamps it to its own maximum
     /// (``CloudLimits/maxResultsPerFetch``). Measured (`BENCHMARKS.md`, 2026-11-26): a PostgreSQL

@@ -48,6 +48,9 @@ public struct AdapterSyncReport: Sendable {
     public var unresolvedFailures: [FailedRecord] = []
     /// Records that failed permanently in this sync.
     public var failedRecords = 0
+    /// Local edits of a read-only shared zone that the cloud refused: kept in the refused-edits
+    /// journal and replaced in the store by the zone's versions.
+    public var refusedEdits = 0
     /// Records of the store that stay unsynced after this sync, failed in it or before (a
     /// failure mark, a document that does not parse), as the store lists them: the first few, for
     /// the summary (the count is ``failingRecordCount``). Filled by callers that ask the store
@@ -90,6 +93,7 @@ public struct AdapterSyncReport: Sendable {
         total.unresolvedFailures = unresolvedFailures + later.unresolvedFailures.filter { !unresolvedRecords.contains($0.recordID) }
         total.unresolvedRecords.formUnion(unresolvedRecords)
         total.failedRecords += failedRecords - repeated
+        total.refusedEdits += refusedEdits
         total.conflicts.merge(conflicts, uniquingKeysWith: +)
         if repeated > 0 { total.conflicts[.unresolved, default: repeated] -= repeated }
         return total

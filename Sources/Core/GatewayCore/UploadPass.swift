@@ -89,6 +89,7 @@ struct UploadPass {
         case .round(let round):
             try await commit(round)
             try await resolveConflicts(of: round)
+            try await context.restoreRefused(round.refused, zoneState: state, report: &report)
             try pipeline.progress.settled(round, adapter: name)
         }
     }

@@ -11,6 +11,8 @@ struct UploadRound {
     var conflicts: [(RecordID, Record?)] = []
     var lookups: [RecordID] = []
     var quotaError: CloudError?
+    /// Edits of a zone shared read-only that the cloud refused, to replace with its versions.
+    var refused: [(RecordID, CloudError)] = []
     /// The next batch, read and prepared while the cloud saved this one; a failure to prepare
     /// it surfaces after this round's outcome is committed.
     var upcoming: Result<UploadBatch, any Error>?
@@ -76,6 +78,12 @@ struct UploadRound {
                     quotaError = error
                 case .zoneNotFound, .userDeletedZone, .notAuthenticated:
                     throw error
+                case .permissionFailure where configuration.refusedEditsDirectory != nil && id.zoneID.ownerName != ZoneID.defaultOwnerName:
+                    // Another user's zone the share lets this one only read: the edit can never
+                    // be sent, so the zone's version replaces it once it is kept aside.
+                    refused.append((id, error))
+                    settled += 1
+                    progress.failed.insert(id)
                 case let code where code.isTransient || code == .batchRequestFailed:
                     break  // stays pending; the next round sends it again
                 default:

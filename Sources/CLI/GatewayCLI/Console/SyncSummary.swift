@@ -6,7 +6,7 @@ public enum SyncSummary {
     public static func isNothingToDo(_ report: SyncReport) -> Bool {
         report.succeeded
             && report.adapters.allSatisfy {
-                $0.downloaded + $0.deletedLocally + $0.uploaded + $0.deletedRemotely + $0.conflictCount + $0.failedRecords + $0.matched
+                $0.downloaded + $0.deletedLocally + $0.uploaded + $0.deletedRemotely + $0.conflictCount + $0.failedRecords + $0.matched + $0.refusedEdits
                     + $0.failingRecordCount == 0
             }
     }
@@ -38,6 +38,9 @@ public enum SyncSummary {
                 text += "error: adapter \(adapter.adapter): \(message) (\(adapter.failureCode ?? code.rawValue))\n"
             } else if case .paused(let reason) = adapter.outcome {
                 text += "paused: adapter \(adapter.adapter): \(reason)\n"
+            }
+            if adapter.refusedEdits > 0 {
+                text += "note: adapter \(adapter.adapter): \(adapter.refusedEdits) local edit(s) refused by a read-only share were replaced by the owner's version; they are kept in the state folder's refused/\(adapter.adapter).jsonl\n"
             }
             if adapter.uploadBounded {
                 text += "note: adapter \(adapter.adapter): local changes kept arriving during the sync; those not uploaded wait for the next sync\n"

@@ -137,12 +137,20 @@ public struct GatewayConfiguration: Sendable {
     /// The ``SyncConfiguration`` for a synchronizer of this config, with the resolver processes
     /// of ``startResolverProcesses()``.
     public func syncConfiguration(deviceID: String, batchResolvers: [String: any BatchConflictResolver] = [:]) -> SyncConfiguration {
-        SyncConfiguration(
+        var configuration = SyncConfiguration(
             compatibilityVersion: settings.compatibilityVersion, deviceID: deviceID, fetchLimit: settings.fetchLimit.value,
             retry: settings.retry.policy,
             resolvers: resolvers, batchResolvers: batchResolvers, parallelism: settings.parallelism(adapterCount: adapters.count),
             stallTimeout: settings.stallTimeout.duration > .zero ? settings.stallTimeout.duration : nil,
             stopTimeout: settings.shutdownTimeout.duration)
+        configuration.refusedEditsDirectory = refusedEditsDirectory
+        return configuration
+    }
+
+    /// Where the local edits a read-only share refused are kept (`<state_dir>/refused`), one
+    /// JSON-lines file per adapter.
+    public var refusedEditsDirectory: String {
+        URL(fileURLWithPath: context.stateDirectory).appendingPathComponent("refused").path
     }
 
     /// A resolver for each entry of `resolvers:`; each starts its process when first asked, and

@@ -282,6 +282,12 @@ public struct SyncScheduler: Service {
                     metadata["health"] = "\(health(after: adapter, pending: pending, adapters: adapters))"
                 }
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
+                if adapter.refusedEdits > 0 {
+                    metadata["refused_edits"] = "\(adapter.refusedEdits)"
+                    logger.warning(
+                        "a read-only share refused local edits; the owner's versions replaced them and the edits are kept",
+                        metadata: ["adapter": "\(adapter.adapter)", "refused_edits": "\(adapter.refusedEdits)", "kept_in": "\(configuration.refusedEditsDirectory)"])
+                }
                 switch adapter.outcome {
                 case .synced:
                     logger.info("adapter synced", metadata: metadata)
