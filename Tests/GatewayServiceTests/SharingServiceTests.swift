@@ -1,0 +1,127 @@
+import Foundation
+import GRDB
+import GatewayTesting
+import PostgresTesting
+import TestScheduling
+import Testing
+
+/// Three users of one PostgreSQL cloud, each with their own gateway: the owner shares a zone
+/// read-write with one and read-only with another, and the shared-database templates of the
+/// other two make, sync and retire an adapter per shared zone.
+@Suite("Sharing zones between users end to end", .heavy)
+struct SharingServiceTests {
+    static let schema = "CREATE TABLE item (name TEXT PRIMARY KEY, title TEXT, rank INTEGER);"
+
+    /// One user's gateway folder.
+    struct UserFolder {
+        let directory: TemporaryDirectory
+        var url: URL { directory.url }
+
+        init(_ user: String, cloud: String, adapters: String, interval: String = "60s") throws {
+            directory = try TemporaryDirectory(prefix: "sharing-\(user)")
+            try Data(SharingServiceTests.schema.utf8).write(to: directory.url.appendingPathComponent("schema.sql"))
+            let config = """
+                gateway: { sync_interval: \(interval), control: { listen: "127.0.0.1:0" } }
+                cloud: { kind: postgres, url: "\(cloud)", schema: sharing_cloud, user: \(user) }
+                adapters:
+                \(adapters)
+                """
+            try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
+        }
+
+        func gateway(_ arguments: String...) async throws -> CLIResult {
+            try await GatewayCLI.run(arguments, in: directory.url)
+        }
+
+        func rows(_ file: String) async throws -> [String] {
+            guard FileManager.default.fileExists(atPath: directory.path(file)) else { return [] }
+            return try await DatabaseQueue(path: directory.path(file)).read { db in
+                try Row.fetchAll(db, sql: "SELECT name, title, rank FROM item ORDER BY name").map { row in
+                    "\(row[0] as String)|\((row[1] as String?) ?? "")|\((row[2] as Int64?).map(String.init) ?? "")"
+                }
+            }
+        }
+
+        func execute(_ file: String, _ sql: String) async throws {
+            try await DatabaseQueue(path: directory.path(file)).write { try $0.execute(sql: sql) }
+        }
+    }
+
+    static let template = """
+          - { name: shared, kind: sqlite, database: shared, path: "shared/{owner}/{zone}.sqlite", seed: schema.sql, poll_interval: 100ms,
+              tables: [{ table: item }] }
+        """
+
+    @Test("owner shares read-write and read-only; the participants' templates sync, refuse, retire and pick up a second zone live")
+    func threeUsers() async throws {
+        let cloud = "\(try await PostgresTestServer.freshDatabase("sharing"))"
+        let alice = try UserFolder(
+            "alice", cloud: cloud,
+            adapters: """
+                  - { name: notes, kind: sqlite, path: notes.sqlite, seed: schema.sql, zone: Notes, tables: [{ table: item }] }
+                  - { name: tasks, kind: sqlite, path: tasks.sqlite, seed: schema.sql, zone: Tasks, tables: [{ table: item }] }
+                """)
+        let bob = try UserFolder("bob", cloud: cloud, adapters: Self.template, interval: "1s")
+        let carol = try UserFolder("carol", cloud: cloud, adapters: Self.template)
+        defer {
+            for folder in [alice, bob, carol] { folder.directory.remove() }
+        }
+        #expect(try await alice.gateway("sync").status == 0)
+        try await alice.execute("notes.sqlite", "INSERT INTO item VALUES ('n1', 'first', 1), ('n2', 'second', 2), ('n3', 'third', 3)")
+        try await alice.execute("tasks.sqlite", "INSERT INTO item VALUES ('t1', 'task', 1)")
+        #expect(try await alice.gateway("sync").status == 0)
+        for arguments in [["share", "create", "Notes"], ["share", "add", "Notes", "bob", "--permission", "read-write"], ["share", "add", "Notes", "carol"]] {
+            let result = try await GatewayCLI.run(arguments, in: alice.url)
+            #expect(result.status == 0, "\(arguments): \(result)")
+        }
+        let listed = try await alice.gateway("share", "list", "--json")
+        #expect(listed.stdout.contains("\"READ_ONLY\"") && listed.stdout.contains("\"PENDING\""), "\(listed)")
+        #expect(try await bob.gateway("share", "accept", "alice", "Notes").status == 0)
+        #expect(try await carol.gateway("share", "accept", "alice", "Notes").status == 0)
+
+        // Bob's running gateway makes a SQLite file for the zone from seed: and syncs it both ways.
+        let run = try RunningGateway(in: bob.directory)
+        defer { if run.process.isRunning { run.process.kill() } }
+        let ownerRows = try await alice.rows("notes.sqlite")
+        try await run.waitFor("bob's copy of Notes") { try await bob.rows("shared/alice/Notes.sqlite") == ownerRows }
+        try await bob.execute("shared/alice/Notes.sqlite", "UPDATE item SET title = 'edited by bob' WHERE name = 'n1'")
+        try await run.waitFor("bob's edit in the owner's store") {
+            _ = try await alice.gateway("sync")
+            return try await alice.rows("notes.sqlite").contains("n1|edited by bob|1")
+        }
+
+        // Carol reads; her edit is refused and reported, and her copy stays the owner's.
+        #expect(try await carol.gateway("sync").status == 0)
+        #expect(try await carol.rows("shared/alice/Notes.sqlite") == alice.rows("notes.sqlite"))
+        try await carol.execute("shared/alice/Notes.sqlite", "UPDATE item SET title = 'edited by carol' WHERE name = 'n2'; DELETE FROM item WHERE name = 'n3'")
+        let refused = try await carol.gateway("sync")
+        #expect(refused.status == 0, "\(refused)")
+        #expect(refused.stdout.contains("2 local edit(s) refused by a read-only share"), "\(refused)")
+        #expect(try await carol.rows("shared/alice/Notes.sqlite") == alice.rows("notes.sqlite"))
+        #expect(try await alice.rows("notes.sqlite").contains("n2|second|2"))
+        let kept = try String(contentsOfFile: carol.directory.path(".gateway/refused/shared.alice.Notes.jsonl"), encoding: .utf8)
+        #expect(kept.contains("edited by carol") && kept.contains("\"deleted\":true"), "\(kept)")
+
+        // A second zone shared with bob appears as a second adapter without a restart.
+        #expect(try await alice.gateway("share", "create", "Tasks").status == 0)
+        #expect(try await alice.gateway("share", "add", "Tasks", "bob", "--permission", "read-write").status == 0)
+        #expect(try await bob.gateway("share", "accept", "alice", "Tasks").status == 0)
+        try await run.waitFor("bob's copy of Tasks") { try await bob.rows("shared/alice/Tasks.sqlite") == ["t1|task|1"] }
+        #expect(run.log().contains("shared zone joined"))
+
+        // The owner revokes bob from Notes: his adapter retires, his copy is kept.
+        let beforeRevoke = try await bob.rows("shared/alice/Notes.sqlite")
+        #expect(try await alice.gateway("share", "remove", "Notes", "bob").status == 0)
+        try await run.waitFor("bob's Notes adapter retiring") { run.log().contains("its adapter retired and its store is kept") }
+        #expect(try await bob.rows("shared/alice/Notes.sqlite") == beforeRevoke)
+        try await bob.execute("shared/alice/Notes.sqlite", "UPDATE item SET title = 'after revoke' WHERE name = 'n1'")
+        try await bob.execute("shared/alice/Tasks.sqlite", "UPDATE item SET title = 'still shared' WHERE name = 't1'")
+        try await run.waitFor("bob's Tasks edit in the owner's store") {
+            _ = try await alice.gateway("sync")
+            return try await alice.rows("tasks.sqlite") == ["t1|still shared|1"]
+        }
+        #expect(try await alice.rows("notes.sqlite").contains("n1|edited by bob|1"), "a revoked participant's edit never reaches the owner")
+        run.process.terminate()
+        #expect(try await run.process.wait(timeout: .seconds(30)) == 0, "\(run.log())")
+    }
+}
