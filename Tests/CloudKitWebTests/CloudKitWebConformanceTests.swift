@@ -4,13 +4,13 @@ import Testing
 
 @Suite("CloudKit Web Services conformance: client → HTTP → endpoint → embedded or PostgreSQL cloud", .heavy)
 struct CloudKitWebConformanceTests {
-    @Test(arguments: CloudConformanceSuite.cases)
+    @Test(arguments: CloudConformanceSuite.cases + CloudConformanceSuite.sharingCases)
     func conformance(_ check: CloudConformanceCase) async throws {
         try await run(check, servesZoneChanges: true)
     }
 
     /// The whole suite through the endpoint in front of the PostgreSQL cloud.
-    @Test(arguments: CloudConformanceSuite.cases)
+    @Test(arguments: CloudConformanceSuite.cases + CloudConformanceSuite.sharingCases)
     func conformanceOverPostgres(_ check: CloudConformanceCase) async throws {
         try await run(check, backing: .postgres, servesZoneChanges: true)
     }

@@ -30,8 +30,11 @@ final class CloudKitWebHarness: CloudConformanceHarness {
     let backing: Backing
     /// Whether the endpoint serves `changes/zone`; without it the client must fall back to `records/changes`.
     let servesZoneChanges: Bool
-    let writerKey = TestKey(id: "writer-key", user: "_writer")
-    let readerKey = TestKey(id: "reader-key", user: "_reader")
+    let writerKey = TestKey(id: "writer-key", user: CloudUsers.defaultUser)
+    let readerKey = TestKey(id: "reader-key", user: CloudUsers.defaultUser)
+    /// A key for each user the sharing cases act as.
+    let userKeys: [String: TestKey] = Dictionary(
+        uniqueKeysWithValues: [CloudUsers.defaultUser, "_alice", "_bob", "_carol", "_dave", "_mallory", "_eve"].map { ($0, TestKey(id: "key\($0)", user: $0)) })
     private let served = LockedValue<[ObjectIdentifier: Served]>([:])
     private let database = LockedValue<PostgresEndpoint?>(nil)
 
@@ -99,7 +102,7 @@ final class CloudKitWebHarness: CloudConformanceHarness {
         let server = try await EndpointServer(
             cloud: cloud,
             configuration: CloudKitEndpointConfiguration(
-                container: EndpointServer.container, keys: [readerKey.registered, writerKey.registered],
+                container: EndpointServer.container, keys: [readerKey.registered, writerKey.registered] + userKeys.values.map(\.registered),
                 servesZoneChanges: servesZoneChanges))
         let client = try server.client(key: readerKey, limits: limits)
         served.withLock {
@@ -120,6 +123,21 @@ final class CloudKitWebHarness: CloudConformanceHarness {
     func makeSecondClient(of cloud: any CloudDatabase) async throws -> any CloudDatabase {
         let entry = try entry(cloud)
         let client = try entry.server.client(key: writerKey, limits: cloud.limits)
+        served.withLock { $0[ObjectIdentifier(client)] = entry }
+        return client
+    }
+
+    /// A client signed with `user`'s key: the private database (another user's zones asked in
+    /// the shared one) for `nil`, or only the database `scope` names.
+    func client(of cloud: any CloudDatabase, asUser user: String, scope: CloudScope?) async throws -> any CloudDatabase & ShareManaging {
+        let entry = try entry(cloud)
+        guard let key = userKeys[user] else { throw ConformanceFailure("the harness has no key for \(user)") }
+        var configuration = try entry.server.client(key: key, limits: cloud.limits).configuration
+        if let scope {
+            configuration.database = scope == .shared ? .shared : .private
+            configuration.routesSharedZones = false
+        }
+        let client = try CloudKitWebDatabase(configuration: configuration)
         served.withLock { $0[ObjectIdentifier(client)] = entry }
         return client
     }

@@ -13,8 +13,8 @@ import Testing
 @Suite("CloudKit client: change signals from subscriptions and the web courier")
 struct CourierSignalTests {
     static let zone = ZoneID(zoneName: "Notes")
-    let reader = TestKey(id: "reader", user: "_reader")
-    let writer = TestKey(id: "writer", user: "_writer")
+    let reader = TestKey(id: "reader", user: CloudUsers.defaultUser)
+    let writer = TestKey(id: "writer", user: CloudUsers.defaultUser)
 
     func server(in directory: TemporaryDirectory, cloud: (any CloudDatabase)? = nil) async throws -> EndpointServer {
         let cloud = try cloud ?? EmbeddedCloud(path: directory.path("cloud.sqlite"))

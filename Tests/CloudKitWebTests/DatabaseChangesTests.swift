@@ -13,7 +13,7 @@ struct DatabaseChangesTests {
     struct Fixture {
         let directory: TemporaryDirectory
         let server: EndpointServer
-        let key = TestKey(id: "k", user: "_user")
+        let key = TestKey(id: "k", user: CloudUsers.defaultUser)
 
         init() async throws {
             directory = try TemporaryDirectory(prefix: "database-changes")

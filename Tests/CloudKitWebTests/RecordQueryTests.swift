@@ -36,7 +36,7 @@ struct RecordQueryTests {
 
     final class Fixture: Sendable {
         let server: EndpointServer
-        let key = TestKey(id: "k", user: "_user")
+        let key = TestKey(id: "k", user: CloudUsers.defaultUser)
         let cleanup: @Sendable () async -> Void
 
         init(cloudKind: String) async throws {
@@ -209,7 +209,7 @@ struct RecordQueryTests {
             #expect(record["fields"]?["title"]?["value"] == "Shopping list 0")
             #expect(record["fields"]?["rank"] == nil, "only the desired keys")
             #expect(record["created"]?["timestamp"]?.int64Value != nil, "created, as in Apple's record dictionary: \(record)")
-            #expect(record["created"]?["userRecordName"] == "_user" && record["modified"]?["userRecordName"] == "_user")
+            #expect(record["created"]?["userRecordName"] == .string(CloudUsers.defaultUser) && record["modified"]?["userRecordName"] == .string(CloudUsers.defaultUser))
             #expect(answer.body["continuationMarker"] == nil, "one page holds them all")
 
             let other = ZoneID(zoneName: "Archive")

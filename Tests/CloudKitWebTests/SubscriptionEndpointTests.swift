@@ -169,12 +169,13 @@ struct SubscriptionEndpointTests {
 
             // A write that reaches the cloud without the endpoint is noticed by the notifier's watch.
             _ = try await fixture.modify([["operationType": "create", "subscription": ["subscriptionID": "all", "subscriptionType": "database"]]])
-            try await fixture.server.cloud.createZone(ZoneID(zoneName: "Direct"))
+            // (The store keeps the user's zones under their user record name.)
+            let direct = ZoneID(zoneName: "Direct", ownerName: "_user")
+            try await fixture.server.cloud.createZone(direct)
             // The notifier watches the new zone once it has read the zone list again.
-            await fixture.server.notifier.waitUntilWatching(ZoneID(zoneName: "Direct"))
+            await fixture.server.notifier.waitUntilWatching(direct)
             _ = try await fixture.server.cloud.modify(
-                [.create(Record(id: RecordID(recordName: "d", zoneID: ZoneID(zoneName: "Direct")), recordType: "Note", fields: [:]))],
-                in: ZoneID(zoneName: "Direct"), atomic: false)
+                [.create(Record(id: RecordID(recordName: "d", zoneID: direct), recordType: "Note", fields: [:]))], in: direct, atomic: false)
             let databaseWide = try await fixture.poll(courier) { $0["ck"]?["met"]?["sid"]?.stringValue == "all" }
             #expect(databaseWide["ck"]?["met"]?["dbs"] == .integer(2))
 

@@ -54,7 +54,7 @@ struct WebhookTests {
             var portIterator = ports.makeAsyncIterator()
             let port = try #require(await portIterator.next())
             let secret = Data("webhook-secret".utf8)
-            let key = TestKey(id: "k", user: "_user")
+            let key = TestKey(id: "k", user: CloudUsers.defaultUser)
             let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
             let zone = ZoneID(zoneName: "Notes")
             try await cloud.createZone(zone)
@@ -77,7 +77,7 @@ struct WebhookTests {
                 let expected = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: secret)).map { String(format: "%02x", $0) }.joined()
                 #expect(signature == "sha256=\(expected)")
                 let notification = try JSONValue.parse(body)["notifications"]?.arrayValue?.first
-                #expect(notification?["user"]?.stringValue == "_user")
+                #expect(notification?["user"]?.stringValue == CloudUsers.defaultUser)
                 #expect(notification?["ck"]?["fet"]?["zid"]?.stringValue == "Notes")
                 #expect(notification?["ck"]?["fet"]?["sid"]?.stringValue == "sync-gateway.Notes")
             } catch {

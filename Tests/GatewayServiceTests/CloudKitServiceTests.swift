@@ -126,7 +126,7 @@ struct CloudKitServiceTests {
               container: \(Self.container)
               keys:
                 - { key_id: gateway-a, public_key_file: keys/a.pub }
-                - { key_id: gateway-b, public_key_file: keys/b.pub, user: _second }
+                - { key_id: gateway-b, public_key_file: keys/b.pub, user: _defaultUser }
             """, in: server)
         let endpoint = try await Endpoint.start(in: server)
         defer { if endpoint.process.isRunning { endpoint.process.kill() } }

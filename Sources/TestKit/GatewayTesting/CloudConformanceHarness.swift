@@ -20,6 +20,17 @@ public protocol CloudConformanceHarness: Sendable {
 
     /// How many distinct asset blobs the store holds.
     func storedAssetCount(in cloud: any CloudDatabase) async throws -> Int
+
+    /// `user`'s client of the store behind `cloud`, acting on `scope` (both of the user's
+    /// databases, told apart by zone owner, when `nil`), with that user's share commands. The
+    /// default is a ``UserCloudDatabase`` over `cloud`, for clouds that keep every user's zones.
+    func client(of cloud: any CloudDatabase, asUser user: String, scope: CloudScope?) async throws -> any CloudDatabase & ShareManaging
+}
+
+extension CloudConformanceHarness {
+    public func client(of cloud: any CloudDatabase, asUser user: String, scope: CloudScope?) async throws -> any CloudDatabase & ShareManaging {
+        CloudUsers(store: cloud).database(for: user, scope: scope)
+    }
 }
 
 /// One behaviour every `CloudDatabase` must show.

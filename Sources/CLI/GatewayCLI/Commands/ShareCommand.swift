@@ -23,26 +23,24 @@ struct ShareCommand: AsyncParsableCommand {
         }
     }
 
-    /// Runs `body` with the cloud's users and the config's user; closes the cloud after.
+    /// Runs `body` with the config's cloud as its user sees it; closes the cloud after.
     @discardableResult
-    static func withUsers<T: Sendable>(_ options: ConfigOptions, _ body: (CloudUsers, String) async throws -> T) async throws -> T {
+    static func withShares<T: Sendable>(_ options: ConfigOptions, _ body: (any ShareManaging) async throws -> T) async throws -> T {
         let configuration = try options.load()
-        guard configuration.cloud.plan.keepsUsers else {
-            throw GatewayError(
-                .shareRefused,
-                "the \(configuration.cloud.kind) cloud's users and shares are not managed by this command; it shares zones of an embedded or postgres cloud")
-        }
         try GatewayStores.prepareStateDirectory(configuration)
-        let store = try await GatewayStores.openCloudStore(configuration)
+        let cloud = try await GatewayStores.openCloud(configuration)
         do {
-            let result = try await body(CloudUsers(store: store), configuration.cloud.actingUser)
-            await store.close()
+            guard let shares = cloud as? any ShareManaging else {
+                throw GatewayError(.shareRefused, "the \(configuration.cloud.kind) cloud keeps no shares")
+            }
+            let result = try await body(shares)
+            await cloud.close()
             return result
         } catch let error as CloudError {
-            await store.close()
+            await cloud.close()
             throw GatewayError(.shareRefused, error.message, underlying: error)
         } catch {
-            await store.close()
+            await cloud.close()
             throw error
         }
     }
@@ -66,8 +64,8 @@ struct ShareCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (owned, joined) = try await ShareCommand.withUsers(options) { users, user in
-                (try await users.shares(ownedBy: user), try await users.shares(with: user))
+            let (owned, joined, me) = try await ShareCommand.withShares(options) { shares in
+                (try await shares.ownedShares(), try await shares.joinedShares(), try await shares.shareUserRecordName())
             }
             func line(_ share: ZoneShare, only user: String?) -> Line {
                 Line(
@@ -76,7 +74,6 @@ struct ShareCommand: AsyncParsableCommand {
                         Participant(user: $0.userRecordName, permission: $0.permission.rawValue, status: $0.acceptance.rawValue)
                     })
             }
-            let me = try options.load().cloud.actingUser
             let lines = owned.map { line($0, only: nil) } + joined.map { line($0, only: me) }
             if json { return try Console.json(lines) }
             guard !lines.isEmpty else { return Console.out("No shares: `gateway share create ZONE` shares one of this user's zones.\n") }
@@ -100,8 +97,9 @@ struct ShareCommand: AsyncParsableCommand {
         var publicPermission: Permission = .none
 
         func run() async throws {
-            try await ShareCommand.withUsers(options) { users, user in
-                try await users.updateShare(of: zone, ownedBy: user) { $0.publicPermission = publicPermission.cloud }
+            let permission = publicPermission.cloud
+            try await ShareCommand.withShares(options) { shares in
+                try await shares.updateShare(of: zone) { $0.publicPermission = permission }
             }
             Console.out("Zone \(zone) is shared (public permission: \(publicPermission.rawValue)); add participants with `gateway share add \(zone) USER`.\n")
         }
@@ -121,9 +119,12 @@ struct ShareCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await ShareCommand.withUsers(options) { users, owner in
-                guard owner != user else { throw CloudError(.invalidArguments, "\(user) owns zone \(zone); invite another user") }
-                try await users.updateShare(of: zone, ownedBy: owner) { $0.setParticipant(user, permission: permission.cloud) }
+            let (user, permission) = (user, permission.cloud)
+            try await ShareCommand.withShares(options) { shares in
+                try await shares.updateShare(of: zone) { share in
+                    guard share.owner != user else { throw CloudError(.invalidArguments, "\(user) owns zone \(share.zoneName); invite another user") }
+                    share.setParticipant(user, permission: permission)
+                }
             }
             Console.out("\(user) is invited to zone \(zone) (\(permission.rawValue)).\n")
         }
@@ -136,11 +137,12 @@ struct ShareCommand: AsyncParsableCommand {
         @Argument(help: "The participant's user record name.") var user: String
 
         func run() async throws {
-            try await ShareCommand.withUsers(options) { users, owner in
-                guard try await users.share(of: zone, ownedBy: owner)?.participant(user) != nil else {
+            let user = user
+            try await ShareCommand.withShares(options) { shares in
+                guard try await shares.share(of: zone)?.participant(user) != nil else {
                     throw CloudError(.unknownItem, "\(user) is not a participant of zone \(zone)'s share")
                 }
-                try await users.updateShare(of: zone, ownedBy: owner) { $0.removeParticipant(user) }
+                try await shares.updateShare(of: zone) { $0.removeParticipant(user) }
             }
             Console.out("\(user) no longer shares zone \(zone).\n")
         }
@@ -152,7 +154,7 @@ struct ShareCommand: AsyncParsableCommand {
         @Argument(help: "The shared zone.") var zone: String
 
         func run() async throws {
-            let deleted = try await ShareCommand.withUsers(options) { users, owner in try await users.deleteShare(of: zone, ownedBy: owner) }
+            let deleted = try await ShareCommand.withShares(options) { try await $0.deleteShare(of: zone) }
             Console.out(deleted ? "Zone \(zone) is no longer shared.\n" : "Zone \(zone) was not shared.\n")
         }
     }
@@ -165,11 +167,10 @@ struct ShareCommand: AsyncParsableCommand {
         @Argument(help: "The zone.") var zone: String
 
         func run() async throws {
-            let share = try await ShareCommand.withUsers(options) { users, user in
-                (try await users.accept(zone, ownedBy: owner, as: user), user)
+            let (share, me) = try await ShareCommand.withShares(options) { shares in
+                (try await shares.acceptShare(of: zone, ownedBy: owner), try await shares.shareUserRecordName())
             }
-            let permission = share.0.participant(share.1)?.permission.rawValue ?? "?"
-            Console.out("Accepted zone \(zone) of \(owner) (\(permission)).\n")
+            Console.out("Accepted zone \(zone) of \(owner) (\(share.participant(me)?.permission.rawValue ?? "?")).\n")
         }
     }
 
@@ -180,7 +181,7 @@ struct ShareCommand: AsyncParsableCommand {
         @Argument(help: "The zone.") var zone: String
 
         func run() async throws {
-            let left = try await ShareCommand.withUsers(options) { users, user in try await users.leave(zone, ownedBy: owner, as: user) }
+            let left = try await ShareCommand.withShares(options) { try await $0.leaveShare(of: zone, ownedBy: owner) }
             Console.out(left ? "Left zone \(zone) of \(owner).\n" : "This user was not in zone \(zone) of \(owner)'s share.\n")
         }
     }

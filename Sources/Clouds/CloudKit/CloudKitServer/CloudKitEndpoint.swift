@@ -48,6 +48,8 @@ public enum CloudKitEndpoint {
             ("subscriptions/list", true, { operations, _ in .json(try await operations.listSubscriptions()) }),
             ("subscriptions/lookup", false, { .json(try await $0.lookupSubscriptions($1)) }),
             ("subscriptions/modify", false, { .json(try await $0.modifySubscriptions($1)) }),
+            ("records/resolve", false, { .json(try await $0.shares($1, accepting: false)) }),
+            ("records/accept", false, { .json(try await $0.shares($1, accepting: true)) }),
         ]
         var all = jsonOperations
         if configuration.servesZoneChanges { all.append(("changes/zone", false, { try await $0.zoneChanges($1) })) }
@@ -143,7 +145,7 @@ struct Gate: Sendable {
         self.cloud = cloud
         self.logger = logger
         self.notifier = notifier
-        pager = (cloud as? any CloudDatabase & RecordScanning).map(RecordQueryPager.init(cloud:))
+        pager = cloud is any RecordScanning ? RecordQueryPager() : nil
         self.verifier = CloudKitSignatureVerifier(keys: configuration.keys, maximumClockSkew: configuration.maximumClockSkew)
     }
 
@@ -165,13 +167,15 @@ struct Gate: Sendable {
                 return respond(.json(["users": [["userRecordName": .string(user)]]]), token: rotatedToken)
             }
             // Operations without a database segment act on the caller's own (private) database.
-            if let database = context.parameters.get("database"), database != "private" {
+            let database = context.parameters.get("database") ?? "private"
+            guard let scope = CloudScope(rawValue: database) else {
                 throw CloudError(
-                    .invalidArguments, "this endpoint serves the private database; the \(database) database has no zones or change feed here")
+                    .invalidArguments, "this endpoint serves the private and shared databases; the \(database) database is not served here")
             }
             let base = configuration.publicURL ?? "http://\(request.head.authority ?? "127.0.0.1")"
             let operations = CloudKitEndpointOperations(
-                cloud: cloud, databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/private",
+                cloud: CloudUsers(store: cloud).database(for: user, scope: scope), store: cloud, scope: scope,
+                databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/\(database)",
                 pager: pager, userRecordName: user, notifier: notifier,
                 courierURL: "\(base)/webcourier/1/\(configuration.container)/\(configuration.environment)")
             return respond(try await body(operations, bytes), token: rotatedToken)

@@ -8,7 +8,7 @@ extension CloudKitEndpointOperations {
     private var owner: String { userRecordName ?? ZoneID.defaultOwnerName }
 
     private func store(_ operation: String) throws(CloudError) -> any SubscriptionStoring {
-        guard let store = cloud as? any SubscriptionStoring else {
+        guard let store = self.store as? any SubscriptionStoring else {
             throw CloudError(.invalidArguments, "\(operation): this cloud keeps no subscriptions")
         }
         return store
@@ -56,7 +56,7 @@ extension CloudKitEndpointOperations {
             do {
                 switch operation["operationType"]?.stringValue {
                 case "create", "update":
-                    let subscription = try Self.subscription(from: given, owner: owner)
+                    let subscription = try Self.subscription(from: given, owner: owner, scope: scope, storedZone: storedZone)
                     try await store.saveSubscription(subscription)
                     answers.append(try Self.dictionary(subscription))
                 case "delete":
@@ -98,7 +98,12 @@ extension CloudKitEndpointOperations {
 
     /// The subscription a client's dictionary describes: `subscriptionType` `zone` (with its
     /// `zoneID`) or `database`; a missing `subscriptionID` is made up, as CloudKit does.
-    static func subscription(from given: JSONValue, owner: String) throws -> CloudSubscription {
+    /// - Parameters:
+    ///   - scope: the database the request names; database subscriptions are served in the private one.
+    ///   - storedZone: how the store names the caller's zones.
+    static func subscription(
+        from given: JSONValue, owner: String, scope: CloudScope = .private, storedZone: (ZoneID) -> ZoneID = { $0 }
+    ) throws -> CloudSubscription {
         guard case .object(var dictionary) = given else {
             throw CloudError(.invalidArguments, "subscriptions/modify: subscription must be a dictionary")
         }
@@ -107,20 +112,24 @@ extension CloudKitEndpointOperations {
             throw CloudError(.invalidArguments, "subscriptions/modify: a subscriptionID has 1 to 255 bytes")
         }
         dictionary["subscriptionID"] = .string(id)
-        let scope: CloudSubscription.Scope
+        let subscriptionScope: CloudSubscription.Scope
         switch dictionary["subscriptionType"]?.stringValue {
         case "zone":
             let zone = try CloudKitWireCoding.decodeZoneID(dictionary["zoneID"] ?? .null)
             dictionary["zoneID"] = CloudKitWireCoding.encode(zone)
-            scope = .zone(zone)
+            subscriptionScope = .zone(storedZone(zone))
         case "database":
-            scope = .database
+            guard scope == .private else {
+                throw CloudError(
+                    .invalidArguments, "subscription \(id): database subscriptions are served in the private database; subscribe to each shared zone")
+            }
+            subscriptionScope = .database
         case "query":
             throw CloudError(.invalidArguments, "subscription \(id): query subscriptions are not served here; subscribe to the zone or the database")
         default:
             throw CloudError(.invalidArguments, "subscription \(id): subscriptionType must be zone or database")
         }
-        return CloudSubscription(id: id, owner: owner, scope: scope, definition: try JSONValue.object(dictionary).serialized())
+        return CloudSubscription(id: id, owner: owner, scope: subscriptionScope, definition: try JSONValue.object(dictionary).serialized())
     }
 
     static func dictionary(_ subscription: CloudSubscription) throws -> JSONValue {

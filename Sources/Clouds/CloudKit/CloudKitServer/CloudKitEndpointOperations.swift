@@ -7,8 +7,13 @@ import GatewayCore
 /// Whole-request failures throw ``CloudError`` (the endpoint answers them with CloudKit's status
 /// and error body); per-record and per-zone failures are error dictionaries inside the answer.
 struct CloudKitEndpointOperations: Sendable {
+    /// The caller's database: their view of ``store`` (``UserCloudDatabase``).
     let cloud: any CloudDatabase
-    /// `<scheme>://<host>/database/1/<container>/<environment>/private`, for asset URLs.
+    /// The whole store behind the endpoint: every user's zones and subscriptions.
+    var store: any CloudDatabase
+    /// Which database the request names.
+    var scope: CloudScope = .private
+    /// `<scheme>://<host>/database/1/<container>/<environment>/<database>`, for asset URLs.
     let databaseURL: String
     /// Answers `records/query`; `nil` when the cloud cannot list its records.
     var pager: RecordQueryPager?
@@ -19,6 +24,17 @@ struct CloudKitEndpointOperations: Sendable {
     var notifier: CloudKitNotifier?
     /// `<scheme>://<host>/webcourier/1/<container>/<environment>`, the base of courier URLs.
     var courierURL: String = ""
+
+    /// `zone` as the store names it (the caller's zones under their user record name).
+    func storedZone(_ zone: ZoneID) -> ZoneID {
+        (cloud as? UserCloudDatabase)?.storedZone(zone) ?? zone
+    }
+
+    /// The caller's database when it can scan records for queries.
+    var scanner: (any CloudDatabase & RecordScanning)? {
+        guard store is any RecordScanning else { return nil }
+        return cloud as? any CloudDatabase & RecordScanning
+    }
 
     // MARK: Zones
 
@@ -56,7 +72,7 @@ struct CloudKitEndpointOperations: Sendable {
                 case "delete":
                     try await cloud.deleteZone(zone)
                     zones.append(["zoneID": CloudKitWireCoding.encode(zone), "deleted": true])
-                    await notifier?.zoneChanged(zone)
+                    await notifier?.zoneChanged(storedZone(zone))
                 default:
                     throw CloudError(.invalidArguments, "zones/modify: operationType must be create or delete")
                 }
@@ -76,6 +92,43 @@ struct CloudKitEndpointOperations: Sendable {
         guard case .object(var object) = CloudKitErrorCoding.encode(error) else { return .null }
         object["zoneID"] = CloudKitWireCoding.encode(zone)
         return .object(object)
+    }
+
+    // MARK: Shares
+
+    /// `records/resolve` and `records/accept`: `shortGUIDs: [{value}]`, each answered in order
+    /// with `{shortGUID, zoneID, share}` (the zone named with its owner) or an error dictionary
+    /// (`NOT_FOUND` for a share the caller may not see). Accepting puts the zone in the caller's
+    /// shared database.
+    func shares(_ body: JSONValue, accepting: Bool) async throws -> JSONValue {
+        guard let asked = body["shortGUIDs"]?.arrayValue else {
+            throw CloudError(.invalidArguments, "records/\(accepting ? "accept" : "resolve"): the body needs shortGUIDs, a list of {value}")
+        }
+        let users = CloudUsers(store: store)
+        let caller = userRecordName ?? CloudUsers.defaultUser
+        var results: [JSONValue] = []
+        for item in asked {
+            let guid = item["value"]?.stringValue ?? item.stringValue ?? ""
+            do {
+                guard var share = try await users.share(withShortGUID: guid),
+                    share.owner == caller || share.participant(caller) != nil || share.publicPermission != .none
+                else { throw CloudError(.unknownItem, "no share the caller may see has short GUID \(guid)") }
+                if accepting, share.owner != caller { share = try await users.accept(share.zoneName, ownedBy: share.owner, as: caller) }
+                let zone = CloudUsers.zone(ZoneID(zoneName: share.zoneName, ownerName: CloudUsers.storedOwner(of: share.owner)), asSeenBy: caller)
+                var record = share.record(in: zone)
+                if let stored = try await store.lookup([RecordID(recordName: ZoneShare.recordName, zoneID: ZoneID(zoneName: share.zoneName, ownerName: CloudUsers.storedOwner(of: share.owner)))])[0] {
+                    record.changeTag = stored.changeTag
+                    record.modifiedAt = stored.modifiedAt
+                    record.createdAt = stored.createdAt
+                }
+                results.append(["shortGUID": .string(guid), "zoneID": CloudKitWireCoding.encode(zone), "share": try encode(record)])
+            } catch let error as CloudError where error.code != .internalError {
+                guard case .object(var object) = CloudKitErrorCoding.encode(error) else { continue }
+                object["shortGUID"] = .string(guid)
+                results.append(.object(object))
+            }
+        }
+        return ["results": .array(results)]
     }
 
     // MARK: Change feed
@@ -159,7 +212,7 @@ struct CloudKitEndpointOperations: Sendable {
         writer.key("records")
         writer.beginArray()
         for record in page.modified {
-            try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName, into: &writer)
+            try writeRecord(record, desiredKeys: desiredKeys, into: &writer)
         }
         for id in page.deleted { try writer.value(Self.deletion(id)) }
         writer.endArray()
@@ -186,7 +239,7 @@ struct CloudKitEndpointOperations: Sendable {
         var layouts: RecordLayout?
         for item in items { operations.append(try await operation(item, zone: request.zone, layouts: &layouts)) }
         let results = try await cloud.modify(operations, in: request.zone, atomic: request.atomic)
-        if results.contains(where: { $0.error == nil }) { await notifier?.zoneChanged(request.zone) }
+        if results.contains(where: { $0.error == nil }) { await notifier?.zoneChanged(storedZone(request.zone)) }
         var writer = JSONWriter(capacity: 192 * results.count)
         writer.beginObject()
         writer.key("records")
@@ -194,7 +247,7 @@ struct CloudKitEndpointOperations: Sendable {
         for result in results {
             switch result {
             case .saved(let record):
-                try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desired), userRecordName: userRecordName, into: &writer)
+                try writeRecord(record, desiredKeys: desired, into: &writer)
             case .deleted(let id): try writer.value(Self.deletion(id))
             case .failed(let id, let error): try writer.value(CloudKitErrorCoding.encode(error, recordName: id.recordName))
             }
@@ -213,6 +266,12 @@ struct CloudKitEndpointOperations: Sendable {
         // A record without a name gets one, as CloudKit does.
         if wire.recordName == nil { wire.recordName = UUID().uuidString }
         var record = try wire.record(in: zone, layouts: &layouts)
+        // A share written as CloudKit writes one: its participants at the top of the dictionary.
+        if record.recordType == ZoneShare.recordType,
+            let share = try ShareWireCoding.record(record, members: wire.others, zoneName: zone.zoneName, owner: userRecordName ?? CloudUsers.defaultUser)
+        {
+            record = share
+        }
         if !record.assetReferences.isEmpty {
             // In place, so a field named without a value (a partial save clearing it) stays named.
             for position in record.values.indices { record[position: position] = record.values[position].map(Self.storable) }
@@ -261,7 +320,7 @@ struct CloudKitEndpointOperations: Sendable {
     /// absent) or, with `zoneWide`, in every zone; at most `resultsLimit` (default and maximum
     /// 200), and a `continuationMarker` while more may follow.
     func queryRecords(_ body: JSONValue) async throws -> EndpointAnswer {
-        guard let pager else {
+        guard let pager, let scanner else {
             throw CloudError(.invalidArguments, "records/query: the cloud behind this endpoint cannot list its records")
         }
         let zone = try body["zoneID"].map { zone throws(CloudError) in try CloudKitWireCoding.decodeZoneID(zone) }
@@ -279,13 +338,13 @@ struct CloudKitEndpointOperations: Sendable {
             guard let text = marker.stringValue else { throw CloudError(.invalidArguments, "records/query: continuationMarker must be a string") }
             return text
         }
-        let page = try await pager.page(query, zones: zones, limit: min(Int(clamping: requested), Self.maximumQueryResults), continuation: continuation)
+        let page = try await pager.page(query, zones: zones, limit: min(Int(clamping: requested), Self.maximumQueryResults), continuation: continuation, in: scanner)
         var writer = JSONWriter(capacity: 64 * 1024)
         writer.beginObject()
         writer.key("records")
         writer.beginArray()
         for record in page.records {
-            try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desired), userRecordName: userRecordName, includeZone: true, into: &writer)
+            try writeRecord(record, desiredKeys: desired, includeZone: true, into: &writer)
         }
         writer.endArray()
         if let next = page.next {
@@ -341,8 +400,32 @@ struct CloudKitEndpointOperations: Sendable {
 
     /// The record's wire dictionary; with `desiredKeys`, only those fields (CloudKit's way of
     /// asking for less).
-    private func encode(_ record: Record, desiredKeys: Set<String>? = nil) throws(CloudError) -> JSONValue {
-        try CloudKitWireCoding.encode(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName)
+    private func encode(_ record: Record, desiredKeys: Set<String>? = nil, includeZone: Bool = false) throws(CloudError) -> JSONValue {
+        var encoded = try CloudKitWireCoding.encode(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName)
+        guard case .object(var object) = encoded else { return encoded }
+        if includeZone { object["zoneID"] = CloudKitWireCoding.encode(record.id.zoneID) }
+        if let share = share(in: record) {
+            for (key, value) in ShareWireCoding.members(of: share, caller: userRecordName) { object[key] = value }
+        }
+        encoded = .object(object)
+        return encoded
+    }
+
+    /// Writes a record of an answer; a share record with its participants, as CloudKit does.
+    private func writeRecord(_ record: Record, desiredKeys: Set<String>?, includeZone: Bool = false, into writer: inout JSONWriter) throws(CloudError) {
+        if record.recordType == ZoneShare.recordType {
+            try writer.value(encode(record, desiredKeys: desiredKeys, includeZone: includeZone))
+        } else {
+            try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName, includeZone: includeZone, into: &writer)
+        }
+    }
+
+    /// The zone-wide share a record holds, read as its owner wrote it.
+    private func share(in record: Record) -> ZoneShare? {
+        guard record.recordType == ZoneShare.recordType else { return nil }
+        let zone = record.id.zoneID
+        let owner = zone.ownerName == ZoneID.defaultOwnerName ? (userRecordName ?? CloudUsers.defaultUser) : zone.ownerName
+        return try? ZoneShare(record: record, zoneName: zone.zoneName, owner: owner)
     }
 
     /// The record as answers show it: only the desired fields, assets with their download URLs.

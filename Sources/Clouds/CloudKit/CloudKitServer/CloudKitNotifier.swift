@@ -98,7 +98,10 @@ public final class CloudKitNotifier: Service, Sendable {
     private func notify(_ zone: ZoneID, unlessNotifiedAt: Bool) async {
         let covering: [CloudSubscription]
         do {
-            covering = try await subscriptions().filter { $0.scope.covers(zone) }
+            // A database subscription covers its owner's own zones (the private database).
+            covering = try await subscriptions().filter {
+                $0.scope == .database ? zone.ownerName == CloudUsers.storedOwner(of: $0.owner) : $0.scope.covers(zone)
+            }
         } catch {
             logger.warning("cannot read the subscriptions; no notification for this change", metadata: ["zone": "\(zone)", "error": "\(error)"])
             return
@@ -118,7 +121,7 @@ public final class CloudKitNotifier: Service, Sendable {
             let pending = subscriptions.map { subscription in
                 switch subscription.scope {
                 case .database: CourierHub.Pending(subscriptionID: subscription.id, zone: nil)
-                case .zone: CourierHub.Pending(subscriptionID: subscription.id, zone: zone)
+                case .zone: CourierHub.Pending(subscriptionID: subscription.id, zone: CloudUsers.zone(zone, asSeenBy: owner))
                 }
             }
             hub.notify(pending, of: owner)

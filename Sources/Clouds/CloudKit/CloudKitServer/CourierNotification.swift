@@ -10,6 +10,8 @@ import GatewayCore
 enum CourierNotification {
     /// CloudKit's database scope number of the private database (`CKDatabase.Scope.private`).
     static let privateScope: Int64 = 2
+    /// CloudKit's database scope number of the shared database (`CKDatabase.Scope.shared`).
+    static let sharedScope: Int64 = 3
 
     static func encode(_ pending: CourierHub.Pending, container: String, environment: String) -> JSONValue {
         var ck: [String: JSONValue] = [
@@ -17,7 +19,8 @@ enum CourierNotification {
         ]
         if let zone = pending.zone {
             ck["fet"] = [
-                "sid": .string(pending.subscriptionID), "zid": .string(zone.zoneName), "zoid": .string(zone.ownerName), "dbs": .integer(privateScope),
+                "sid": .string(pending.subscriptionID), "zid": .string(zone.zoneName), "zoid": .string(zone.ownerName),
+                "dbs": .integer(zone.ownerName == ZoneID.defaultOwnerName ? privateScope : sharedScope),
             ]
         } else {
             ck["met"] = ["sid": .string(pending.subscriptionID), "dbs": .integer(privateScope)]

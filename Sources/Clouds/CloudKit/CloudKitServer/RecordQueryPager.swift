@@ -29,23 +29,23 @@ actor RecordQueryPager {
         var lastUsed: ContinuousClock.Instant
     }
 
-    private let cloud: any CloudDatabase & RecordScanning
     private var cursors: [String: Cursor] = [:]
 
-    init(cloud: any CloudDatabase & RecordScanning) {
-        self.cloud = cloud
-    }
+    init() {}
 
     /// One page: at most `limit` records and, when more may follow, the marker for the next page.
-    func page(_ query: RecordQuery, zones: [ZoneID], limit: Int, continuation: String?) async throws -> (records: [Record], next: String?) {
+    /// - Parameter cloud: what the caller may read (their view of the cloud).
+    func page(
+        _ query: RecordQuery, zones: [ZoneID], limit: Int, continuation: String?, in cloud: any CloudDatabase & RecordScanning
+    ) async throws -> (records: [Record], next: String?) {
         let marker = try continuation.map { text throws(CloudError) in try QueryContinuation(text: text) }
         if query.sort.isEmpty || query.sort == [QuerySort(field: .recordName)] {
-            return try await walk(query, zones: zones, limit: limit, from: marker)
+            return try await walk(query, zones: zones, limit: limit, from: marker, in: cloud)
         }
-        return try await sorted(query, zones: zones, limit: limit, from: marker)
+        return try await sorted(query, zones: zones, limit: limit, from: marker, in: cloud)
     }
 
-    private func walk(_ query: RecordQuery, zones: [ZoneID], limit: Int, from marker: QueryContinuation?) async throws -> (
+    private func walk(_ query: RecordQuery, zones: [ZoneID], limit: Int, from marker: QueryContinuation?, in cloud: any CloudDatabase & RecordScanning) async throws -> (
         records: [Record], next: String?
     ) {
         var remaining = zones
@@ -75,7 +75,7 @@ actor RecordQueryPager {
         return (found, nil)
     }
 
-    private func sorted(_ query: RecordQuery, zones: [ZoneID], limit: Int, from marker: QueryContinuation?) async throws -> (
+    private func sorted(_ query: RecordQuery, zones: [ZoneID], limit: Int, from marker: QueryContinuation?, in cloud: any CloudDatabase & RecordScanning) async throws -> (
         records: [Record], next: String?
     ) {
         dropExpiredCursors()
@@ -88,7 +88,7 @@ actor RecordQueryPager {
             cursor = cursors[id]
             if let found = cursor, found.query != query || found.zones != zones { throw QueryContinuation.mismatch }
         }
-        if cursor == nil { cursor = try await run(query, zones: zones) }
+        if cursor == nil { cursor = try await run(query, zones: zones, in: cloud) }
         guard var cursor else { return ([], nil) }
         cursor.lastUsed = .now
         var records: [Record] = []
@@ -111,7 +111,7 @@ actor RecordQueryPager {
     }
 
     /// Every match of `query` in `zones`, sorted.
-    private func run(_ query: RecordQuery, zones: [ZoneID]) async throws -> Cursor {
+    private func run(_ query: RecordQuery, zones: [ZoneID], in cloud: any CloudDatabase & RecordScanning) async throws -> Cursor {
         var matches: [Record] = []
         for zone in zones {
             var after: String?

@@ -52,10 +52,10 @@ struct CloudKitTransport: Sendable {
     /// ``call(_:get:text:database:)`` reading the answer straight from its text with `read`
     /// (pages of records), without a tree of the whole answer.
     func call<Result>(
-        _ operation: String, text bytes: Data, read: (inout JSONReader) throws -> Result
+        _ operation: String, text bytes: Data, database: String? = nil, read: (inout JSONReader) throws -> Result
     ) async throws -> Result {
         let answer = try await send(
-            url: configuration.baseURL + configuration.path(operation, database: nil), method: .post, body: bytes,
+            url: configuration.baseURL + configuration.path(operation, database: database), method: .post, body: bytes,
             contentType: "application/json; charset=utf-8", context: operation)
         guard (200..<300).contains(answer.status) else { throw Self.failure(answer, context: operation) }
         do {

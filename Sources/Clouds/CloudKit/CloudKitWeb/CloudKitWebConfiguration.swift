@@ -27,7 +27,12 @@ public struct CloudKitWebConfiguration: Sendable {
     public var container: String
     /// `development` or `production`.
     public var environment: String
+    /// The database asked for the user's own zones.
     public var database: Database
+    /// Whether another user's zone (one whose owner is named) is asked for in the shared
+    /// database and listed with the user's own, as CloudKit's clients do. Off, every request goes
+    /// to ``database``.
+    public var routesSharedZones = true
     public var authentication: Authentication
     /// The limits to report and enforce before sending. CloudKit Web Services' by default, with
     /// pages of at most 200 records.

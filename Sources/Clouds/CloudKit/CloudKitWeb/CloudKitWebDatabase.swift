@@ -23,6 +23,8 @@ public final class CloudKitWebDatabase: CloudDatabase {
     private let databaseChanges: DatabaseChangeWatcher
     /// The push channel every zone's change signals share.
     private let courier: CourierChannel
+    /// The signed-in user's record name, once asked (``callerName()``).
+    let caller = Mutex<String?>(nil)
 
     /// - Throws: ``CloudError/Code/invalidArguments`` for a configuration that cannot sync (the
     ///   public database, a server-to-server key against iCloud's private database).
@@ -41,6 +43,12 @@ public final class CloudKitWebDatabase: CloudDatabase {
 
     public var limits: CloudLimits { configuration.limits }
 
+    /// The database that holds `zone`: another user's zone is in the shared database, as in
+    /// CloudKit; `nil` for the configured one.
+    func database(for zone: ZoneID) -> String? {
+        zone.ownerName == ZoneID.defaultOwnerName || !configuration.routesSharedZones ? nil : CloudKitWebConfiguration.Database.shared.rawValue
+    }
+
     // MARK: Account
 
     public func checkAccount() async throws {
@@ -52,11 +60,20 @@ public final class CloudKitWebDatabase: CloudDatabase {
 
     // MARK: Zones
 
+    /// The zones of the configured database and, when it is the private one and shared zones
+    /// are routed, the zones shared with the user (a service that does not list those lists the
+    /// private ones only).
     public func zones() async throws -> [ZoneID] {
         let answer = try await transport.call("zones/list", get: true)
-        return try (answer["zones"]?.arrayValue ?? []).map { zone throws(CloudError) in
+        let own = try (answer["zones"]?.arrayValue ?? []).map { zone throws(CloudError) in
             if CloudKitErrorCoding.isError(zone) { throw CloudKitErrorCoding.decode(zone, context: "zones/list") }
             return try CloudKitWireCoding.decodeZoneID(zone["zoneID"] ?? .null)
+        }
+        guard configuration.database == .private, configuration.routesSharedZones else { return own }
+        do {
+            return own + (try await sharedZones())
+        } catch let error as CloudError where error.code == .invalidArguments || error.code == .unknownItem || error.code == .permissionFailure {
+            return own
         }
     }
 
@@ -74,14 +91,14 @@ public final class CloudKitWebDatabase: CloudDatabase {
 
     private func modifyZone(_ zone: ZoneID, operation: String) async throws {
         let body: JSONValue = ["operations": [["operationType": .string(operation), "zone": ["zoneID": CloudKitWireCoding.encode(zone)]]]]
-        let answer = try await transport.call("zones/modify", body: body)
+        let answer = try await transport.call("zones/modify", body: body, database: database(for: zone))
         if let result = answer["zones"]?.arrayValue?.first, CloudKitErrorCoding.isError(result) {
             throw CloudKitErrorCoding.decode(result, context: "zones/modify (\(operation) zone \(zone))")
         }
     }
 
     public func currentChangeToken(in zone: ZoneID) async throws -> ChangeToken {
-        let answer = try await transport.call("zones/lookup", body: ["zones": [CloudKitWireCoding.encode(zone)]])
+        let answer = try await transport.call("zones/lookup", body: ["zones": [CloudKitWireCoding.encode(zone)]], database: database(for: zone))
         guard let result = answer["zones"]?.arrayValue?.first else {
             throw CloudError(.internalError, "zones/lookup: the answer has no zone")
         }
@@ -131,7 +148,7 @@ public final class CloudKitWebDatabase: CloudDatabase {
         }
         var body: [String: JSONValue] = ["zoneID": CloudKitWireCoding.encode(zone), "resultsLimit": .integer(Int64(limit))]
         if let token { body["syncToken"] = .string(CloudKitWireCoding.encode(token)) }
-        let page = try await transport.call("records/changes", text: try JSONValue.object(body).serialized()) { reader in
+        let page = try await transport.call("records/changes", text: try JSONValue.object(body).serialized(), database: database(for: zone)) { reader in
             try WireRecordPage.read(&reader, zone: zone)
         }
         return try changes(page, zone: zone, context: "records/changes of zone \(zone)")
@@ -141,7 +158,7 @@ public final class CloudKitWebDatabase: CloudDatabase {
         var request: [String: JSONValue] = ["zoneID": CloudKitWireCoding.encode(zone), "resultsLimit": .integer(Int64(limit))]
         if let token { request["syncToken"] = .string(CloudKitWireCoding.encode(token)) }
         let body: JSONValue = ["zones": [.object(request)], "resultsLimit": .integer(Int64(limit))]
-        let page = try await transport.call("changes/zone", text: try body.serialized()) { reader in
+        let page = try await transport.call("changes/zone", text: try body.serialized(), database: database(for: zone)) { reader in
             try WireRecordPage.readFirstZone(&reader, zone: zone)
         }
         let context = "changes/zone of zone \(zone)"
@@ -206,7 +223,7 @@ public final class CloudKitWebDatabase: CloudDatabase {
         for operation in operations { try Self.write(operation, into: &body) }
         body.endArray()
         body.endObject()
-        let items = try await transport.call("records/modify", text: body.data) { reader in
+        let items = try await transport.call("records/modify", text: body.data, database: database(for: zone)) { reader in
             try WireRecordPage.read(&reader, zone: zone).records
         }
         guard items.count == operations.count else {
@@ -296,7 +313,7 @@ public final class CloudKitWebDatabase: CloudDatabase {
                 let body: JSONValue = [
                     "zoneID": CloudKitWireCoding.encode(zone), "records": .array(names.map { ["recordName": .string($0)] }),
                 ]
-                let answer = try await transport.call("records/lookup", body: body)
+                let answer = try await transport.call("records/lookup", body: body, database: database(for: zone))
                 for item in answer["records"]?.arrayValue ?? [] {
                     if CloudKitErrorCoding.isError(item) {
                         let error = CloudKitErrorCoding.decode(item, context: "records/lookup in zone \(zone)")

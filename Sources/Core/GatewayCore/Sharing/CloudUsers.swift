@@ -33,13 +33,20 @@ public struct CloudUsers: Sendable {
     // MARK: - Names as stored
 
     /// The owner name the store keeps `user`'s zones under.
-    static func storedOwner(of user: String) -> String {
+    public static func storedOwner(of user: String) -> String {
         user == defaultUser ? ZoneID.defaultOwnerName : user
     }
 
     /// The user a stored owner name stands for.
-    static func user(ofStoredOwner owner: String) -> String {
+    public static func user(ofStoredOwner owner: String) -> String {
         owner == ZoneID.defaultOwnerName ? defaultUser : owner
+    }
+
+    /// A zone as the store names it, as `user` names it: their own with
+    /// ``ZoneID/defaultOwnerName``, others' with their owner's user record name.
+    public static func zone(_ stored: ZoneID, asSeenBy user: String) -> ZoneID {
+        stored.ownerName == storedOwner(of: user)
+            ? ZoneID(zoneName: stored.zoneName) : ZoneID(zoneName: stored.zoneName, ownerName: self.user(ofStoredOwner: stored.ownerName))
     }
 
     // MARK: - Shares
@@ -64,6 +71,11 @@ public struct CloudUsers: Sendable {
             shares.append((zone, share))
         }
         return shares
+    }
+
+    /// The share whose ``ZoneShare/shortGUID`` is `shortGUID`, if any.
+    public func share(withShortGUID shortGUID: String) async throws -> ZoneShare? {
+        try await allShares().first { $0.share.shortGUID == shortGUID }?.share
     }
 
     /// The shares `user` owns.

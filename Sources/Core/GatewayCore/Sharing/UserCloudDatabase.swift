@@ -34,8 +34,7 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
 
     /// A stored zone as the caller names it.
     public func viewedZone(_ stored: ZoneID) -> ZoneID {
-        if stored.ownerName == storedSelf { return ZoneID(zoneName: stored.zoneName) }
-        return ZoneID(zoneName: stored.zoneName, ownerName: CloudUsers.user(ofStoredOwner: stored.ownerName))
+        CloudUsers.zone(stored, asSeenBy: user)
     }
 
     /// Whether the store names the caller's zones as the caller does (the default user's), so
@@ -151,6 +150,10 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
     public func modify(_ operations: [RecordOperation], in zone: ZoneID, atomic: Bool) async throws -> [RecordOperationResult] {
         let stored = storedZone(zone)
         let permission = try await access(stored, named: zone)
+        var operations = operations
+        if permission == nil, let index = operations.firstIndex(where: { $0.record.map { ZoneShare.isShareRecord(named: $0.id.recordName) } ?? false }) {
+            operations[index] = try await withAcceptanceKept(operations[index], zone: stored)
+        }
         // What is refused, per operation: a participant's write without read-write permission,
         // any participant's write of the share, and an owner's share record that is not one.
         var refusals: [CloudError?] = []
@@ -194,6 +197,22 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
         return zip(operations, refusals).map { operation, refusal in
             refusal.map { .failed(operation.recordID, $0) } ?? sent.next()!
         }
+    }
+
+    /// The owner's save of the share with each participant's acceptance as the participant left
+    /// it: only they accept, so an owner cannot put a zone in someone's shared database.
+    private func withAcceptanceKept(_ operation: RecordOperation, zone stored: ZoneID) async throws -> RecordOperation {
+        guard let record = operation.record, var share = try? ZoneShare(record: record, zoneName: stored.zoneName, owner: user) else { return operation }
+        let existing = try? await users.share(of: stored.zoneName, ownedBy: user)
+        for index in share.participants.indices {
+            let before = existing?.participant(share.participants[index].userRecordName)
+            share.participants[index].acceptance = before?.acceptance ?? .pending
+            if let role = before?.role { share.participants[index].role = role }
+        }
+        var normalized = share.record(in: record.id.zoneID)
+        normalized.id = record.id
+        normalized.changeTag = record.changeTag
+        return operation.replacingRecord(with: normalized)
     }
 
     public func lookup(_ recordIDs: [RecordID]) async throws -> [Record?] {

@@ -1,3 +1,6 @@
+import Crypto
+import Foundation
+
 /// What a share lets a participant do with the shared zone's records (CloudKit's
 /// `CKShare.ParticipantPermission`, spelled as Web Services spells it).
 public enum SharePermission: String, Sendable, Hashable, Codable, CaseIterable {
@@ -76,6 +79,18 @@ public struct ZoneShare: Sendable, Hashable {
         self.publicPermission = publicPermission
         self.participants = participants
         self.changeTag = changeTag
+    }
+
+    /// The share's short GUID, what CloudKit puts in a share's URL: how a user who was handed it
+    /// accepts the share (`records/accept`). Derived from the owner and the zone, so every
+    /// server and client computes the same one.
+    public var shortGUID: String { Self.shortGUID(zoneName: zoneName, owner: owner) }
+
+    /// The short GUID of the share of `owner`'s zone `zoneName`.
+    public static func shortGUID(zoneName: String, owner: String) -> String {
+        let digest = SHA256.hash(data: Data((recordName + "\u{1F}" + owner + "\u{1F}" + zoneName).utf8))
+        let text = Data(digest).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        return String(text.prefix(22))
     }
 
     /// Whether `recordName` names a share record: what the synchronizer never hands to a store.

@@ -13,7 +13,8 @@ public struct EndpointSettings: Sendable, Decodable {
         public var publicKeyFile: Located<String>
         /// The public key in PEM, read from `public_key_file` when the config is loaded.
         public var publicKeyPEM = ""
-        /// `user`: the user record name requests signed with this key act as (default: `_` and the key id).
+        /// `user`: the user record name requests signed with this key act as (default
+        /// `_defaultUser`, who owns the zones of a cloud made before users existed).
         public var user: String
 
         enum CodingKeys: String, CodingKey { case keyID = "key_id", publicKeyFile = "public_key_file", user }
@@ -23,7 +24,7 @@ public struct EndpointSettings: Sendable, Decodable {
             keyID = try container.decode(Located<String>.self, forKey: .keyID)
             guard !keyID.value.isEmpty else { throw keyID.problem(.invalidValue, "must not be empty") }
             publicKeyFile = try container.decode(Located<String>.self, forKey: .publicKeyFile)
-            user = try container.decodeIfPresent(String.self, forKey: .user) ?? "_\(keyID.value)"
+            user = try container.decodeIfPresent(String.self, forKey: .user) ?? CloudUsers.defaultUser
         }
 
         mutating func load(context: ConfigContext) throws {
