@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GatewayConfig
 import GatewayTesting
 import PostgresTesting
 import TestScheduling
@@ -123,5 +124,71 @@ struct SharingServiceTests {
         #expect(try await alice.rows("notes.sqlite").contains("n1|edited by bob|1"), "a revoked participant's edit never reaches the owner")
         run.process.terminate()
         #expect(try await run.process.wait(timeout: .seconds(30)) == 0, "\(run.log())")
+    }
+}
+
+extension SharingServiceTests {
+    @Test("PostgreSQL and JSON templates make a schema and a folder per shared zone; a zone named '..' stays inside its folder and schema")
+    func templatesOfEveryKind() async throws {
+        let database = try await PostgresTestServer.freshDatabase("sharing_templates")
+        let alice = try UserFolder(
+            "alice", cloud: "\(database)",
+            adapters: """
+                  - { name: notes, kind: sqlite, path: notes.sqlite, seed: schema.sql, zone: Notes, tables: [{ table: item }] }
+                  - { name: dots, kind: sqlite, path: dots.sqlite, seed: schema.sql, zone: "..", tables: [{ table: item }] }
+                """)
+        let dave = try UserFolder(
+            "dave", cloud: "\(database)",
+            adapters: """
+                  - { name: pg, kind: postgres, database: shared, url: "\(database)", schema: "z_{owner}_{zone}", state_schema: "gw_{owner}_{zone}",
+                      seed: pg.sql, tables: [{ table: item }] }
+                  - { name: docs, kind: json, database: shared, directory: "docs/{owner}/{zone}", seed: empty, layout: file-per-record,
+                      record_types: [{ record_type: item }] }
+                """)
+        defer {
+            alice.directory.remove()
+            dave.directory.remove()
+        }
+        try Data("CREATE TABLE item (name text PRIMARY KEY, title text, rank bigint);".utf8).write(to: dave.url.appendingPathComponent("pg.sql"))
+        try FileManager.default.createDirectory(at: dave.url.appendingPathComponent("empty"), withIntermediateDirectories: true)
+        #expect(try await alice.gateway("sync").status == 0)
+        try await alice.execute("notes.sqlite", "INSERT INTO item VALUES ('n1', 'note', 1)")
+        try await alice.execute("dots.sqlite", "INSERT INTO item VALUES ('d1', 'dots', 2)")
+        #expect(try await alice.gateway("sync").status == 0)
+        for zone in ["Notes", ".."] {
+            #expect(try await alice.gateway("share", "add", zone, "dave").status == 0)
+            #expect(try await dave.gateway("share", "accept", "alice", zone).status == 0)
+        }
+        let synced = try await dave.gateway("sync")
+        #expect(synced.status == 0, "\(synced)")
+        let dots = SharedAdapterTemplate.safeName("..")
+        #expect(dots.hasPrefix("__-") && !dots.contains("."))
+        for (zone, row) in [("Notes", "n1|note|1"), (dots, "d1|dots|2")] {
+            let rows = try await PostgresCloudServiceTests.postgresContents(database, table: "\"z_alice_\(zone)\".item")
+            #expect(rows == [row], "schema z_alice_\(zone)")
+            let folder = dave.directory.path("docs/alice/\(zone)/item")
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            #expect(files.count == 1, "folder \(folder): \(files)")
+        }
+        // Nothing was written above the folder the pattern names.
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dave.directory.path("docs"))) == ["alice"])
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dave.directory.path("docs/alice"))) == ["Notes", dots])
+    }
+}
+
+@Suite("Names made from shared zones")
+struct SharedNameTests {
+    @Test("safe names keep plain names, and make every other name a distinct path and schema component")
+    func safeNames() {
+        #expect(SharedAdapterTemplate.safeName("Notes") == "Notes")
+        #expect(SharedAdapterTemplate.safeName("_alice") == "_alice")
+        var seen: [String: String] = [:]
+        for name in ["..", ".", "a/b", "a\\b", "", "a b", "a_b", "é", "e\u{301}", String(repeating: "x", count: 41), String(repeating: "x", count: 300), "%2e%2e", "a;DROP"] {
+            let safe = SharedAdapterTemplate.safeName(name)
+            #expect(!safe.isEmpty && safe.utf8.count <= 40, "\(name) → \(safe)")
+            #expect(safe.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_") }, "\(safe)")
+            if let earlier = seen[safe] { Issue.record("\(name) and \(earlier) both became \(safe)") }
+            seen[safe] = name
+        }
     }
 }

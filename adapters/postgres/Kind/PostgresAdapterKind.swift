@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import GatewayConfig
+import PostgresNIO
 import PostgresSupport
 
 /// `kind: postgres`: tables of a PostgreSQL schema that other programs write, synced through
@@ -8,7 +9,8 @@ import PostgresSupport
 ///
 /// Keys: `url` (required, `postgres://user@host:port/database[?sslmode=…]`), `password_env`
 /// (the variable holding the password; default `PGPASSWORD`), `schema` (the synced tables'
-/// schema, default `public`), `state_schema` (where the gateway keeps its change log and sync
+/// schema, default `public`), `seed` (a SQL script that creates the tables when `schema` does
+/// not exist yet: the schema is created and the script run in it, in one transaction), `state_schema` (where the gateway keeps its change log and sync
 /// state, default `gateway`), `max_connections` (default 2), `request_timeout` (default 60s) and
 /// `tables`. Each table entry has
 /// `table` (required), `record_type`, `record_name`, `include`, `exclude` and the shared
@@ -20,7 +22,7 @@ public struct PostgresAdapterKind: AdapterKind {
 
     enum Keys: String, CodingKey {
         case url, passwordEnv = "password_env", schema, stateSchema = "state_schema", maxConnections = "max_connections", tables
-        case requestTimeout = "request_timeout"
+        case requestTimeout = "request_timeout", seed
     }
 
     public func decodePlan(settings: AdapterSettings, from decoder: any Decoder, context: ConfigContext) throws -> any AdapterPlan {
@@ -48,8 +50,17 @@ public struct PostgresAdapterKind: AdapterKind {
             name: settings.name.value, endpoint: endpoint, schema: schemas[0], stateSchema: schemas[1], zoneID: settings.zoneID,
             tables: tables.value.map(\.mapping), maximumConnections: connections,
             requestTimeout: try PostgresEndpoint.decodeRequestTimeout(.requestTimeout, from: container))
+        var seedScript: String?
+        if let seed = try container.decodeIfPresent(Located<String>.self, forKey: .seed) {
+            guard schemas[0] != "public" else { throw seed.problem(.inconsistent, "seed: creates a schema of its own; name it with schema:") }
+            guard let data = FileManager.default.contents(atPath: context.resolve(seed.value)), let text = String(data: data, encoding: .utf8) else {
+                throw seed.problem(.unreadableFile, "cannot read the seed script \(seed.value)")
+            }
+            seedScript = text
+        }
         return PostgresAdapterPlan(
-            configuration: configuration, entries: tables.value, urlLocation: try container.decode(Located<String>.self, forKey: .url))
+            configuration: configuration, entries: tables.value, urlLocation: try container.decode(Located<String>.self, forKey: .url),
+            seedScript: seedScript)
     }
 }
 
@@ -85,6 +96,8 @@ struct PostgresAdapterPlan: AdapterPlan {
     let configuration: PostgresAdapterConfiguration
     let entries: [PostgresTableEntry]
     let urlLocation: Located<String>
+    /// Creates the schema's tables when the schema does not exist yet.
+    var seedScript: String?
 
     var recordTypes: [RecordTypeSettings] { entries.map(\.settings) }
     var storeIdentity: String? {
@@ -93,15 +106,40 @@ struct PostgresAdapterPlan: AdapterPlan {
     }
 
     func check() async throws {
+        if seedScript != nil, try await !schemaExists() { return }  // the first open creates it
         try await mapped { try await PostgresAdapter.check(configuration) }
     }
 
-    func readStatus() async throws -> StoreStatusSnapshot {
-        try await PostgresAdapter.readStatus(configuration)
+    /// Whether the synced tables' schema exists.
+    private func schemaExists() async throws -> Bool {
+        let schema = configuration.schema
+        return try await PostgresConnectionPool.withOneConnection(to: configuration.endpoint, doing: "looking for schema \(schema)") { connection in
+            let rows = try await connection.query("SELECT count(*)::int8 FROM pg_namespace WHERE nspname = \(schema)", logger: connection.logger)
+            var count: Int64 = 0
+            for try await value in rows.decode(Int64.self) { count = value }
+            return count > 0
+        }
+    }
+
+    /// Creates the schema and runs the seed script in it, in one transaction; another process
+    /// that created it meanwhile wins and the script is not run twice.
+    private func createSchemaIfMissing() async throws {
+        guard let seedScript, try await !schemaExists() else { return }
+        let quoted = "\"" + configuration.schema.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        let statements = ["BEGIN", "CREATE SCHEMA \(quoted)", "SET LOCAL search_path TO \(quoted)"] + SQLScript.statements(seedScript) + ["COMMIT"]
+        try await PostgresConnectionPool.withOneConnection(to: configuration.endpoint, doing: "creating schema \(configuration.schema) from seed:") { connection in
+            do {
+                for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger) }
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: connection.logger)
+                throw error
+            }
+        }
     }
 
     func open() async throws -> any ModelAdapter {
-        try await mapped { try await PostgresAdapter.open(configuration) }
+        try await createSchemaIfMissing()
+        return try await mapped { try await PostgresAdapter.open(configuration) }
     }
 
     /// Turns a database that does not match the config into a config error at the table entry.

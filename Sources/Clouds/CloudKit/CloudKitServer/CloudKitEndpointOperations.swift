@@ -401,7 +401,7 @@ struct CloudKitEndpointOperations: Sendable {
     /// The record's wire dictionary; with `desiredKeys`, only those fields (CloudKit's way of
     /// asking for less).
     private func encode(_ record: Record, desiredKeys: Set<String>? = nil, includeZone: Bool = false) throws(CloudError) -> JSONValue {
-        var encoded = try CloudKitWireCoding.encode(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName)
+        var encoded = try CloudKitWireCoding.encode(forAnswer(record, desiredKeys: desiredKeys), userRecordName: stampUser(of: record))
         guard case .object(var object) = encoded else { return encoded }
         if includeZone { object["zoneID"] = CloudKitWireCoding.encode(record.id.zoneID) }
         if let share = share(in: record) {
@@ -416,8 +416,16 @@ struct CloudKitEndpointOperations: Sendable {
         if record.recordType == ZoneShare.recordType {
             try writer.value(encode(record, desiredKeys: desiredKeys, includeZone: includeZone))
         } else {
-            try CloudKitWireCoding.write(forAnswer(record, desiredKeys: desiredKeys), userRecordName: userRecordName, includeZone: includeZone, into: &writer)
+            try CloudKitWireCoding.write(
+                forAnswer(record, desiredKeys: desiredKeys), userRecordName: stampUser(of: record), includeZone: includeZone, into: &writer)
         }
+    }
+
+    /// The user `created` and `modified` name: the store keeps no writer per record, so a record
+    /// is shown as its zone owner's (the caller, in their private database).
+    private func stampUser(of record: Record) -> String? {
+        let owner = record.id.zoneID.ownerName
+        return owner == ZoneID.defaultOwnerName ? userRecordName : owner
     }
 
     /// The zone-wide share a record holds, read as its owner wrote it.

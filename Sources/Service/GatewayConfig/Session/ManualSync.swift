@@ -19,10 +19,17 @@ public enum ManualSync {
             configuration, adapters: try GatewayStores.select(names, in: configuration), tolerateUnavailableStores: true)
         do {
             // Shared zones get their adapters when every adapter syncs.
-            if names.isEmpty { _ = await session.shared?.refresh() }
+            let shared = names.isEmpty ? await session.shared?.refresh() : nil
             let adapters = await session.allAdapters()
             try await beforeSync(adapters)
             var report = try await session.synchronizer(configuration, adapters: adapters, observer: observer).sync()
+            // A shared zone whose adapter could not be made fails this sync as a store would.
+            for (name, error) in shared?.failures ?? [] {
+                var failed = AdapterSyncReport(
+                    adapter: name, outcome: .failed(code: .adapterFailed, message: "the adapter of a shared zone could not be made: \(error)"))
+                failed.error = SyncError(.adapterFailed, "the adapter of a shared zone could not be made: \(error)", adapter: name, underlying: error)
+                report.adapters.append(failed)
+            }
             // What stays unsynced, whenever it failed: a document that never parsed fails in no
             // sync, yet an operator running one must hear of it.
             for (index, adapter) in report.adapters.enumerated() where adapter.outcome == .synced {

@@ -12,6 +12,10 @@ public actor SharedZoneAdapters {
         public var added: [OpenedAdapter] = []
         /// Adapters retired because their zones are no longer shared, by name.
         public var retired: [String] = []
+        /// Shared zones whose adapter could not be made (a template's keys that do not fit the
+        /// zone, a store that cannot be created): the adapter's name and why. Tried again at the
+        /// next refresh.
+        public var failures: [(adapter: String, error: any Error)] = []
 
         /// Whether the set of adapters changed.
         public var isEmpty: Bool { added.isEmpty && retired.isEmpty }
@@ -79,6 +83,7 @@ public actor SharedZoneAdapters {
                 change.added.append(made)
                 logger.info("shared zone joined", metadata: ["adapter": "\(made.name)", "zone": "\(zone.zoneName)", "owner": "\(zone.ownerName)"])
             } catch {
+                change.failures.append(("\(template.name).\(SharedAdapterTemplate.safeName(zone.ownerName)).\(SharedAdapterTemplate.safeName(zone.zoneName))", error))
                 report("\(template.name)\u{1F}\(zone)\u{1F}\(error)", "cannot make the adapter of a shared zone; trying again at the next sync", metadata: [
                     "template": "\(template.name)", "zone": "\(zone.zoneName)", "owner": "\(zone.ownerName)", "error": "\(error)",
                 ])
