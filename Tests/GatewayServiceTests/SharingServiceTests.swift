@@ -94,6 +94,8 @@ struct SharingServiceTests {
         // Carol reads; her edit is refused and reported, and her copy stays the owner's.
         #expect(try await carol.gateway("sync").status == 0)
         #expect(try await carol.rows("shared/alice/Notes.sqlite") == alice.rows("notes.sqlite"))
+        let status = try await carol.gateway("status")
+        #expect(status.status == 0 && status.stdout.contains("shared.alice.Notes"), "\(status)")
         try await carol.execute("shared/alice/Notes.sqlite", "UPDATE item SET title = 'edited by carol' WHERE name = 'n2'; DELETE FROM item WHERE name = 'n3'")
         let refused = try await carol.gateway("sync")
         #expect(refused.status == 0, "\(refused)")

@@ -222,6 +222,8 @@ public final class PluginStore: KitStore {
                 "settings": configuration.settings,
             ]
             if let scratch = configuration.scratchDirectory { params["scratch"] = .string(scratch) }
+            // A zone shared by another user (an adapter made from a `database: shared` template).
+            if configuration.zoneID.ownerName != ZoneID.defaultOwnerName { params["zoneOwner"] = .string(configuration.zoneID.ownerName) }
             let answer = try await process.request("hello", params: .object(params), timeout: configuration.startTimeout)
             let handshake = try parseHandshake(answer)
             let started = Session(process: process, handshake: handshake)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import GatewayKinds
 import GatewayConfig
+import GatewayCore
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,7 +21,10 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.load()
-        let selected = try GatewayStores.select(adapter, in: configuration)
+        var selected = try GatewayStores.select(adapter, in: configuration)
+        if adapter.isEmpty, !configuration.sharedTemplates.isEmpty {
+            selected += try await Self.sharedAdapters(configuration)
+        }
         // Every adapter gets its line: one whose store cannot be opened or read shows the error
         // in its row instead of hiding the healthy ones.
         var lines: [AdapterStatus] = []
@@ -41,6 +45,29 @@ struct StatusCommand: AsyncParsableCommand {
         }
         if status.hasUnreadableStores { throw ExitCode(ExitStatus.unhealthy) }
         if failOnChanges, status.hasChanges { throw ExitCode(ExitStatus.syncFailed) }
+    }
+
+    /// The adapters the config's templates make for the zones shared with its user now, as
+    /// `gateway sync` would make them.
+    /// - Throws: ``GatewayError`` when the cloud cannot be reached or a template does not fit a zone.
+    static func sharedAdapters(_ configuration: GatewayConfiguration) async throws -> [AdapterConfiguration] {
+        try GatewayStores.prepareStateDirectory(configuration)
+        let cloud = try await GatewayStores.openCloud(configuration)
+        let zones: [ZoneID]
+        do {
+            zones = try await (cloud as? any SharedZoneListing)?.sharedZones() ?? []
+            await cloud.close()
+        } catch {
+            await cloud.close()
+            throw GatewayError(.cloudUnavailable, "cannot list the zones shared with this user: \(error)", underlying: error)
+        }
+        var made: [AdapterConfiguration] = []
+        for template in configuration.sharedTemplates {
+            for zone in zones.sorted(by: { ($0.ownerName, $0.zoneName) < ($1.ownerName, $1.zoneName) }) where template.takes(zone) {
+                made.append(try template.adapter(for: zone))
+            }
+        }
+        return made
     }
 
     static func render(_ status: GatewayStatus) -> String {
