@@ -446,7 +446,7 @@ struct CLITests {
         #expect(try await clone.gateway("sync").status == 0)
         let result = try await clone.gateway("zones")
         #expect(result.status == 0)
-        #expect(result.stdout == "zone       adapters\nDocsZone   docs\nNotesZone  notes, notes-replica\n")
+        #expect(result.stdout == "zone       owner        adapters\nDocsZone   (this user)  docs\nNotesZone  (this user)  notes, notes-replica\n")
     }
 
     @Test("encrypted fields: no plaintext in the cloud's files, the replica reads every value, a gateway without the key stops")

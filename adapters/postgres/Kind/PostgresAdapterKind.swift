@@ -137,6 +137,13 @@ struct PostgresAdapterPlan: AdapterPlan {
         }
     }
 
+    func readStatus() async throws -> StoreStatusSnapshot {
+        if seedScript != nil, try await !schemaExists() {
+            return .notSetUp("schema \(configuration.schema) does not exist yet; the first sync creates it from seed: and syncs every row")
+        }
+        return try await PostgresAdapter.readStatus(configuration)
+    }
+
     func open() async throws -> any ModelAdapter {
         try await createSchemaIfMissing()
         return try await mapped { try await PostgresAdapter.open(configuration) }

@@ -23,6 +23,13 @@ struct ShareCommand: AsyncParsableCommand {
         }
     }
 
+    /// What a participant may be given, as the commands spell it.
+    enum ParticipantPermission: String, ExpressibleByArgument, CaseIterable {
+        case readOnly = "read-only", readWrite = "read-write"
+
+        var cloud: SharePermission { self == .readOnly ? .readOnly : .readWrite }
+    }
+
     /// Runs `body` with the config's cloud as its user sees it; closes the cloud after.
     @discardableResult
     static func withShares<T: Sendable>(_ options: ConfigOptions, _ body: (any ShareManaging) async throws -> T) async throws -> T {
@@ -111,11 +118,12 @@ struct ShareCommand: AsyncParsableCommand {
         @OptionGroup var options: ConfigOptions
         @Argument(help: "The shared zone.") var zone: String
         @Argument(help: "The user record name to invite.") var user: String
-        @Option(name: .long, help: "read-only or read-write.") var permission: Permission = .readOnly
+        @Option(name: .long, help: "read-only or read-write.") var permission: ParticipantPermission = .readOnly
 
         func validate() throws {
-            guard permission != .none else { throw ValidationError("--permission is read-only or read-write; remove a participant with `gateway share remove`") }
-            guard CloudUsers.isValidUserName(user) else { throw ValidationError("'\(user)' is not a user record name") }
+            guard CloudUsers.isValidUserName(user) else {
+                throw ValidationError("'\(user)' is not a user record name (1 to 255 printable ASCII characters, no spaces or slashes)")
+            }
         }
 
         func run() async throws {

@@ -59,25 +59,9 @@ extension CloudKitWebDatabase: ShareManaging, SharedZoneListing {
     public func updateShare(of zoneName: String, _ change: @Sendable (inout ZoneShare) throws -> Void) async throws -> ZoneShare {
         let owner = try await callerName()
         let zone = ZoneID(zoneName: zoneName)
-        for _ in 0..<8 {
-            let existing = try await shareRecord(in: zone, owner: owner)
-            var share = existing ?? ZoneShare(zoneName: zoneName, owner: owner)
-            try change(&share)
-            let record = share.record(in: zone)
-            let result = try await modify([existing == nil ? .create(record) : .replace(record)], in: zone, atomic: true)[0]
-            switch result {
-            case .saved(let saved):
-                share.changeTag = saved.changeTag
-                return share
-            case .failed(_, let error) where error.code == .serverRecordChanged || error.code == .unknownItem:
-                continue
-            case .failed(_, let error):
-                throw error
-            case .deleted:
-                throw CloudError(.internalError, "saving the share of \(zoneName) deleted it")
-            }
-        }
-        throw CloudError(.zoneBusy, "the share of \(zoneName) kept changing while it was saved; try again")
+        return try await ZoneShare.update(
+            zoneName: zoneName, owner: owner, in: zone, read: { try await shareRecord(in: zone, owner: owner) },
+            save: { try await modify([$0], in: zone, atomic: true)[0] }, change)
     }
 
     @discardableResult

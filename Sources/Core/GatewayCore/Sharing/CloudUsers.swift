@@ -13,6 +13,7 @@ public struct CloudUsers: Sendable {
     /// The multi-owner store.
     public let store: any CloudDatabase
 
+    /// The users of `store`, a cloud that keeps every user's zones under their owner names.
     public init(store: any CloudDatabase) {
         self.store = store
     }
@@ -24,10 +25,11 @@ public struct CloudUsers: Sendable {
         UserCloudDatabase(users: self, user: user, scope: scope)
     }
 
-    /// Whether `name` can be a user record name: not empty, at most 255 bytes, not CloudKit's
-    /// placeholder for the caller.
+    /// Whether `name` can be a user record name: 1 to 255 printable ASCII characters without
+    /// spaces or slashes, not CloudKit's placeholder for the caller.
     public static func isValidUserName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 255 && name != ZoneID.defaultOwnerName && !name.contains("\u{1F}")
+        !name.isEmpty && name.utf8.count <= 255 && name != ZoneID.defaultOwnerName
+            && name.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && $0 != "/" && $0 != "\\" }
     }
 
     // MARK: - Names as stored
@@ -97,27 +99,16 @@ public struct CloudUsers: Sendable {
     @discardableResult
     public func updateShare(of zoneName: String, ownedBy owner: String, _ change: (inout ZoneShare) throws -> Void) async throws -> ZoneShare {
         let zone = ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner))
-        _ = try await store.currentChangeToken(in: zone)  // the zone must exist
-        for _ in 0..<8 {
-            let existing = try await share(of: zoneName, ownedBy: owner)
-            var share = existing ?? ZoneShare(zoneName: zoneName, owner: owner)
-            try change(&share)
-            let record = share.record(in: zone)
-            let operation: RecordOperation = existing == nil ? .create(record) : .replace(record)
-            let result = try await store.modify([operation], in: zone, atomic: true)[0]
-            switch result {
-            case .saved(let saved):
-                share.changeTag = saved.changeTag
-                return share
-            case .failed(_, let error) where error.code == .serverRecordChanged || error.code == .unknownItem || error.code == .invalidArguments && existing == nil:
-                continue  // someone else saved or deleted it meanwhile: apply the change to theirs
-            case .failed(_, let error):
-                throw error
-            case .deleted:
-                throw CloudError(.internalError, "saving the share of \(zoneName) deleted it")
-            }
+        do {
+            _ = try await store.currentChangeToken(in: zone)  // the zone must exist
+        } catch let error as CloudError where error.code == .zoneNotFound {
+            throw CloudError(
+                .zoneNotFound, "\(owner) has no zone \(zoneName); a zone is shared by its owner (one shared with you is theirs to share)",
+                underlying: error)
         }
-        throw CloudError(.zoneBusy, "the share of \(zoneName) kept changing while it was saved; try again")
+        return try await ZoneShare.update(
+            zoneName: zoneName, owner: owner, in: zone, read: { try await share(of: zoneName, ownedBy: owner) },
+            save: { try await store.modify([$0], in: zone, atomic: true)[0] }, change)
     }
 
     /// Deletes the share of `owner`'s zone `zoneName`: every participant loses the zone.
@@ -136,17 +127,28 @@ public struct CloudUsers: Sendable {
     /// - Throws: ``CloudError/Code/unknownItem`` when the zone has no share `user` may join.
     @discardableResult
     public func accept(_ zoneName: String, ownedBy owner: String, as user: String) async throws -> ZoneShare {
-        guard user != owner else { throw CloudError(.invalidArguments, "\(user) owns zone \(zoneName); only other users accept its share") }
-        guard try await share(of: zoneName, ownedBy: owner) != nil else {
-            throw CloudError(.unknownItem, "zone \(zoneName) of \(owner) has no share; ask its owner to share it")
+        guard user != owner else { throw CloudError(.invalidArguments, "a user does not accept shares of their own zones (\(user) is the owner named)") }
+        // One answer for a zone that does not exist, is not shared, or is shared with others only:
+        // who has which zones is not the asker's to learn.
+        let refusal = CloudError(.unknownItem, "no share of zone \(zoneName) of \(owner) invites \(user); ask its owner to add them")
+        let current: ZoneShare?
+        do {
+            current = try await share(of: zoneName, ownedBy: owner)
+        } catch let error as CloudError where error.code == .zoneNotFound {
+            throw refusal
         }
-        return try await updateShare(of: zoneName, ownedBy: owner) { share in
+        guard let current, current.participant(user) != nil || current.publicPermission != .none else { throw refusal }
+        return try await ZoneShare.update(
+            zoneName: zoneName, owner: owner, in: ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner)),
+            read: { try await share(of: zoneName, ownedBy: owner) },
+            save: { try await store.modify([$0], in: ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner)), atomic: true)[0] }
+        ) { share in
             if let index = share.participants.firstIndex(where: { $0.userRecordName == user }) {
                 share.participants[index].acceptance = .accepted
             } else if share.publicPermission != .none {
                 share.participants.append(ShareParticipant(userRecordName: user, permission: share.publicPermission, acceptance: .accepted, role: .publicUser))
             } else {
-                throw CloudError(.unknownItem, "the share of zone \(zoneName) of \(owner) does not invite \(user); ask its owner to add them")
+                throw refusal
             }
         }
     }

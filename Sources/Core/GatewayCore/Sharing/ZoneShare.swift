@@ -41,6 +41,7 @@ public struct ShareParticipant: Sendable, Hashable, Codable {
     /// Invited, or joined under the public permission.
     public var role: ShareParticipantRole
 
+    /// A participant, invited and not accepted yet unless said otherwise.
     public init(userRecordName: String, permission: SharePermission, acceptance: ShareAcceptance = .pending, role: ShareParticipantRole = .invited) {
         self.userRecordName = userRecordName
         self.permission = permission
@@ -126,6 +127,35 @@ public struct ZoneShare: Sendable, Hashable {
         let before = participants.count
         participants.removeAll { $0.userRecordName == user }
         return participants.count != before
+    }
+
+    /// Reads the share of `owner`'s `zoneName` (`read`), applies `change` and saves it (`save`,
+    /// one operation on the record in `zone`, as the caller's cloud names it), again from the read
+    /// whenever another writer saved or deleted it in between, up to eight times.
+    /// - Throws: what `change` throws; the save's error; ``CloudError/Code/zoneBusy`` when the
+    ///   share kept changing.
+    public static func update(
+        zoneName: String, owner: String, in zone: ZoneID, read: () async throws -> ZoneShare?,
+        save: (RecordOperation) async throws -> RecordOperationResult, _ change: (inout ZoneShare) throws -> Void
+    ) async throws -> ZoneShare {
+        for _ in 0..<8 {
+            let existing = try await read()
+            var share = existing ?? ZoneShare(zoneName: zoneName, owner: owner)
+            try change(&share)
+            let record = share.record(in: zone)
+            switch try await save(existing == nil ? .create(record) : .replace(record)) {
+            case .saved(let saved):
+                share.changeTag = saved.changeTag
+                return share
+            case .failed(_, let error) where error.code == .serverRecordChanged || error.code == .unknownItem:
+                continue  // someone else saved or deleted it meanwhile: apply the change to theirs
+            case .failed(_, let error):
+                throw error
+            case .deleted:
+                throw CloudError(.internalError, "saving the share of \(zoneName) deleted it")
+            }
+        }
+        throw CloudError(.zoneBusy, "the share of \(zoneName) kept changing while it was saved; try again")
     }
 
     // MARK: - The share record

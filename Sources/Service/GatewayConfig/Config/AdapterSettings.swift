@@ -52,6 +52,10 @@ public struct AdapterSettings: Sendable, Decodable {
         if database == .shared {
             zone = try container.decodeIfPresent(Located<String>.self, forKey: .zone) ?? Located("*")
         } else {
+            // A template whose `database` key is misspelt has no zone: the typo is the better report.
+            if !container.contains(.zone), let node = decoder as? ConfigNodeDecoder, let typo = node.session.misspelling(of: "database", at: node.path) {
+                throw typo
+            }
             zone = try container.decode(Located<String>.self, forKey: .zone)
             if container.contains(.onRevoke) {
                 throw decoder.configProblem(.inconsistent, "on_revoke is for templates of shared zones; add database: shared or remove it")

@@ -53,13 +53,22 @@ public struct SharedAdapterTemplate: Sendable {
     }
 
     /// `text` as a name that is safe in a path or a schema: kept as it is when it is 1 to 40
-    /// letters, digits, `-` or `_`; otherwise those characters of it (others become `_`, at most
-    /// 24) and 8 hexadecimal digits of its SHA-256, so two names never meet.
+    /// letters, digits, `-` or `_` and does not end in `-` and 16 hexadecimal digits; otherwise
+    /// those characters of it (others become `_`, at most 23), `-` and 16 hexadecimal digits of its
+    /// SHA-256. A kept name never has the form of a made one, and two made ones would need a
+    /// 64-bit collision of SHA-256, so two names never meet.
     public static func safeName(_ text: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_".unicodeScalars)
-        if !text.isEmpty, text.utf8.count <= 40, text.unicodeScalars.allSatisfy({ allowed.contains($0) }) { return text }
-        let kept = String(String.UnicodeScalarView(text.unicodeScalars.prefix(24).map { allowed.contains($0) ? $0 : "_" }))
-        return "\(kept)-\(digest(text).prefix(8))"
+        if !text.isEmpty, text.utf8.count <= 40, text.unicodeScalars.allSatisfy({ allowed.contains($0) }), !looksMade(text) { return text }
+        let kept = String(String.UnicodeScalarView(text.unicodeScalars.prefix(23).map { allowed.contains($0) ? $0 : "_" }))
+        return "\(kept)-\(digest(text).prefix(16))"
+    }
+
+    /// Whether `name` ends as a made safe name does: `-` and 16 hexadecimal digits.
+    private static func looksMade(_ name: String) -> Bool {
+        let scalars = Array(name.unicodeScalars)
+        guard scalars.count >= 17, scalars[scalars.count - 17] == "-" else { return false }
+        return scalars.suffix(16).allSatisfy { ("0"..."9").contains($0) || ("a"..."f").contains($0) }
     }
 
     private static func digest(_ text: String) -> String {

@@ -1,10 +1,13 @@
+import Foundation
 import GatewayCore
 import Logging
 
 /// The adapters a session makes from the config's templates (``SharedAdapterTemplate``): one
 /// per template and zone shared with the gateway's user, made when the share is accepted (at the
 /// next ``refresh()``) and retired when it goes, with the store kept or deleted as `on_revoke`
-/// says. A store that holds changes it could not send is never deleted.
+/// says. A store that holds changes it could not send is never deleted. Which zones have adapters
+/// is kept in `<state_dir>/shared-zones.json`, so a share that went while no gateway ran is
+/// retired (and reported) by the next session as it would have been by a running one.
 public actor SharedZoneAdapters {
     /// What one ``refresh()`` changed.
     public struct Change: Sendable {
@@ -28,6 +31,20 @@ public actor SharedZoneAdapters {
     private var opened: [(template: SharedAdapterTemplate, zone: ZoneID, adapter: OpenedAdapter)] = []
     /// Problems already logged, so a zone whose adapter cannot be made is reported once per cause.
     private var reported: Set<String> = []
+    /// The template and zone of every adapter made, as the last session left them; read at the
+    /// first refresh.
+    private var known: Set<MadeZone>?
+
+    /// One made adapter's template and zone, as `shared-zones.json` lists them.
+    struct MadeZone: Hashable, Codable {
+        var template: String
+        var owner: String
+        var zone: String
+    }
+
+    private var madeZonesPath: String {
+        URL(fileURLWithPath: configuration.context.stateDirectory).appendingPathComponent("shared-zones.json").path
+    }
 
     /// - Parameters:
     ///   - cloud: the session's cloud; it lists the shared zones when it is ``SharedZoneListing``.
@@ -77,6 +94,16 @@ public actor SharedZoneAdapters {
         for (template, zone) in wanted where !opened.contains(where: { $0.template.name == template.name && $0.zone == zone }) {
             do {
                 let adapter = try template.adapter(for: zone)
+                // A pattern without {zone} (or {owner}) would give two zones one store, and each
+                // zone's records would land in the other's.
+                let sharing = opened.first { $0.adapter.name == adapter.name || ($0.adapter.configuration.plan.storeIdentity != nil && $0.adapter.configuration.plan.storeIdentity == adapter.plan.storeIdentity) }
+                    .map { "\($0.zone)" }
+                    ?? configuration.adapters.first { $0.plan.storeIdentity != nil && $0.plan.storeIdentity == adapter.plan.storeIdentity }.map { "adapter \($0.name)" }
+                if let sharing {
+                    throw ConfigError(
+                        .inconsistent,
+                        "template \(template.name) gives zone \(zone) the same store as \(sharing); put {zone} and {owner} in its path, directory or schema")
+                }
                 try await GatewayStores.check(configuration, adapters: [adapter], cloud: false)
                 let made = try await GatewayStores.open([adapter])[0]
                 opened.append((template, zone, made))
@@ -98,8 +125,52 @@ public actor SharedZoneAdapters {
                 change.retired.append(entry.adapter.name)
             }
         }
+        // Zones an earlier session had adapters for and that are no longer shared: retired now.
+        let previous = known ?? readMadeZones()
+        for made in previous where !wanted.contains(where: { $0.0.name == made.template && $0.1 == ZoneID(zoneName: made.zone, ownerName: made.owner) }) {
+            guard let template = templates.first(where: { $0.name == made.template }) else { continue }
+            let zone = ZoneID(zoneName: made.zone, ownerName: made.owner)
+            guard !opened.contains(where: { $0.template.name == template.name && $0.zone == zone }) else { continue }
+            do {
+                let reopened = try await GatewayStores.open([try template.adapter(for: zone)])[0]
+                await retire(reopened, policy: template.settings.onRevoke, zone: zone)
+                change.retired.append(reopened.name)
+            } catch {
+                logger.warning(
+                    "a shared zone left while no gateway ran; its store could not be opened to retire it",
+                    metadata: ["template": "\(template.name)", "zone": "\(zone.zoneName)", "owner": "\(zone.ownerName)", "error": "\(error)"])
+            }
+        }
         opened = kept
+        let current = Set(opened.map { MadeZone(template: $0.template.name, owner: $0.zone.ownerName, zone: $0.zone.zoneName) })
+        if current != previous { writeMadeZones(current) }
+        known = current
         return change
+    }
+
+    private func readMadeZones() -> Set<MadeZone> {
+        guard let data = FileManager.default.contents(atPath: madeZonesPath) else { return [] }
+        do {
+            return Set(try JSONDecoder().decode([MadeZone].self, from: data))
+        } catch {
+            logger.warning("the list of shared zones the last session synced cannot be read; zones unshared meanwhile are not retired", metadata: [
+                "file": "\(madeZonesPath)", "error": "\(error)",
+            ])
+            return []
+        }
+    }
+
+    private func writeMadeZones(_ zones: Set<MadeZone>) {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            let sorted = zones.sorted { ($0.template, $0.owner, $0.zone) < ($1.template, $1.owner, $1.zone) }
+            try encoder.encode(sorted).write(to: URL(fileURLWithPath: madeZonesPath), options: .atomic)
+        } catch {
+            logger.warning("cannot record which shared zones have adapters; a share that goes while no gateway runs will not be retired", metadata: [
+                "file": "\(madeZonesPath)", "error": "\(error)",
+            ])
+        }
     }
 
     /// Closes every made adapter (the session ends).

@@ -1,0 +1,96 @@
+import CloudKitServer
+import CloudKitWeb
+import EmbeddedCloud
+import Foundation
+import GatewayCore
+import GatewayTesting
+import Testing
+
+/// Shares on the wire, as a CloudKit client that is not the gateway's writes and reads them.
+@Suite("CloudKit endpoint: users, shares and the shared database")
+struct ShareEndpointTests {
+    static let base = "/database/1/\(EndpointServer.container)/development"
+    let alice = TestKey(id: "alice", user: "_alice")
+    let bob = TestKey(id: "bob", user: "_bob")
+
+    @Test("a share saved with top-level participants is accepted by short GUID; changes/database of the shared database reports the zone, then its removal")
+    func shareLifecycle() async throws {
+        let directory = try TemporaryDirectory(prefix: "share-endpoint")
+        defer { directory.remove() }
+        let server = try await EndpointServer(
+            cloud: try EmbeddedCloud(path: directory.path("cloud.sqlite")),
+            configuration: CloudKitEndpointConfiguration(container: EndpointServer.container, keys: [alice.registered, bob.registered]))
+        do {
+            func post(_ key: TestKey, _ database: String, _ operation: String, _ body: JSONValue) async throws -> JSONValue {
+                let answer = try await server.post(path: "\(Self.base)/\(database)/\(operation)", body, signedWith: key)
+                #expect(answer.status == 200, "\(operation): \(answer.body)")
+                return answer.body
+            }
+            let notes: JSONValue = ["zoneName": "Notes"]
+            _ = try await post(alice, "private", "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": notes]]]])
+            _ = try await post(alice, "private", "records/modify", [
+                "zoneID": notes,
+                "operations": [["operationType": "create", "record": ["recordName": "n1", "recordType": "Note", "fields": ["title": ["value": "hello"]]]]],
+            ])
+            // As CloudKit JS writes a share: participants at the top of the record dictionary.
+            let saved = try await post(alice, "private", "records/modify", [
+                "zoneID": notes,
+                "operations": [[
+                    "operationType": "create",
+                    "record": [
+                        "recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "fields": [:], "publicPermission": "NONE",
+                        "participants": [["userIdentity": ["userRecordName": "_bob"], "permission": "READ_ONLY", "acceptanceStatus": "ACCEPTED"]],
+                    ],
+                ]],
+            ])
+            let share = try #require(saved["records"]?.arrayValue?.first)
+            let participants = share["participants"]?.arrayValue ?? []
+            #expect(participants.map { $0["userIdentity"]?["userRecordName"]?.stringValue } == ["_alice", "_bob"])
+            #expect(participants.last?["acceptanceStatus"] == "PENDING", "only bob accepts for bob")
+            #expect(share["owner"]?["type"] == "OWNER" && share["currentUserParticipant"]?["userIdentity"]?["userRecordName"] == "_alice")
+            let guid = try #require(share["shortGUID"]?.stringValue)
+
+            let before = try await post(bob, "shared", "changes/database", [:])
+            #expect(before["zones"]?.arrayValue?.isEmpty == true, "nothing is shared with bob before he accepts")
+            let accepted = try await post(bob, "shared", "records/accept", ["shortGUIDs": [["value": .string(guid)], ["value": "no-such-guid"]]])
+            let results = accepted["results"]?.arrayValue ?? []
+            #expect(results.first?["zoneID"]?["ownerRecordName"] == "_alice")
+            #expect(results.first?["share"]?["currentUserParticipant"]?["acceptanceStatus"] == "ACCEPTED")
+            #expect(results.last?["serverErrorCode"] == "NOT_FOUND")
+
+            let shared: JSONValue = ["zoneName": "Notes", "ownerRecordName": "_alice"]
+            let feed = try await post(bob, "shared", "changes/database", [:])
+            #expect(feed["zones"]?.arrayValue?.first?["zoneID"] == shared)
+            let token = try #require(feed["syncToken"])
+            let looked = try await post(bob, "shared", "records/lookup", ["zoneID": shared, "records": [["recordName": "n1"]]])
+            #expect(looked["records"]?.arrayValue?.first?["fields"]?["title"]?["value"] == "hello")
+            #expect(looked["records"]?.arrayValue?.first?["created"]?["userRecordName"] == "_alice")
+            let refused = try await post(bob, "shared", "records/modify", [
+                "zoneID": shared, "operations": [["operationType": "forceDelete", "record": ["recordName": "n1"]]],
+            ])
+            #expect(refused["records"]?.arrayValue?.first?["serverErrorCode"] == "ACCESS_DENIED")
+            let inPrivate = try await server.post(path: "\(Self.base)/private/records/lookup", ["zoneID": shared, "records": [["recordName": "n1"]]], signedWith: bob)
+            #expect(
+                inPrivate.body["records"]?.arrayValue?.first?["serverErrorCode"] == "NOT_FOUND",
+                "another user's zone is not in bob's private database: \(inPrivate.body)")
+
+            // The owner takes bob out (a replace without him): the shared database reports the zone deleted.
+            let current = try await post(alice, "private", "records/lookup", ["zoneID": notes, "records": [["recordName": "cloudkit.zoneshare"]]])
+            let tag = try #require(current["records"]?.arrayValue?.first?["recordChangeTag"])
+            _ = try await post(alice, "private", "records/modify", [
+                "zoneID": notes,
+                "operations": [["operationType": "replace", "record": [
+                    "recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "recordChangeTag": tag, "fields": [:], "participants": [],
+                ]]],
+            ])
+            let after = try await post(bob, "shared", "changes/database", ["syncToken": token])
+            #expect(after["zones"]?.arrayValue == [["zoneID": shared, "deleted": true]], "\(after)")
+            let gone = try await server.post(path: "\(Self.base)/shared/records/lookup", ["zoneID": shared, "records": [["recordName": "n1"]]], signedWith: bob)
+            #expect(gone.body["records"]?.arrayValue?.first?["serverErrorCode"] == "NOT_FOUND", "\(gone.body)")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+}
