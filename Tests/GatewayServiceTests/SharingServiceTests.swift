@@ -126,6 +126,42 @@ struct SharingServiceTests {
         #expect(try await alice.rows("notes.sqlite").contains("n1|edited by bob|1"), "a revoked participant's edit never reaches the owner")
         run.process.terminate()
         #expect(try await run.process.wait(timeout: .seconds(30)) == 0, "\(run.log())")
+
+        // A share that goes while no gateway runs is retired by the next sync, the copy kept.
+        #expect(try await alice.gateway("share", "remove", "Notes", "carol").status == 0)
+        let afterRevoke = try await carol.gateway("sync")
+        #expect(afterRevoke.status == 0 && afterRevoke.stderr.contains("shared zone left"), "\(afterRevoke)")
+        #expect(try await !carol.rows("shared/alice/Notes.sqlite").isEmpty)
+    }
+
+    @Test("a template whose pattern gives two zones one store makes an adapter for the first only, and says why for the second")
+    func oneStoreForTwoZones() async throws {
+        let directory = try TemporaryDirectory(prefix: "sharing-one-store")
+        defer { directory.remove() }
+        let cloud = directory.path("cloud.sqlite")
+        func folder(_ user: String, _ adapters: String) throws -> UserFolder {
+            let made = try UserFolder(user, cloud: "", adapters: adapters)
+            let config = "gateway: { control: { listen: \"127.0.0.1:0\" } }\ncloud: { kind: embedded, path: \"\(cloud)\", user: \(user) }\nadapters:\n\(adapters)\n"
+            try Data(config.utf8).write(to: made.url.appendingPathComponent("config.yaml"))
+            return made
+        }
+        let alice = try folder(
+            "alice",
+            "  - { name: a, kind: sqlite, path: a.sqlite, seed: schema.sql, zone: A, tables: [{ table: item }] }\n"
+                + "  - { name: b, kind: sqlite, path: b.sqlite, seed: schema.sql, zone: B, tables: [{ table: item }] }")
+        let erin = try folder("erin", "  - { name: one, kind: sqlite, database: shared, path: one.sqlite, seed: schema.sql, tables: [{ table: item }] }")
+        defer {
+            alice.directory.remove()
+            erin.directory.remove()
+        }
+        #expect(try await alice.gateway("sync").status == 0)
+        for zone in ["A", "B"] {
+            #expect(try await alice.gateway("share", "add", zone, "erin").status == 0)
+            #expect(try await erin.gateway("share", "accept", "alice", zone).status == 0)
+        }
+        let synced = try await erin.gateway("sync")
+        #expect(synced.status == 1, "\(synced)")
+        #expect(synced.stdout.contains("one.alice.A") && synced.stdout.contains("the same store as"), "\(synced)")
     }
 }
 
