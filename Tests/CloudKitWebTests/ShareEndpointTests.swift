@@ -93,4 +93,41 @@ struct ShareEndpointTests {
         }
         await server.stop()
     }
+
+    @Test("the public database: one zone every user reads and queries, written by the users the endpoint allows; no change feed")
+    func publicDatabase() async throws {
+        let directory = try TemporaryDirectory(prefix: "public-endpoint")
+        defer { directory.remove() }
+        let carol = TestKey(id: "carol", user: "_carol")
+        var configuration = CloudKitEndpointConfiguration(container: EndpointServer.container, keys: [alice.registered, bob.registered, carol.registered])
+        configuration.publicWriters = ["_alice", "_bob"]
+        let server = try await EndpointServer(cloud: try EmbeddedCloud(path: directory.path("cloud.sqlite")), configuration: configuration)
+        do {
+            func post(_ key: TestKey, _ operation: String, _ body: JSONValue) async throws -> (status: Int, body: JSONValue) {
+                try await server.post(path: "\(Self.base)/public/\(operation)", body, signedWith: key)
+            }
+            let listed = try await server.get(path: "\(Self.base)/public/zones/list", signedWith: carol)
+            #expect(listed.body["zones"]?.arrayValue?.first?["zoneID"]?["zoneName"] == "_defaultZone", "\(listed.body)")
+            let saved = try await post(alice, "records/modify", [
+                "operations": [["operationType": "create", "record": ["recordName": "p1", "recordType": "Post", "fields": ["title": ["value": "hello all"]]]]],
+            ])
+            #expect(saved.body["records"]?.arrayValue?.first?["recordChangeTag"] != nil, "\(saved.body)")
+            let read = try await post(carol, "records/lookup", ["records": [["recordName": "p1"]]])
+            #expect(read.body["records"]?.arrayValue?.first?["fields"]?["title"]?["value"] == "hello all")
+            let queried = try await post(bob, "records/query", ["query": ["recordType": "Post"]])
+            #expect(queried.body["records"]?.arrayValue?.map { $0["recordName"] } == ["p1"], "\(queried.body)")
+            let refused = try await post(carol, "records/modify", [
+                "operations": [["operationType": "forceDelete", "record": ["recordName": "p1"]]],
+            ])
+            #expect(refused.body["records"]?.arrayValue?.first?["serverErrorCode"] == "ACCESS_DENIED", "a user the endpoint does not allow to write")
+            let feed = try await post(carol, "changes/zone", ["zones": [["zoneID": ["zoneName": "_defaultZone"]]]])
+            #expect(feed.body["zones"]?.arrayValue?.first?["serverErrorCode"] == "BAD_REQUEST", "the public database has no change feed: \(feed.body)")
+            let privately = try await server.post(path: "\(Self.base)/private/records/lookup", ["records": [["recordName": "p1"]]], signedWith: alice)
+            #expect(privately.body["records"]?.arrayValue?.first?["fields"] == nil, "the public record is not in alice's private database: \(privately.body)")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
 }

@@ -79,6 +79,7 @@ extension CloudKitEndpointConfiguration {
         self.init(
             container: settings.container, environment: settings.environment, keys: keys, webTokens: registry,
             maximumClockSkew: settings.maximumClockSkew, publicURL: settings.publicURL)
+        publicWriters = settings.publicWriters.map(Set.init)
     }
 }
 

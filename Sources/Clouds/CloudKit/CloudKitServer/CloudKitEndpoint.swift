@@ -168,13 +168,14 @@ struct Gate: Sendable {
             }
             // Operations without a database segment act on the caller's own (private) database.
             let database = context.parameters.get("database") ?? "private"
-            guard let scope = CloudScope(rawValue: database) else {
-                throw CloudError(
-                    .invalidArguments, "this endpoint serves the private and shared databases; the \(database) database is not served here")
+            let users = CloudUsers(store: cloud, publicWriters: configuration.publicWriters)
+            let scope = CloudScope(rawValue: database)
+            guard scope != nil || database == "public" else {
+                throw CloudError(.invalidArguments, "this endpoint serves the private, shared and public databases; there is no \(database) database")
             }
             let base = configuration.publicURL ?? "http://\(request.head.authority ?? "127.0.0.1")"
             let operations = CloudKitEndpointOperations(
-                cloud: CloudUsers(store: cloud).database(for: user, scope: scope), store: cloud, scope: scope,
+                cloud: scope.map { users.database(for: user, scope: $0) } ?? users.publicDatabase(for: user), store: cloud, scope: scope,
                 databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/\(database)",
                 pager: pager, userRecordName: user, notifier: notifier,
                 courierURL: "\(base)/webcourier/1/\(configuration.container)/\(configuration.environment)")

@@ -28,6 +28,8 @@ public struct CloudKitEndpointConfiguration: Sendable {
     /// Called with the operation of every request answered (`records/modify`, `web courier`,
     /// …), for counting what clients cost the endpoint.
     public var onRequest: (@Sendable (String) -> Void)?
+    /// The users who may write the public database; `nil` for every user.
+    public var publicWriters: Set<String>?
 
     public init(
         container: String, environment: String = "development", keys: [CloudKitSignatureVerifier.Key],

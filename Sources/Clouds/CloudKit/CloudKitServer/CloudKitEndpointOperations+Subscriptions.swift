@@ -102,7 +102,7 @@ extension CloudKitEndpointOperations {
     ///   - scope: the database the request names; database subscriptions are served in the private one.
     ///   - storedZone: how the store names the caller's zones.
     static func subscription(
-        from given: JSONValue, owner: String, scope: CloudScope = .private, storedZone: (ZoneID) -> ZoneID = { $0 }
+        from given: JSONValue, owner: String, scope: CloudScope? = .private, storedZone: (ZoneID) -> ZoneID = { $0 }
     ) throws -> CloudSubscription {
         guard case .object(var dictionary) = given else {
             throw CloudError(.invalidArguments, "subscriptions/modify: subscription must be a dictionary")
@@ -112,6 +112,9 @@ extension CloudKitEndpointOperations {
             throw CloudError(.invalidArguments, "subscriptions/modify: a subscriptionID has 1 to 255 bytes")
         }
         dictionary["subscriptionID"] = .string(id)
+        guard scope != nil else {
+            throw CloudError(.invalidArguments, "subscription \(id): the public database's subscriptions are query subscriptions in CloudKit, which are not served here")
+        }
         let subscriptionScope: CloudSubscription.Scope
         switch dictionary["subscriptionType"]?.stringValue {
         case "zone":

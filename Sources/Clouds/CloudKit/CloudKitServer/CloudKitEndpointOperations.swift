@@ -11,8 +11,8 @@ struct CloudKitEndpointOperations: Sendable {
     let cloud: any CloudDatabase
     /// The whole store behind the endpoint: every user's zones and subscriptions.
     var store: any CloudDatabase
-    /// Which database the request names.
-    var scope: CloudScope = .private
+    /// Which database the request names; `nil` for the public one.
+    var scope: CloudScope? = .private
     /// `<scheme>://<host>/database/1/<container>/<environment>/<database>`, for asset URLs.
     let databaseURL: String
     /// Answers `records/query`; `nil` when the cloud cannot list its records.
@@ -27,7 +27,8 @@ struct CloudKitEndpointOperations: Sendable {
 
     /// `zone` as the store names it (the caller's zones under their user record name).
     func storedZone(_ zone: ZoneID) -> ZoneID {
-        (cloud as? UserCloudDatabase)?.storedZone(zone) ?? zone
+        if cloud is PublicCloudDatabase { return PublicCloudDatabase.stored }
+        return (cloud as? UserCloudDatabase)?.storedZone(zone) ?? zone
     }
 
     /// The caller's database when it can scan records for queries.

@@ -12,10 +12,18 @@ public struct CloudUsers: Sendable {
 
     /// The multi-owner store.
     public let store: any CloudDatabase
+    /// Who may write the public database (``PublicCloudDatabase``); `nil`: every user.
+    public var publicWriters: Set<String>?
 
     /// The users of `store`, a cloud that keeps every user's zones under their owner names.
-    public init(store: any CloudDatabase) {
+    public init(store: any CloudDatabase, publicWriters: Set<String>? = nil) {
         self.store = store
+        self.publicWriters = publicWriters
+    }
+
+    /// `user`'s view of the container's public database.
+    public func publicDatabase(for user: String) -> PublicCloudDatabase {
+        PublicCloudDatabase(users: self, user: user)
     }
 
     /// `user`'s view of the cloud: their private database, their shared database, or both

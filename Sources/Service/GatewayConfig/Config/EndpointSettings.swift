@@ -127,10 +127,12 @@ public struct EndpointSettings: Sendable, Decodable {
     public var webTokens: WebTokens?
     /// `webhooks`: targets that also receive every notification.
     public var webhooks: [Webhook]
+    /// `public_writers`: the users who may write the public database; `nil` (absent) for every user.
+    public var publicWriters: [String]?
 
     enum CodingKeys: String, CodingKey {
         case host, port, container, environment, publicURL = "public_url", maximumClockSkew = "max_clock_skew", keys
-        case webTokens = "web_tokens", webhooks
+        case webTokens = "web_tokens", webhooks, publicWriters = "public_writers"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -156,6 +158,7 @@ public struct EndpointSettings: Sendable, Decodable {
         keys = try container.decodeIfPresent([Key].self, forKey: .keys) ?? []
         webTokens = try container.decodeIfPresent(WebTokens.self, forKey: .webTokens)
         webhooks = try container.decodeIfPresent([Webhook].self, forKey: .webhooks) ?? []
+        publicWriters = try container.decodeIfPresent([String].self, forKey: .publicWriters)
         var seen = Set<String>()
         for key in keys where !seen.insert(key.keyID.value).inserted {
             throw key.keyID.problem(.duplicateName, "two keys have the id '\(key.keyID.value)'")
