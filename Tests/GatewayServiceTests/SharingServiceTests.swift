@@ -36,7 +36,7 @@ struct SharingServiceTests {
 
         func rows(_ file: String) async throws -> [String] {
             guard FileManager.default.fileExists(atPath: directory.path(file)) else { return [] }
-            return try await DatabaseQueue(path: directory.path(file)).read { db in
+            return try await DatabaseQueue(path: directory.path(file), configuration: Self.waiting).read { db in
                 try Row.fetchAll(db, sql: "SELECT name, title, rank FROM item ORDER BY name").map { row in
                     "\(row[0] as String)|\((row[1] as String?) ?? "")|\((row[2] as Int64?).map(String.init) ?? "")"
                 }
@@ -44,7 +44,14 @@ struct SharingServiceTests {
         }
 
         func execute(_ file: String, _ sql: String) async throws {
-            try await DatabaseQueue(path: directory.path(file)).write { try $0.execute(sql: sql) }
+            try await DatabaseQueue(path: directory.path(file), configuration: Self.waiting).write { try $0.execute(sql: sql) }
+        }
+
+        /// Waits for a gateway's write to the same file instead of failing at once.
+        static var waiting: Configuration {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            return configuration
         }
     }
 
@@ -211,6 +218,40 @@ extension SharingServiceTests {
         // Nothing was written above the folder the pattern names.
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dave.directory.path("docs"))) == ["alice"])
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dave.directory.path("docs/alice"))) == ["Notes", dots])
+    }
+
+    @Test("with refused_edits: keep, a read-only participant's edit stays in its store, marked failed, and the owner's next change replaces it")
+    func refusedEditKept() async throws {
+        let directory = try TemporaryDirectory(prefix: "sharing-keep")
+        defer { directory.remove() }
+        let cloud = directory.path("cloud.sqlite")
+        func folder(_ user: String, _ gateway: String, _ adapters: String) throws -> UserFolder {
+            let made = try UserFolder(user, cloud: "", adapters: adapters)
+            let config = "gateway: { \(gateway) }\ncloud: { kind: embedded, path: \"\(cloud)\", user: \(user) }\nadapters:\n\(adapters)\n"
+            try Data(config.utf8).write(to: made.url.appendingPathComponent("config.yaml"))
+            return made
+        }
+        let alice = try folder("alice", "control: { listen: \"127.0.0.1:0\" }", "  - { name: a, kind: sqlite, path: a.sqlite, seed: schema.sql, zone: A, tables: [{ table: item }] }")
+        let frank = try folder("frank", "refused_edits: keep", Self.template)
+        defer {
+            alice.directory.remove()
+            frank.directory.remove()
+        }
+        #expect(try await alice.gateway("sync").status == 0)
+        try await alice.execute("a.sqlite", "INSERT INTO item VALUES ('r1', 'owner', 1)")
+        #expect(try await alice.gateway("sync").status == 0)
+        #expect(try await alice.gateway("share", "add", "A", "frank").status == 0)
+        #expect(try await frank.gateway("share", "accept", "alice", "A").status == 0)
+        #expect(try await frank.gateway("sync").status == 0)
+        try await frank.execute("shared/alice/A.sqlite", "UPDATE item SET title = 'frank' WHERE name = 'r1'")
+        let refused = try await frank.gateway("sync")
+        #expect(refused.stdout.contains("permissionFailure") && !refused.stdout.contains("replaced by the owner"), "\(refused)")
+        #expect(try await frank.rows("shared/alice/A.sqlite") == ["r1|frank|1"])
+        #expect(!FileManager.default.fileExists(atPath: frank.directory.path(".gateway/refused")))
+        try await alice.execute("a.sqlite", "UPDATE item SET title = 'owner again', rank = 2 WHERE name = 'r1'")
+        #expect(try await alice.gateway("sync").status == 0)
+        #expect(try await frank.gateway("sync").status == 0)
+        #expect(try await frank.rows("shared/alice/A.sqlite") == alice.rows("a.sqlite"))
     }
 }
 

@@ -143,7 +143,7 @@ public struct GatewayConfiguration: Sendable {
             resolvers: resolvers, batchResolvers: batchResolvers, parallelism: settings.parallelism(adapterCount: adapters.count),
             stallTimeout: settings.stallTimeout.duration > .zero ? settings.stallTimeout.duration : nil,
             stopTimeout: settings.shutdownTimeout.duration)
-        configuration.refusedEditsDirectory = refusedEditsDirectory
+        configuration.refusedEditsDirectory = settings.refusedEdits == .restore ? refusedEditsDirectory : nil
         return configuration
     }
 

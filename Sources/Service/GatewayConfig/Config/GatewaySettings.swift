@@ -30,6 +30,8 @@ public struct GatewaySettings: Sendable, Decodable {
     /// `join_prefers` (default `cloud`): who wins a record that a store and the cloud both hold
     /// without ever having synced it together (a new, replaced or restored store joining a zone).
     public var joinPrefers: JoinPreference
+    /// `refused_edits` (default `restore`): what becomes of a local edit a read-only share refused.
+    public var refusedEdits: RefusedEditsPolicy
     /// `control`: the service's HTTP control server.
     public var control: ControlSettings
     /// `force_data` (default false): send binary fields inline instead of as assets.
@@ -63,7 +65,7 @@ public struct GatewaySettings: Sendable, Decodable {
         case fetchLimit = "fetch_limit"
         case syncInterval = "sync_interval", debounce, retry, onZoneDeleted = "on_zone_deleted", control, deviceID = "device_id"
         case forceData = "force_data", parallelism, stallTimeout = "stall_timeout", shutdownTimeout = "shutdown_timeout"
-        case joinPrefers = "join_prefers"
+        case joinPrefers = "join_prefers", refusedEdits = "refused_edits"
     }
 
     public init() {
@@ -77,6 +79,7 @@ public struct GatewaySettings: Sendable, Decodable {
         retry = RetrySettings()
         onZoneDeleted = .recreate
         joinPrefers = .cloud
+        refusedEdits = .restore
         control = ControlSettings()
         deviceID = nil
         forceData = false
@@ -108,6 +111,7 @@ public struct GatewaySettings: Sendable, Decodable {
         retry = try container.decodeIfPresent(RetrySettings.self, forKey: .retry) ?? retry
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted) ?? onZoneDeleted
         joinPrefers = try container.decodeIfPresent(JoinPreference.self, forKey: .joinPrefers) ?? joinPrefers
+        refusedEdits = try container.decodeIfPresent(RefusedEditsPolicy.self, forKey: .refusedEdits) ?? refusedEdits
         control = try container.decodeIfPresent(ControlSettings.self, forKey: .control) ?? control
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData) ?? false
         stallTimeout = try container.decodeIfPresent(ConfigDuration.self, forKey: .stallTimeout) ?? stallTimeout
@@ -246,4 +250,14 @@ public struct ControlSettings: Sendable, Decodable {
     public var isLoopback: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
+}
+
+/// What becomes of a local edit of another user's zone that its read-only share refused.
+public enum RefusedEditsPolicy: String, ConfigChoice {
+    /// Keep it in `<state_dir>/refused/<adapter>.jsonl` and write the owner's version back into
+    /// the store, so it stays a replica of the zone.
+    case restore
+    /// Leave it in the store, marked failed (`permissionFailure`) until it changes or the owner's
+    /// next change of the record replaces it.
+    case keep
 }

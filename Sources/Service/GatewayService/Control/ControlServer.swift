@@ -69,7 +69,7 @@ public enum ControlServer {
         }
         acting.post("sync") { request, _ -> Response in
             if let name = request.uri.queryParameters["adapter"].map(String.init),
-                !configuration.adapters.contains(where: { $0.name == name })
+                !configuration.adapters.contains(where: { $0.name == name }), !monitor.adapters.contains(where: { $0.name == name })
             {
                 return text(.notFound, "no adapter named \(name)\n")
             }
