@@ -115,5 +115,24 @@ struct UpgradeTests {
         }
         let captured = try await GatewayCLI.run(["status", "--fail-on-changes"], in: directory.url, environment: environment)
         #expect(captured.status != 0, "a write after the upgrade is captured: \(captured)")
+
+        // The previous release's cloud has no users: its zones are the default user's, who can
+        // share them, and another user's gateway on the same cloud file syncs the share.
+        let other = try TemporaryDirectory(prefix: "upgrade-participant")
+        defer { other.remove() }
+        try Data(
+            """
+            cloud: { kind: embedded, path: "\(directory.path("cloud.sqlite"))", user: dora }
+            adapters:
+              - { name: shared, kind: json, database: shared, directory: "shared/{owner}/{zone}", seed: empty, layout: file-per-record }
+            """.utf8
+        ).write(to: other.url.appendingPathComponent("config.yaml"))
+        try FileManager.default.createDirectory(at: other.url.appendingPathComponent("empty"), withIntermediateDirectories: true)
+        #expect(try await GatewayCLI.run(["share", "add", "Docs", "dora"], in: directory.url, environment: environment).status == 0)
+        #expect(try await GatewayCLI.run(["share", "accept", "_defaultUser", "Docs"], in: other.url).status == 0)
+        let participant = try await GatewayCLI.run(["sync"], in: other.url)
+        #expect(participant.status == 0 && participant.stdout.contains("shared._defaultUser.Docs"), "\(participant)")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: other.path("shared/_defaultUser/Docs")).filter { $0.hasPrefix("Article/") }
+        #expect(files.count == 2, "both documents of the upgraded cloud reached the other user: \(files)")
     }
 }
