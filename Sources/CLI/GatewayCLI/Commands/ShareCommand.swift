@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import GatewayConfig
 import GatewayCore
 import GatewayKinds
@@ -50,6 +51,18 @@ struct ShareCommand: AsyncParsableCommand {
             await cloud.close()
             throw error
         }
+    }
+
+    /// Asks a `gateway run` of this config, if one runs, to sync now (SIGUSR1), so a zone just
+    /// accepted or left gains or loses its adapter without waiting for the interval.
+    static func nudgeRunningGateway(_ options: ConfigOptions) {
+        // Only `gateway run` handles SIGUSR1; to a `gateway sync` holding the lock it would be fatal.
+        guard let configuration = try? options.load(), !configuration.sharedTemplates.isEmpty,
+            let pid = ProcessLock.holder(stateDirectory: configuration.context.stateDirectory), pid > 0,
+            let arguments = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")?.split(separator: 0).map({ String(decoding: $0, as: UTF8.self) }),
+            arguments.dropFirst().first == "run", kill(pid, SIGUSR1) == 0
+        else { return }
+        Console.out("Asked the running gateway (process \(pid)) to sync now.\n")
     }
 
     struct List: AsyncParsableCommand {
@@ -179,6 +192,7 @@ struct ShareCommand: AsyncParsableCommand {
                 (try await shares.acceptShare(of: zone, ownedBy: owner), try await shares.shareUserRecordName())
             }
             Console.out("Accepted zone \(zone) of \(owner) (\(share.participant(me)?.permission.rawValue ?? "?")).\n")
+            ShareCommand.nudgeRunningGateway(options)
         }
     }
 
@@ -191,6 +205,7 @@ struct ShareCommand: AsyncParsableCommand {
         func run() async throws {
             let left = try await ShareCommand.withShares(options) { try await $0.leaveShare(of: zone, ownedBy: owner) }
             Console.out(left ? "Left zone \(zone) of \(owner).\n" : "This user was not in zone \(zone) of \(owner)'s share.\n")
+            if left { ShareCommand.nudgeRunningGateway(options) }
         }
     }
 }

@@ -43,4 +43,19 @@ public final class ProcessLock: Sendable {
         flock(descriptor, LOCK_UN)
         close(descriptor)
     }
+
+    /// The process that holds the lock of `stateDirectory` now (a `gateway run` or `gateway
+    /// sync`), or `nil` when none does; takes and writes nothing.
+    public static func holder(stateDirectory: String) -> Int32? {
+        let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("gateway.lock").path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
+            flock(descriptor, LOCK_UN)
+            return nil
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
 }
