@@ -23,7 +23,7 @@ public protocol CloudConformanceHarness: Sendable {
 
     /// `user`'s client of the store behind `cloud`, acting on `scope` (both of the user's
     /// databases, told apart by zone owner, when `nil`), with that user's share commands. The
-    /// default is a ``UserCloudDatabase`` over `cloud`, for clouds that keep every user's zones.
+    /// default is a `UserCloudDatabase` over `cloud`, for clouds that keep every user's zones.
     func client(of cloud: any CloudDatabase, asUser user: String, scope: CloudScope?) async throws -> any CloudDatabase & ShareManaging
 }
 
