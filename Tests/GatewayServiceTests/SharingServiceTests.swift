@@ -18,15 +18,22 @@ struct SharingServiceTests {
         let directory: TemporaryDirectory
         var url: URL { directory.url }
 
+        /// A folder whose gateway acts as `user` of the PostgreSQL cloud at `cloud`.
         init(_ user: String, cloud: String, adapters: String, interval: String = "60s") throws {
+            try self.init(
+                user, cloudSection: "{ kind: postgres, url: \"\(cloud)\", schema: sharing_cloud, user: \(user) }",
+                gateway: "sync_interval: \(interval), control: { listen: \"127.0.0.1:0\" }", adapters: adapters)
+        }
+
+        /// A folder whose gateway acts as `user` of the embedded cloud file at `embeddedCloud`.
+        init(_ user: String, embeddedCloud path: String, gateway: String = "control: { listen: \"127.0.0.1:0\" }", adapters: String) throws {
+            try self.init(user, cloudSection: "{ kind: embedded, path: \"\(path)\", user: \(user) }", gateway: gateway, adapters: adapters)
+        }
+
+        private init(_ user: String, cloudSection: String, gateway: String, adapters: String) throws {
             directory = try TemporaryDirectory(prefix: "sharing-\(user)")
             try Data(SharingServiceTests.schema.utf8).write(to: directory.url.appendingPathComponent("schema.sql"))
-            let config = """
-                gateway: { sync_interval: \(interval), control: { listen: "127.0.0.1:0" } }
-                cloud: { kind: postgres, url: "\(cloud)", schema: sharing_cloud, user: \(user) }
-                adapters:
-                \(adapters)
-                """
+            let config = "gateway: { \(gateway) }\ncloud: \(cloudSection)\nadapters:\n\(adapters)\n"
             try Data(config.utf8).write(to: directory.url.appendingPathComponent("config.yaml"))
         }
 
@@ -149,10 +156,7 @@ struct SharingServiceTests {
         defer { directory.remove() }
         let cloud = directory.path("cloud.sqlite")
         func folder(_ user: String, _ adapters: String) throws -> UserFolder {
-            let made = try UserFolder(user, cloud: "", adapters: adapters)
-            let config = "gateway: { control: { listen: \"127.0.0.1:0\" } }\ncloud: { kind: embedded, path: \"\(cloud)\", user: \(user) }\nadapters:\n\(adapters)\n"
-            try Data(config.utf8).write(to: made.url.appendingPathComponent("config.yaml"))
-            return made
+            try UserFolder(user, embeddedCloud: cloud, adapters: adapters)
         }
         let alice = try folder(
             "alice",
@@ -228,10 +232,7 @@ extension SharingServiceTests {
         defer { directory.remove() }
         let cloud = directory.path("cloud.sqlite")
         func folder(_ user: String, _ gateway: String, _ adapters: String) throws -> UserFolder {
-            let made = try UserFolder(user, cloud: "", adapters: adapters)
-            let config = "gateway: { \(gateway) }\ncloud: { kind: embedded, path: \"\(cloud)\", user: \(user) }\nadapters:\n\(adapters)\n"
-            try Data(config.utf8).write(to: made.url.appendingPathComponent("config.yaml"))
-            return made
+            try UserFolder(user, embeddedCloud: cloud, gateway: gateway, adapters: adapters)
         }
         let alice = try folder("alice", "control: { listen: \"127.0.0.1:0\" }", "  - { name: a, kind: sqlite, path: a.sqlite, seed: schema.sql, zone: A, tables: [{ table: item }] }")
         let frank = try folder("frank", "refused_edits: keep", Self.template)
