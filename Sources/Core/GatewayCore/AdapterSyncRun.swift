@@ -14,6 +14,7 @@ struct AdapterSyncRun {
         context = SyncContext(
             cloud: cloud, synced: synced, configuration: configuration, environment: environment, observer: observer, activity: activity)
         report = AdapterSyncReport(adapter: synced.adapter.name)
+        report.zone = synced.adapter.zoneID
     }
 
     private var name: String { context.name }

@@ -60,6 +60,9 @@ public struct AdapterSyncReport: Sendable {
     public var failingRecordCount = 0
     /// The upload batch size at the end.
     public var batchSize = 0
+    /// The zone the adapter synced, when its pass began (`nil` for a report of an adapter that
+    /// did not get its turn).
+    public var zone: ZoneID?
     /// Whether the upload stopped at its bound (twice what was pending when it began) while
     /// local changes kept arriving: the rest wait for the next sync.
     public var uploadBounded = false

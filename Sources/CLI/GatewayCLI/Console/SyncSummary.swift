@@ -2,6 +2,11 @@ import GatewayCore
 
 /// The per-adapter summary `gateway sync` prints when it ends.
 public enum SyncSummary {
+    /// A zone as the summary names it: another user's with its owner.
+    static func zoneText(_ zone: ZoneID) -> String {
+        zone.ownerName == ZoneID.defaultOwnerName ? zone.zoneName : "\(zone.zoneName) (\(zone.ownerName))"
+    }
+
     /// Whether the sync moved nothing and everything synced.
     public static func isNothingToDo(_ report: SyncReport) -> Bool {
         report.succeeded
@@ -26,7 +31,7 @@ public enum SyncSummary {
         var rows: [[String]] = [["adapter", "zone", "downloaded", "uploaded", "conflicts", "failed", "result"]]
         for adapter in report.adapters {
             rows.append([
-                adapter.adapter, zones[adapter.adapter] ?? "",
+                adapter.adapter, zones[adapter.adapter] ?? adapter.zone.map(Self.zoneText) ?? "",
                 counted(adapter.downloaded, deleted: adapter.deletedLocally),
                 counted(adapter.uploaded, deleted: adapter.deletedRemotely),
                 conflicts(adapter), "\(adapter.failedRecords)", outcome(adapter.outcome),
