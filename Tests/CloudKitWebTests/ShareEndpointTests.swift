@@ -50,6 +50,10 @@ struct ShareEndpointTests {
             #expect(share["owner"]?["type"] == "OWNER" && share["currentUserParticipant"]?["userIdentity"]?["userRecordName"] == "_alice")
             let guid = try #require(share["shortGUID"]?.stringValue)
 
+            let early = try await post(bob, "shared", "subscriptions/modify", [
+                "operations": [["operationType": "create", "subscription": ["subscriptionID": "s", "subscriptionType": "zone", "zoneID": ["zoneName": "Notes", "ownerRecordName": "_alice"]]]]
+            ])
+            #expect(early["subscriptions"]?.arrayValue?.first?["serverErrorCode"] == "ZONE_NOT_FOUND", "no subscription to a zone not shared with bob: \(early)")
             let before = try await post(bob, "shared", "changes/database", [:])
             #expect(before["zones"]?.arrayValue?.isEmpty == true, "nothing is shared with bob before he accepts")
             let accepted = try await post(bob, "shared", "records/accept", ["shortGUIDs": [["value": .string(guid)], ["value": "no-such-guid"]]])
@@ -59,6 +63,10 @@ struct ShareEndpointTests {
             #expect(results.last?["serverErrorCode"] == "NOT_FOUND")
 
             let shared: JSONValue = ["zoneName": "Notes", "ownerRecordName": "_alice"]
+            let subscribed = try await post(bob, "shared", "subscriptions/modify", [
+                "operations": [["operationType": "create", "subscription": ["subscriptionID": "s", "subscriptionType": "zone", "zoneID": shared]]]
+            ])
+            #expect(subscribed["subscriptions"]?.arrayValue?.first?["subscriptionID"] == "s", "a zone shared with bob can be subscribed to: \(subscribed)")
             let feed = try await post(bob, "shared", "changes/database", [:])
             #expect(feed["zones"]?.arrayValue?.first?["zoneID"] == shared)
             let token = try #require(feed["syncToken"])

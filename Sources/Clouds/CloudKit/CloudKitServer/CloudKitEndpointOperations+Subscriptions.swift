@@ -57,6 +57,10 @@ extension CloudKitEndpointOperations {
                 switch operation["operationType"]?.stringValue {
                 case "create", "update":
                     let subscription = try Self.subscription(from: given, owner: owner, scope: scope, storedZone: storedZone)
+                    // Another user's zone only while it is shared with the caller.
+                    if case .zone(let stored) = subscription.scope, stored.ownerName != CloudUsers.storedOwner(of: owner) {
+                        _ = try await cloud.currentChangeToken(in: CloudUsers.zone(stored, asSeenBy: owner))
+                    }
                     try await store.saveSubscription(subscription)
                     answers.append(try Self.dictionary(subscription))
                 case "delete":
@@ -68,7 +72,7 @@ extension CloudKitEndpointOperations {
                 default:
                     throw CloudError(.invalidArguments, "subscriptions/modify: operationType must be create, update or delete")
                 }
-            } catch let error as CloudError where error.code == .invalidArguments || error.code == .unknownItem {
+            } catch let error as CloudError where error.code == .invalidArguments || error.code == .unknownItem || error.code == .zoneNotFound {
                 answers.append(Self.error(error, subscriptionID: id))
             }
         }

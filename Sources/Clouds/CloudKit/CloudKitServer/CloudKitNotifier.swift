@@ -96,7 +96,7 @@ public final class CloudKitNotifier: Service, Sendable {
     /// Notifies for `zone`; when `unlessNotifiedAt`, only if it moved since it last notified (the
     /// watch's signal for a write the endpoint already notified about).
     private func notify(_ zone: ZoneID, unlessNotifiedAt: Bool) async {
-        let covering: [CloudSubscription]
+        var covering: [CloudSubscription]
         do {
             // A database subscription covers its owner's own zones (the private database).
             covering = try await subscriptions().filter {
@@ -108,6 +108,16 @@ public final class CloudKitNotifier: Service, Sendable {
         }
         // A write into a zone nobody subscribed to costs no read of its token.
         guard !covering.isEmpty else { return }
+        // Another user's zone notifies only those it is shared with now: a subscription made
+        // while shared says nothing once the share is gone.
+        let owner = CloudUsers.user(ofStoredOwner: zone.ownerName)
+        if covering.contains(where: { CloudUsers.storedOwner(of: $0.owner) != zone.ownerName }) {
+            let share = try? await CloudUsers(store: cloud).share(of: zone.zoneName, ownedBy: owner)
+            covering = covering.filter { subscription in
+                CloudUsers.storedOwner(of: subscription.owner) == zone.ownerName || share?.permission(of: subscription.owner) != nil
+            }
+            guard !covering.isEmpty else { return }
+        }
         // A zone that cannot be read (deleted, or the cloud unreachable) notifies all the same.
         let token = try? await cloud.currentChangeToken(in: zone)
         let repeated = state.withLock { state -> Bool in
