@@ -274,4 +274,54 @@ struct CloudKitServiceTests {
         #expect(try await service.process.wait(timeout: .seconds(30)) == 0, "\(service.log())")
         #expect(try await endpoint.stop() == 0)
     }
+
+    @Test("sharing through the endpoint: the owner shares with gateway share, the participant's cloudkit gateway accepts and its template syncs both ways")
+    func sharingThroughTheEndpoint() async throws {
+        let server = try TemporaryDirectory(prefix: "ckws-share-server")
+        let owner = try TemporaryDirectory(prefix: "ckws-share-owner")
+        let participant = try TemporaryDirectory(prefix: "ckws-share-participant")
+        defer { [server, owner, participant].forEach { $0.remove() } }
+        try await Self.keygen([(owner, "o"), (participant, "p")])
+        try Self.register([(owner, "o"), (participant, "p")], at: server)
+        try Self.writeConfig(
+            """
+            cloud: { kind: embedded, path: cloud.sqlite }
+            endpoint:
+              port: 0
+              container: \(Self.container)
+              keys:
+                - { key_id: owner-key, public_key_file: keys/o.pub, user: _olivia }
+                - { key_id: participant-key, public_key_file: keys/p.pub, user: _paul }
+            """, in: server)
+        let endpoint = try await Endpoint.start(in: server)
+        defer { if endpoint.process.isRunning { endpoint.process.kill() } }
+        try await Self.createStore(in: owner, rows: [(1, "Alpha", nil), (2, "Beta", nil)])
+        try Self.writeConfig(
+            Self.gatewayConfig(port: endpoint.port, auth: "auth: server_to_server\n  key_id: owner-key\n  private_key_file: keys/o.pem"), in: owner)
+        try Data("CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT, attachment BLOB);".utf8).write(to: participant.url.appendingPathComponent("schema.sql"))
+        try Self.writeConfig(
+            Self.gatewayConfig(port: endpoint.port, auth: "auth: server_to_server\n  key_id: participant-key\n  private_key_file: keys/p.pem")
+                .replacingOccurrences(
+                    of: "  - { name: app, kind: sqlite, path: app.sqlite, zone: Notes, tables: [{ table: note }] }",
+                    with: "  - { name: shared, kind: sqlite, database: shared, path: \"shared/{owner}/{zone}.sqlite\", seed: schema.sql, tables: [{ table: note }] }"),
+            in: participant)
+
+        #expect(try await GatewayCLI.run(["sync"], in: owner.url).status == 0)
+        let added = try await GatewayCLI.run(["share", "add", "Notes", "_paul", "--permission", "read-write"], in: owner.url)
+        #expect(added.status == 0, "\(added)")
+        let accepted = try await GatewayCLI.run(["share", "accept", "_olivia", "Notes"], in: participant.url)
+        #expect(accepted.status == 0 && accepted.stdout.contains("READ_WRITE"), "\(accepted)")
+        let listed = try await GatewayCLI.run(["share", "list"], in: participant.url)
+        #expect(listed.stdout.contains("_olivia") && listed.stdout.contains("ACCEPTED"), "\(listed)")
+        let synced = try await GatewayCLI.run(["sync"], in: participant.url)
+        #expect(synced.status == 0 && synced.stdout.contains("Notes (_olivia)"), "\(synced)")
+        let copy = participant.path("shared/_olivia/Notes.sqlite")
+        let rows = try await DatabaseQueue(path: copy).read { db in try String.fetchAll(db, sql: "SELECT title FROM note ORDER BY id") }
+        #expect(rows == ["Alpha", "Beta"])
+        try await DatabaseQueue(path: copy).write { try $0.execute(sql: "UPDATE note SET title = 'from paul' WHERE id = 2") }
+        #expect(try await GatewayCLI.run(["sync"], in: participant.url).status == 0)
+        #expect(try await GatewayCLI.run(["sync"], in: owner.url).status == 0)
+        #expect(try await Self.notes(in: owner) == ["1 Alpha 0", "2 from paul 0"])
+        #expect(try await endpoint.stop() == 0, "\(endpoint.log())")
+    }
 }
