@@ -64,7 +64,16 @@ struct StatusCommand: AsyncParsableCommand {
         var made: [AdapterConfiguration] = []
         for template in configuration.sharedTemplates {
             for zone in zones.sorted(by: { ($0.ownerName, $0.zoneName) < ($1.ownerName, $1.zoneName) }) where template.takes(zone) {
-                made.append(try template.adapter(for: zone))
+                let adapter = try template.adapter(for: zone)
+                // As a session would: a zone whose store another adapter already uses gets none.
+                if let identity = adapter.plan.storeIdentity,
+                    let other = (configuration.adapters + made).first(where: { $0.plan.storeIdentity == identity })
+                {
+                    throw ConfigError(
+                        .inconsistent,
+                        "template \(template.name) gives zone \(zone) the same store as adapter \(other.name); put {zone} and {owner} in its path, directory or schema")
+                }
+                made.append(adapter)
             }
         }
         return made

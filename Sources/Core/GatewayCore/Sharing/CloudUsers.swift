@@ -165,7 +165,14 @@ public struct CloudUsers: Sendable {
     /// database. Returns whether they were in it.
     @discardableResult
     public func leave(_ zoneName: String, ownedBy owner: String, as user: String) async throws -> Bool {
-        guard let share = try await share(of: zoneName, ownedBy: owner), share.participant(user) != nil else { return false }
+        // A zone that does not exist answers as one the user is not in: not the asker's to learn.
+        let current: ZoneShare?
+        do {
+            current = try await share(of: zoneName, ownedBy: owner)
+        } catch let error as CloudError where error.code == .zoneNotFound {
+            return false
+        }
+        guard let share = current, share.participant(user) != nil else { return false }
         try await updateShare(of: zoneName, ownedBy: owner) { $0.removeParticipant(user) }
         return true
     }

@@ -85,6 +85,7 @@ public actor SharedZoneAdapters {
             logger.warning("cannot list the zones shared with this user; the shared adapters stay as they are", metadata: ["error": "\(error)"])
             return change
         }
+        let previous = known ?? readMadeZones()
         var wanted: [(SharedAdapterTemplate, ZoneID)] = []
         for template in templates {
             for zone in zones.sorted(by: { ($0.ownerName, $0.zoneName) < ($1.ownerName, $1.zoneName) }) where template.takes(zone) {
@@ -108,7 +109,13 @@ public actor SharedZoneAdapters {
                 let made = try await GatewayStores.open([adapter])[0]
                 opened.append((template, zone, made))
                 change.added.append(made)
-                logger.info("shared zone joined", metadata: ["adapter": "\(made.name)", "zone": "\(zone.zoneName)", "owner": "\(zone.ownerName)"])
+                // An adapter an earlier session already made is opened again, not joined.
+                let metadata: Logger.Metadata = ["adapter": "\(made.name)", "zone": "\(zone.zoneName)", "owner": "\(zone.ownerName)"]
+                if previous.contains(MadeZone(template: template.name, owner: zone.ownerName, zone: zone.zoneName)) {
+                    logger.debug("shared zone opened", metadata: metadata)
+                } else {
+                    logger.info("shared zone joined", metadata: metadata)
+                }
             } catch {
                 change.failures.append(("\(template.name).\(SharedAdapterTemplate.safeName(zone.ownerName)).\(SharedAdapterTemplate.safeName(zone.zoneName))", error))
                 report("\(template.name)\u{1F}\(zone)\u{1F}\(error)", "cannot make the adapter of a shared zone; trying again at the next sync", metadata: [
@@ -126,7 +133,6 @@ public actor SharedZoneAdapters {
             }
         }
         // Zones an earlier session had adapters for and that are no longer shared: retired now.
-        let previous = known ?? readMadeZones()
         for made in previous where !wanted.contains(where: { $0.0.name == made.template && $0.1 == ZoneID(zoneName: made.zone, ownerName: made.owner) }) {
             guard let template = templates.first(where: { $0.name == made.template }) else { continue }
             let zone = ZoneID(zoneName: made.zone, ownerName: made.owner)
