@@ -146,11 +146,7 @@ public struct CloudUsers: Sendable {
             throw refusal
         }
         guard let current, current.participant(user) != nil || current.publicPermission != .none else { throw refusal }
-        return try await ZoneShare.update(
-            zoneName: zoneName, owner: owner, in: ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner)),
-            read: { try await share(of: zoneName, ownedBy: owner) },
-            save: { try await store.modify([$0], in: ZoneID(zoneName: zoneName, ownerName: Self.storedOwner(of: owner)), atomic: true)[0] }
-        ) { share in
+        return try await updateShare(of: zoneName, ownedBy: owner) { share in
             if let index = share.participants.firstIndex(where: { $0.userRecordName == user }) {
                 share.participants[index].acceptance = .accepted
             } else if share.publicPermission != .none {

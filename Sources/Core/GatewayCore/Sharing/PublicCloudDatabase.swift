@@ -28,14 +28,6 @@ public struct PublicCloudDatabase: CloudDatabase, RecordScanning {
         }
     }
 
-    private func viewed(_ record: Record) -> Record {
-        var record = record
-        record.id.zoneID = Self.zone
-        return record
-    }
-
-    private func stored(_ id: RecordID) -> RecordID { RecordID(recordName: id.recordName, zoneID: Self.stored) }
-
     public func zones() async throws -> [ZoneID] { [Self.zone] }
 
     public func createZone(_ zone: ZoneID) async throws {
@@ -85,35 +77,12 @@ public struct PublicCloudDatabase: CloudDatabase, RecordScanning {
             }
         }
         try await existing()
-        let sent = operations.map { operation -> RecordOperation in
-            switch operation {
-            case .delete(let id, let tag): .delete(stored(id), changeTag: tag)
-            case .forceDelete(let id): .forceDelete(stored(id))
-            default:
-                {
-                    var record = operation.record!
-                    record.id = stored(record.id)
-                    return operation.replacingRecord(with: record)
-                }()
-            }
-        }
-        return try await store.modify(sent, in: Self.stored, atomic: atomic).map { result in
-            switch result {
-            case .saved(let record): .saved(viewed(record))
-            case .deleted(let id): .deleted(RecordID(recordName: id.recordName, zoneID: Self.zone))
-            case .failed(let id, var error):
-                {
-                    error.recordID = RecordID(recordName: id.recordName, zoneID: Self.zone)
-                    error.serverRecord = error.serverRecord.map(viewed)
-                    return .failed(RecordID(recordName: id.recordName, zoneID: Self.zone), error)
-                }()
-            }
-        }
+        return try await store.modify(operations.map { $0.moved(to: Self.stored) }, in: Self.stored, atomic: atomic).map { $0.moved(to: Self.zone) }
     }
 
     public func lookup(_ recordIDs: [RecordID]) async throws -> [Record?] {
         let inZone = recordIDs.map { (try? require($0.zoneID)) != nil }
-        let asked = zip(recordIDs, inZone).filter(\.1).map { stored($0.0) }
+        let asked = zip(recordIDs, inZone).filter(\.1).map { $0.0.moved(to: Self.stored) }
         guard !asked.isEmpty else { return recordIDs.map { _ in nil } }
         var found: IndexingIterator<[Record?]>
         do {
@@ -121,14 +90,14 @@ public struct PublicCloudDatabase: CloudDatabase, RecordScanning {
         } catch let error as CloudError where error.code == .zoneNotFound {
             return recordIDs.map { _ in nil }
         }
-        return inZone.map { isIn in isIn ? found.next()!.map(viewed) : nil }
+        return inZone.map { isIn in isIn ? found.next()!?.moved(to: Self.zone) : nil }
     }
 
     public func scanRecords(in zone: ZoneID, ofType recordType: String, after recordName: String?, limit: Int) async throws -> [Record] {
         try require(zone)
         guard let scanning = store as? any RecordScanning else { throw CloudError(.invalidArguments, "this cloud does not answer queries") }
         do {
-            return try await scanning.scanRecords(in: Self.stored, ofType: recordType, after: recordName, limit: limit).map(viewed)
+            return try await scanning.scanRecords(in: Self.stored, ofType: recordType, after: recordName, limit: limit).map { $0.moved(to: Self.zone) }
         } catch let error as CloudError where error.code == .zoneNotFound {
             return []
         }

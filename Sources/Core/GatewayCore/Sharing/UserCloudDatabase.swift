@@ -41,33 +41,6 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
     /// records need no renaming on the way through.
     private var namesAsStored: Bool { storedSelf == ZoneID.defaultOwnerName }
 
-    private func viewed(_ record: Record, in zone: ZoneID) -> Record {
-        var record = record
-        record.id.zoneID = zone
-        return record
-    }
-
-    private func viewed(_ result: RecordOperationResult, in zone: ZoneID) -> RecordOperationResult {
-        switch result {
-        case .saved(let record): .saved(viewed(record, in: zone))
-        case .deleted(let id): .deleted(RecordID(recordName: id.recordName, zoneID: zone))
-        case .failed(let id, var error):
-            {
-                error.recordID = error.recordID.map { RecordID(recordName: $0.recordName, zoneID: zone) }
-                error.serverRecord = error.serverRecord.map { viewed($0, in: zone) }
-                return .failed(RecordID(recordName: id.recordName, zoneID: zone), error)
-            }()
-        }
-    }
-
-    private func storedOperation(_ operation: RecordOperation, in zone: ZoneID) -> RecordOperation {
-        switch operation {
-        case .delete(let id, let tag): .delete(RecordID(recordName: id.recordName, zoneID: zone), changeTag: tag)
-        case .forceDelete(let id): .forceDelete(RecordID(recordName: id.recordName, zoneID: zone))
-        default: operation.replacingRecord(with: viewed(operation.record!, in: zone))
-        }
-    }
-
     // MARK: - Access
 
     /// What the caller may do in a stored zone: `nil` when it is theirs; the share's permission
@@ -181,8 +154,8 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
         }
         if refusals.allSatisfy({ $0 == nil }) {
             if namesAsStored, stored == zone { return try await store.modify(operations, in: stored, atomic: atomic) }
-            let results = try await store.modify(operations.map { storedOperation($0, in: stored) }, in: stored, atomic: atomic)
-            return results.map { viewed($0, in: zone) }
+            let results = try await store.modify(operations.map { $0.moved(to: stored) }, in: stored, atomic: atomic)
+            return results.map { $0.moved(to: zone) }
         }
         if atomic {
             return zip(operations, refusals).map { operation, refusal in
@@ -191,9 +164,9 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
                     refusal ?? CloudError(.batchRequestFailed, "another record of this atomic request was refused", recordID: operation.recordID))
             }
         }
-        let allowed = zip(operations, refusals).filter { $0.1 == nil }.map { storedOperation($0.0, in: stored) }
+        let allowed = zip(operations, refusals).filter { $0.1 == nil }.map { $0.0.moved(to: stored) }
         let results: [RecordOperationResult] = allowed.isEmpty ? [] : try await store.modify(allowed, in: stored, atomic: false)
-        var sent = results.map { viewed($0, in: zone) }.makeIterator()
+        var sent = results.map { $0.moved(to: zone) }.makeIterator()
         return zip(operations, refusals).map { operation, refusal in
             refusal.map { .failed(operation.recordID, $0) } ?? sent.next()!
         }
@@ -229,13 +202,13 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
                     readable[id.zoneID] = false
                 }
             }
-            asked.append(RecordID(recordName: id.recordName, zoneID: stored))
+            asked.append(id.moved(to: stored))
         }
         let readableIDs = zip(recordIDs, asked).filter { readable[$0.0.zoneID] == true }
         var found = try await store.lookup(readableIDs.map(\.1)).makeIterator()
         return recordIDs.map { id in
             guard readable[id.zoneID] == true, let record = found.next()! else { return nil }
-            return viewed(record, in: id.zoneID)
+            return record.moved(to: id.zoneID)
         }
     }
 
@@ -257,6 +230,6 @@ public struct UserCloudDatabase: CloudDatabase, RecordScanning, SharedZoneListin
         }
         let stored = storedZone(zone)
         _ = try await access(stored, named: zone)
-        return try await scanning.scanRecords(in: stored, ofType: recordType, after: recordName, limit: limit).map { viewed($0, in: zone) }
+        return try await scanning.scanRecords(in: stored, ofType: recordType, after: recordName, limit: limit).map { $0.moved(to: zone) }
     }
 }
