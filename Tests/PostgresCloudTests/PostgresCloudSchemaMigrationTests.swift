@@ -8,7 +8,7 @@ import PostgresTesting
 import TestScheduling
 import Testing
 
-/// Cloud schemas written by earlier releases (versions 1 and 2) are upgraded in place when opened.
+/// Cloud schemas written by earlier releases (versions 1 to 3) are upgraded in place when opened.
 @Suite("PostgreSQL cloud schema migration", .heavy)
 struct PostgresCloudSchemaMigrationTests {
     @Test("a version 1 schema gains creation times: old records report their last save, updates keep it, a record saved again after deletion is created anew")
@@ -72,6 +72,44 @@ struct PostgresCloudSchemaMigrationTests {
         let subscription = CloudSubscription(id: "s", owner: "_owner", scope: .database, definition: Data("{}".utf8))
         try await cloud.saveSubscription(subscription)
         #expect(try await cloud.subscriptions(of: nil) == [subscription])
+        await cloud.close()
+    }
+
+    @Test("a version 3 schema gets the change feed's index keyed by zone expression, and its feed and tokens go on")
+    func migratesVersion3() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("cloud_migration_3")
+        let zone = ZoneID(zoneName: "Notes")
+        let configuration = PostgresCloud.Configuration(schema: "cloud", maximumConnections: 1)
+        let first = try await PostgresCloud.open(endpoint, configuration: configuration)
+        try await first.createZone(zone)
+        _ = try await first.modify(
+            (1...3).map { .create(Record(id: RecordID(recordName: "r\($0)", zoneID: zone), recordType: "Note", fields: ["n": .int64(Int64($0))])) },
+            in: zone, atomic: true)
+        let token = try await first.fetchChanges(in: zone, since: nil, limit: 2).token
+        await first.close()
+        // What the version 3 code created: the feed's index on the zone's columns.
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "making a version 3 schema") { connection in
+            for statement in [
+                "DROP INDEX cloud.records_in_feed_order", "CREATE UNIQUE INDEX records_by_seq ON cloud.records (owner_name, zone_name, seq)",
+                "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (3)",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+            }
+        }
+
+        let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
+        let indexes = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "listing indexes") { connection in
+            var names: [String] = []
+            let rows = try await connection.query("SELECT indexname FROM pg_indexes WHERE schemaname = 'cloud' AND tablename = 'records' ORDER BY 1", logger: connection.logger)
+            for try await name in rows.decode(String.self) { names.append(name) }
+            return names
+        }
+        #expect(indexes == ["records_in_feed_order", "records_pkey", "tombstones_by_age"])
+        let rest = try await cloud.fetchChanges(in: zone, since: token, limit: 10)
+        #expect(rest.modified.map(\.id.recordName) == ["r3"])
+        _ = try await cloud.modify([.create(Record(id: RecordID(recordName: "r4", zoneID: zone), recordType: "Note"))], in: zone, atomic: true)
+        #expect(try await cloud.fetchChanges(in: zone, since: rest.token, limit: 10).modified.map(\.id.recordName) == ["r4"])
+        #expect(try await cloud.lookup([RecordID(recordName: "r2", zoneID: zone), RecordID(recordName: "none", zoneID: zone)]).map { $0?.id.recordName } == ["r2", nil])
         await cloud.close()
     }
 

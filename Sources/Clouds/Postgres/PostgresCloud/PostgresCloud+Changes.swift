@@ -17,12 +17,15 @@ extension PostgresCloud {
                 after = since.sequence
                 horizon = since.horizon
             }
+            // The page is read in the feed index's order, never gathered and sorted: without
+            // statistics for the zone the planner would sort the zone's whole rest per page.
+            try await connection.query("SELECT set_config('enable_sort', 'off', true)", logger: connection.logger)
             // One row more than asked tells whether more are coming.
             let rows = try await connection.query(
                 """
                 SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields, COALESCE(created_at, modified_at)
                 FROM \(unescaped: tables.records)
-                WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND seq > \(after)
+                WHERE ARRAY[owner_name, zone_name] = ARRAY[\(zone.ownerName), \(zone.zoneName)]::text[] AND seq > \(after)
                 ORDER BY seq LIMIT \(limit + 1)
                 """, logger: connection.logger)
             var modified: [Record] = []
@@ -65,12 +68,15 @@ extension PostgresCloud {
             var found: [RecordID: Record] = [:]
             for (zone, ids) in Dictionary(grouping: recordIDs, by: \.zoneID) {
                 _ = try await Self.zoneRow(zone, tables: tables, connection: connection)
+                // Primary-key probes (`PostgresCloudSchema` says why).
                 let rows = try await connection.query(
                     """
-                    SELECT record_name, record_type, change_tag, fields, modified_at, COALESCE(created_at, modified_at)
-                    FROM \(unescaped: tables.records)
-                    WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)
-                        AND record_name = ANY(\(ids.map(\.recordName))) AND NOT deleted
+                    SELECT r.record_name, r.record_type, r.change_tag, r.fields, r.modified_at, COALESCE(r.created_at, r.modified_at)
+                    FROM unnest(\(ids.map(\.recordName))::text[]) AS u(n) CROSS JOIN LATERAL (
+                        SELECT * FROM \(unescaped: tables.records)
+                        WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name = u.n LIMIT 1
+                    ) AS r
+                    WHERE NOT r.deleted
                     """, logger: connection.logger)
                 for try await (name, type, tag, fields, modifiedAt, createdAt) in rows.decode(
                     (String, String, String?, ByteBuffer?, Int64, Int64).self)

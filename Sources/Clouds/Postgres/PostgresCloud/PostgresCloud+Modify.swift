@@ -36,11 +36,14 @@ extension PostgresCloud {
         // Names refused by the rules (NUL bytes, too long) never reach the database.
         let names = prepared.filter { $0.failure == nil }.map(\.recordID.recordName)
         var current: [RecordName: Current] = [:]
+        // One primary-key probe per name (`PostgresCloudSchema` says why not `record_name = ANY(…)`).
         let rows = try await connection.query(
             """
-            SELECT record_name, change_tag, deleted, record_type, fields, modified_at, COALESCE(created_at, modified_at)
-            FROM \(unescaped: tables.records)
-            WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name = ANY(\(names))
+            SELECT r.record_name, r.change_tag, r.deleted, r.record_type, r.fields, r.modified_at, COALESCE(r.created_at, r.modified_at)
+            FROM unnest(\(names)::text[]) AS u(n) CROSS JOIN LATERAL (
+                SELECT * FROM \(unescaped: tables.records)
+                WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name = u.n LIMIT 1
+            ) AS r
             """, logger: connection.logger)
         for try await (name, tag, deleted, type, fields, modifiedAt, createdAt) in rows.decode(
             (String, String?, Bool, String, ByteBuffer?, Int64, Int64).self)

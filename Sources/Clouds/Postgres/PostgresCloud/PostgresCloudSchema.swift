@@ -11,8 +11,10 @@ import PostgresSupport
 enum PostgresCloudSchema {
     /// 1: the first release. 2: `records.created_at`, when a record was first saved (`NULL` for
     /// records saved before: their `modified_at` stands in). 3: `subscriptions`, each user's
-    /// database and zone subscriptions.
-    static let currentVersion = 3
+    /// database and zone subscriptions. 4: the change feed's index keyed by the expression
+    /// `ARRAY[owner_name, zone_name]` instead of the two columns (`records_in_feed_order`), so
+    /// record lookups by name are always planned on the primary key.
+    static let currentVersion = 4
     /// The advisory lock key serializing schema changes (an arbitrary constant: "gwcloud").
     static let migrationLock: Int64 = 0x6777_636C_6F75_64
 
@@ -37,6 +39,10 @@ enum PostgresCloudSchema {
         if version > 0 {
             if version < 2 { try await addCreationTimes(connection, schema: s) }
             try await connection.query(PostgresQuery(unsafeSQL: subscriptionsTable(s)), logger: connection.logger)
+            if version < 4 {
+                try await connection.query(PostgresQuery(unsafeSQL: feedIndex(s)), logger: connection.logger)
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX IF EXISTS \(s).records_by_seq"), logger: connection.logger)
+            }
             try await connection.query(
                 PostgresQuery(unsafeSQL: "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))"), logger: connection.logger)
             return
@@ -71,7 +77,7 @@ enum PostgresCloudSchema {
                 PRIMARY KEY (owner_name, zone_name, record_name)
             )
             """,
-            "CREATE UNIQUE INDEX IF NOT EXISTS records_by_seq ON \(s).records (owner_name, zone_name, seq)",
+            feedIndex(s),
             "CREATE INDEX IF NOT EXISTS tombstones_by_age ON \(s).records (owner_name, zone_name, modified_at) WHERE deleted",
             """
             CREATE TABLE IF NOT EXISTS \(s).assets (
@@ -87,6 +93,19 @@ enum PostgresCloudSchema {
         for statement in statements {
             try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
         }
+    }
+
+    /// The change feed's order within a zone, keyed by an expression only the feed's query names.
+    ///
+    /// Statistics are missing or stale exactly when they matter (a new cloud's first upload, a
+    /// zone newer than the last `ANALYZE`): the planner then estimates a zone at a row or two.
+    /// With this index on the zone's columns, lookups by record name were planned on it and
+    /// filtered the whole zone per request; `record_name = ANY(…)` was even planned on the
+    /// primary key's zone prefix alone. Both quadratic in the zone's size. So lookups probe the
+    /// primary key once per name (a lateral join, every key column equal), which no other index
+    /// can serve, and the feed reads this index in order with sorting disabled.
+    private static func feedIndex(_ s: String) -> String {
+        "CREATE UNIQUE INDEX IF NOT EXISTS records_in_feed_order ON \(s).records ((ARRAY[owner_name, zone_name]), seq)"
     }
 
     /// Version 1 to 2: a nullable column, so no row is rewritten.
