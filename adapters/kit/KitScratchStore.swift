@@ -18,13 +18,13 @@ public struct KitScratchStore: ScratchStore {
     public var adapter: any ModelAdapter { kit }
 
     public func saveLocally(_ record: Record) async throws {
-        _ = try await kit.store.write(saves: [record], deletes: [])
+        try await kit.store.writeAsAnotherProgram(saves: [record], deletes: [])
     }
 
     public func deleteLocally(_ id: RecordID) async throws {
         let listing = try await kit.store.list(since: nil)
         let keys = listing.entries.map(\.key).filter { $0.recordName == id.recordName }
-        if !keys.isEmpty { _ = try await kit.store.write(saves: [], deletes: keys) }
+        if !keys.isEmpty { try await kit.store.writeAsAnotherProgram(saves: [], deletes: keys) }
     }
 
     public func storedRecords() async throws -> [RecordID: Record] {

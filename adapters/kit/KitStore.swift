@@ -20,6 +20,12 @@ public protocol KitStore: Sendable {
     ///   from what was sent or that carry a version (omit the others).
     func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry]
 
+    /// Saves and deletes these records as another program editing the store would: the
+    /// conformance check's stand-in for such an edit. A store with cursors lists these records
+    /// as changed after a cursor, where it may leave out what ``write(saves:deletes:)`` wrote (the
+    /// kit knows its own writes from their answers). Default: ``write(saves:deletes:)``.
+    func writeAsAnotherProgram(saves: [Record], deletes: [KitRecordKey]) async throws
+
     /// The record types the store holds; records of other types are not written (a zone may
     /// hold types this store has no place for). `nil`: any type.
     func servedRecordTypes() async throws -> Set<String>?
@@ -50,6 +56,9 @@ public protocol KitStore: Sendable {
 }
 
 extension KitStore {
+    public func writeAsAnotherProgram(saves: [Record], deletes: [KitRecordKey]) async throws {
+        _ = try await write(saves: saves, deletes: deletes)
+    }
     public func servedRecordTypes() async throws -> Set<String>? { nil }
     public func canHold(recordNamed name: String) -> Bool { true }
     public func notificationCount() async -> Int? { nil }

@@ -136,6 +136,16 @@ public final class PluginStore: KitStore {
     }
 
     public func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry] {
+        try await write(saves: saves, deletes: deletes, asEdit: false)
+    }
+
+    /// The same `write` message with `"edit": true`, which tells a plugin with cursors to list
+    /// these records as changed.
+    public func writeAsAnotherProgram(saves: [Record], deletes: [KitRecordKey]) async throws {
+        _ = try await write(saves: saves, deletes: deletes, asEdit: true)
+    }
+
+    private func write(saves: [Record], deletes: [KitRecordKey], asEdit: Bool) async throws -> [KitEntry] {
         let types = try await connected().handshake.declaredFields
         var stored: [KitEntry] = []
         let zone = configuration.zoneID
@@ -160,12 +170,12 @@ public final class PluginStore: KitStore {
         let operations: [(save: JSONValue?, delete: KitRecordKey?)] = encoded.map { ($0, nil) } + deletes.map { (nil, $0) }
         for start in stride(from: 0, to: operations.count, by: max(1, configuration.maxRecordsPerMessage)) {
             let chunk = operations[start..<min(operations.count, start + max(1, configuration.maxRecordsPerMessage))]
-            let answer = try await call(
-                "write",
-                [
-                    "saves": .array(chunk.compactMap(\.save)),
-                    "deletes": .array(chunk.compactMap(\.delete).map(PluginMessages.encode)),
-                ])
+            var params: [String: JSONValue] = [
+                "saves": .array(chunk.compactMap(\.save)),
+                "deletes": .array(chunk.compactMap(\.delete).map(PluginMessages.encode)),
+            ]
+            if asEdit { params["edit"] = .bool(true) }
+            let answer = try await call("write", params)
             if let records = answer["records"], records != .null {
                 guard let array = records.arrayValue else { throw malformed("answered write with a records member that is not an array") }
                 for json in array {

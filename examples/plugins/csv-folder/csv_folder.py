@@ -8,7 +8,10 @@ is). A column is added, typed by its first value, when a record brings a new fie
 
 Only the Python standard library is used. The gateway keeps all sync state; this program only
 lists, reads and writes rows, and keeps the gateway's identity marker in
-`<directory>/.gateway-store.json` (so a restored copy of the folder is recognised as one). Protocol: docs/writing-adapters.md in the Sync Gateway repository.
+`<directory>/.gateway-store.json` (so a restored copy of the folder is recognised as one). It
+offers a cursor: while no other program touched the files since the last listing, a list answers
+"no changes" at once instead of hashing every row (a change is seen from a file's modification
+time, size and inode). Protocol: docs/writing-adapters.md in the Sync Gateway repository.
 """
 import base64
 import csv
@@ -30,18 +33,35 @@ class Folder:
         self.cache = {}  # record type -> (stamp, columns, rows: {name: cells})
         self.snapshot = []  # the listing being paged
         self.versions = {}  # record type -> (rows it was computed for, {name: version})
+        # The cursor: a listing's answer tells the gateway everything up to a state of each
+        # file; later lists with that cursor answer "no changes" while every file is still in
+        # that state or in one this program wrote for the gateway (which knows those records from
+        # the write's answer; a write marked "edit" stands for another program's). Anything else,
+        # a restart included, lists everything again.
+        self.session = os.urandom(8).hex()
+        self.issued = 0  # the number in the last cursor handed out
+        self.trusted = {}  # record type -> stamp of a file state the gateway has seen whole
+        self.listed = {}  # record type -> stamp of the file state the paged listing was made of
         os.makedirs(directory, exist_ok=True)
+
+    def stamp(self, record_type):
+        try:
+            stat = os.stat(self.path(record_type))
+        except FileNotFoundError:
+            return None
+        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+    def cursor(self):
+        return "%s:%d" % (self.session, self.issued)
 
     def path(self, record_type):
         return os.path.join(self.directory, record_type + ".csv")
 
     def load(self, record_type):
         path = self.path(record_type)
-        try:
-            stat = os.stat(path)
-        except FileNotFoundError:
+        stamp = self.stamp(record_type)
+        if stamp is None:
             return [], {}
-        stamp = (stat.st_mtime_ns, stat.st_size)
         cached = self.cache.get(record_type)
         if cached and cached[0] == stamp:
             return cached[1], cached[2]
@@ -73,16 +93,29 @@ class Folder:
                 fields[column] = decode_cell(kind, cell)
         return {"recordName": name, "recordType": record_type, "fields": fields, "version": version(columns, cells)}
 
-    def listing(self, continuation):
+    def listing(self, cursor, continuation):
+        if continuation is None and cursor is not None and cursor == self.cursor():
+            if all(record_type in self.trusted and self.trusted[record_type] == self.stamp(record_type) for record_type in self.record_types):
+                return {"records": [], "deleted": [], "complete": False, "cursor": cursor, "continuation": None}
         if continuation is None:
             self.snapshot = []
+            self.listed = {}
             for record_type in self.record_types:
+                before = self.stamp(record_type)
                 for name, row_version in self.versions_of(record_type).items():
                     self.snapshot.append({"recordName": name, "recordType": record_type, "version": row_version})
+                # Trusted only if the file did not change while it was read.
+                if before == self.stamp(record_type):
+                    self.listed[record_type] = before
         start = int(continuation or 0)
         page = self.snapshot[start:start + PAGE]
         following = start + PAGE if start + PAGE < len(self.snapshot) else None
-        return {"records": page, "complete": True, "continuation": None if following is None else str(following)}
+        answer = {"records": page, "complete": True, "continuation": None if following is None else str(following)}
+        if following is None:
+            self.issued += 1
+            self.trusted = dict(self.listed)
+            answer["cursor"] = self.cursor()
+        return answer
 
     def read(self, keys):
         found = []
@@ -116,7 +149,7 @@ class Folder:
         os.replace(temporary, path)
         return {}
 
-    def write(self, saves, deletes):
+    def write(self, saves, deletes, edit=False):
         stored = []
         touched = {}
         for record in saves:
@@ -127,11 +160,17 @@ class Folder:
             if record_type not in self.record_types:
                 raise PluginFailure("unknownRecordType", "this folder has no record type " + record_type)
         for record_type, (type_saves, type_deletes) in touched.items():
+            # Trust survives this write only if nothing else changed the file since it was trusted.
+            keeps_trust = not edit and record_type in self.trusted and self.trusted[record_type] == self.stamp(record_type)
+            self.trusted.pop(record_type, None)
             old_columns, rows = self.load(record_type)
             columns = list(old_columns)
             known = {name for name, _ in columns}
             for record in type_saves:
-                for field, value in sorted(record.get("fields", {}).items()):
+                fields = record.get("fields", {})
+                if known.issuperset(fields):
+                    continue
+                for field, value in sorted(fields.items()):
                     if field not in known:
                         columns.append((field, column_kind(value)))
                         known.add(field)
@@ -161,6 +200,8 @@ class Folder:
                 self.cache.pop(record_type, None)  # the file is what counts: read it again
                 self.versions.pop(record_type, None)
                 raise
+            if keeps_trust:
+                self.trusted[record_type] = self.cache[record_type][0]
             cached = self.versions.get(record_type)
             if cached is not None and cached[0] is rows:
                 cached[1].update(versions)
@@ -196,8 +237,7 @@ class Folder:
         self.remember(record_type, columns, rows)
 
     def remember(self, record_type, columns, rows):
-        stat = os.stat(self.path(record_type))
-        self.cache[record_type] = ((stat.st_mtime_ns, stat.st_size), columns, rows)
+        self.cache[record_type] = (self.stamp(record_type), columns, rows)
 
 
 class PluginFailure(Exception):
@@ -218,24 +258,34 @@ def version(columns, cells):
     end = len(cells)
     while end and cells[end - 1] == "":
         end -= 1
-    names = "\x1f".join(f"{name}:{kind}" for name, kind in columns[:end])
-    return hashlib.blake2b(("\x1e".join(cells[:end]) + "\x1d" + names).encode(), digest_size=12).hexdigest()
+    header = tuple(columns[:end])
+    names = HEADER_TEXTS.get(header)
+    if names is None:
+        names = HEADER_TEXTS[header] = "\x1d" + "\x1f".join(f"{name}:{kind}" for name, kind in header)
+    return hashlib.blake2b(("\x1e".join(cells[:end]) + names).encode(), digest_size=12).hexdigest()
+
+
+HEADER_TEXTS = {}  # columns -> their part of a version's hashed text, built once per set of columns
+KINDS = {"STRING": "string", "INT64": "int64", "DOUBLE": "double", "TIMESTAMP": "timestamp", "BYTES": "bytes"}
 
 
 def column_kind(field):
     kind = field.get("type")
-    value = field.get("value")
     if kind is None:
+        value = field.get("value")
         kind = "STRING" if isinstance(value, str) else "INT64" if isinstance(value, int) else "DOUBLE" if isinstance(value, float) else "JSON"
-    return {"STRING": "string", "INT64": "int64", "DOUBLE": "double", "TIMESTAMP": "timestamp", "BYTES": "bytes"}.get(kind, "json")
+    return KINDS.get(kind, "json")
 
 
 def encode_cell(kind, field):
     if field is None:
         return ""
-    if column_kind(field) != kind:
-        kind = "json"
     value = field.get("value")
+    declared = field.get("type")
+    if declared == "STRING" and kind == "string" and value.__class__ is str:
+        return value
+    if (KINDS.get(declared, "json") if declared is not None else column_kind(field)) != kind:
+        kind = "json"
     if kind == "json":
         return json.dumps(field, separators=(",", ":"), sort_keys=True)
     if kind == "double":
@@ -281,15 +331,15 @@ def main():
                 result = {
                     "protocol": PROTOCOL,
                     "plugin": "csv-folder 1.0",
-                    "capabilities": {"cursor": False, "notifications": False, "identity": True},
+                    "capabilities": {"cursor": True, "notifications": False, "identity": True},
                     "recordTypes": [{"name": name, "fields": [c for c, _ in folder.load(name)[0]]} for name in types],
                 }
             elif method == "list":
-                result = folder.listing(params.get("continuation"))
+                result = folder.listing(params.get("cursor"), params.get("continuation"))
             elif method == "read":
                 result = folder.read(params.get("records") or [])
             elif method == "write":
-                result = folder.write(params.get("saves") or [], params.get("deletes") or [])
+                result = folder.write(params.get("saves") or [], params.get("deletes") or [], bool(params.get("edit")))
             elif method == "identity":
                 result = folder.identity()
             elif method == "setIdentity":
