@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One figure a scenario produced, with the goal it is held to when it has one.
 struct Measurement: Codable {
@@ -70,4 +71,23 @@ func timedSync<T>(_ body: () throws -> T) rethrows -> (T, Double) {
     let start = clock.now
     let result = try body()
     return (result, (clock.now - start) / .seconds(1))
+}
+
+/// The peak resident memory of another process (its `VmHWM`), as last sampled while it ran.
+final class PeakMemoryWatch: Sendable {
+    let pid: pid_t
+    private let peakKilobytes = Mutex<Double>(0)
+
+    init(pid: pid_t) { self.pid = pid }
+
+    /// Reads the process's peak so far; a process that has ended leaves the last reading.
+    func sample() {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kilobytes = line.split(separator: " ").compactMap { Double($0) }.first ?? 0
+            peakKilobytes.withLock { $0 = max($0, kilobytes) }
+        }
+    }
+
+    var megabytes: Double { peakKilobytes.withLock { $0 } / 1024 }
 }

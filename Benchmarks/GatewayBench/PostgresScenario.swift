@@ -124,14 +124,16 @@ struct PostgresInitialSyncScenario: Scenario {
     }
 
     /// Times pgloader migrating the `note` table (schema and data) into the database's public schema.
-    static func runPgloader(_ pgloader: String, source: String, database: PostgresEndpoint, workDirectory: URL) async throws -> Double {
+    static func runPgloader(
+        _ pgloader: String, source: String, database: PostgresEndpoint, workDirectory: URL, table: String = "note"
+    ) async throws -> Double {
         let script = workDirectory.appendingPathComponent("load.pgl")
         let target = "postgresql://\(database.username)@\(database.host):\(database.port)/\(database.database)"
         try Data(
             """
             LOAD DATABASE FROM sqlite://\(source) INTO \(target)
             WITH include drop, create tables, create indexes, reset sequences
-            INCLUDING ONLY TABLE NAMES LIKE 'note';
+            INCLUDING ONLY TABLE NAMES LIKE '\(table)';
             """.utf8
         ).write(to: script)
         let log = workDirectory.appendingPathComponent("pgloader.log").path

@@ -17,7 +17,7 @@ struct BenchmarkError: Error, CustomStringConvertible {
 
 nonisolated(unsafe) let scenarios: [any Scenario] = [
     EmbeddedCloudScenario(), SQLiteInitialSyncScenario(), SQLiteIncrementalScenario(), SQLiteInsertScenario(),
-    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), PostgresWholeProcessScenario(), PostgresInsertScenario(), PostgresPoolScenario(), CloudRoundTripProcessScenario(), PluginProcessScenario(), ResolverProcessScenario(), ProcessorProcessScenario(),
+    SQLiteEncryptionScenario(), SQLiteAssetsScenario(), JSONInitialSyncScenario(), JSONRescanScenario(), PostgresInitialSyncScenario(), PostgresWholeProcessScenario(), PostgresCloudProcessScenario(), PostgresInsertScenario(), PostgresPoolScenario(), CloudRoundTripProcessScenario(), PluginProcessScenario(), PluginMemoryScenario(), ResolverProcessScenario(), ProcessorProcessScenario(),
     ServiceLatencyScenario(), EndpointLatencyScenario(),
     CloudKitInitialSyncScenario(),
     SQLiteMemoryScenario(),
@@ -75,7 +75,7 @@ do {
     #endif
     var report = Report(date: ISO8601DateFormatter().string(from: Date()), machine: machineDescription(), records: options.records, results: [:])
     print("machine: \(report.machine)")
-    for scenario in scenarios where options.selected.contains(scenario.name) || (options.selected.isEmpty && scenario.name != "sqlite-memory") {
+    for scenario in scenarios where options.selected.contains(scenario.name) || (options.selected.isEmpty && !["sqlite-memory", "plugin-memory"].contains(scenario.name)) {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
