@@ -25,7 +25,7 @@ extension PostgresCloud {
                 """
                 SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields, COALESCE(created_at, modified_at)
                 FROM \(unescaped: tables.records)
-                WHERE ARRAY[owner_name, zone_name] = ARRAY[\(zone.ownerName), \(zone.zoneName)]::text[] AND seq > \(after)
+                WHERE owner_name COLLATE "C" = \(zone.ownerName) AND zone_name COLLATE "C" = \(zone.zoneName) AND seq > \(after)
                 ORDER BY seq LIMIT \(limit + 1)
                 """, logger: connection.logger)
             var modified: [Record] = []
