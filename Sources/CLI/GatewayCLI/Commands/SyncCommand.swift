@@ -2,6 +2,7 @@ import ArgumentParser
 import GatewayCore
 import GatewayKinds
 import GatewayConfig
+import GatewayService
 
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -30,7 +31,9 @@ struct SyncCommand: AsyncParsableCommand {
             }
             configuration.adapters[index].settings.joinPrefers = .store
         }
-        let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver(progress))
+        let (names, observer) = (adapter, Self.progressObserver(progress))
+        let loaded = configuration
+        let report = try await HeapTrimmer().whileRunning { try await ManualSync.run(loaded, adapters: names, observer: observer) }
         Console.out(SyncSummary.render(report, zones: Self.zones(configuration), templates: !configuration.sharedTemplates.isEmpty))
         if !report.succeeded { throw ExitCode(ExitStatus.syncFailed) }
     }
