@@ -49,7 +49,6 @@ struct RunCommand: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [
-                    .init(service: HeapTrimmer(), successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "heap trimmer"),
                     .init(service: scheduler.session, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "sync session"),
                     .init(service: control, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "control server"),
                     .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "sync scheduler"),

@@ -2,7 +2,6 @@ import ArgumentParser
 import GatewayCore
 import GatewayKinds
 import GatewayConfig
-import GatewayService
 
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,9 +30,7 @@ struct SyncCommand: AsyncParsableCommand {
             }
             configuration.adapters[index].settings.joinPrefers = .store
         }
-        let (names, observer) = (adapter, Self.progressObserver(progress))
-        let loaded = configuration
-        let report = try await HeapTrimmer().whileRunning { try await ManualSync.run(loaded, adapters: names, observer: observer) }
+        let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver(progress))
         Console.out(SyncSummary.render(report, zones: Self.zones(configuration), templates: !configuration.sharedTemplates.isEmpty))
         if !report.succeeded { throw ExitCode(ExitStatus.syncFailed) }
     }
