@@ -175,11 +175,11 @@ final class HistoryPluginStore: HistoryStore {
             draws = random.Random(int(os.environ.get("HISTORY_CRASH_SEED", "0")) * 1000003 + starts)
             write = csv_folder.Folder.write
 
-            def crashing_write(self, saves, deletes):
+            def crashing_write(self, saves, deletes, *rest):
                 roll = draws.random()
                 if roll < chance / 2:
                     os._exit(70)  # dies before writing anything
-                result = write(self, saves, deletes)
+                result = write(self, saves, deletes, *rest)
                 if roll < chance:
                     os._exit(71)  # wrote everything, never answered
                 return result
