@@ -52,20 +52,10 @@ struct PostgresCloudSchemaMigrationTests {
 
     @Test("a version 2 schema gains the subscriptions table and keeps its records")
     func migratesVersion2() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("cloud_migration_2")
-        let zone = ZoneID(zoneName: "Notes")
-        let configuration = PostgresCloud.Configuration(schema: "cloud", maximumConnections: 1)
-        let first = try await PostgresCloud.open(endpoint, configuration: configuration)
-        try await first.createZone(zone)
-        _ = try await first.modify(
-            [.create(Record(id: RecordID(recordName: "kept", zoneID: zone), recordType: "Note", fields: ["n": .int64(1)]))], in: zone, atomic: true)
+        let (endpoint, zone, configuration, first) = try await Self.cloudHolding(["kept"], label: "cloud_migration_2")
         await first.close()
         // What the version 2 code created: everything but the subscriptions.
-        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "making a version 2 schema") { connection in
-            for statement in ["DROP TABLE cloud.subscriptions", "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (2)"] {
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
-            }
-        }
+        try await Self.execute(["DROP TABLE cloud.subscriptions", "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (2)"], on: endpoint)
 
         let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
         #expect(try await cloud.lookup([RecordID(recordName: "kept", zoneID: zone)]).first??.recordType == "Note")
@@ -75,27 +65,17 @@ struct PostgresCloudSchemaMigrationTests {
         await cloud.close()
     }
 
-    @Test("a version 3 schema gets the change feed's index keyed by zone expression, and its feed and tokens go on")
+    @Test("a version 3 schema gets the change feed's index in the C collation, and its feed, tokens and lookups go on")
     func migratesVersion3() async throws {
-        let endpoint = try await PostgresTestServer.freshDatabase("cloud_migration_3")
-        let zone = ZoneID(zoneName: "Notes")
-        let configuration = PostgresCloud.Configuration(schema: "cloud", maximumConnections: 1)
-        let first = try await PostgresCloud.open(endpoint, configuration: configuration)
-        try await first.createZone(zone)
-        _ = try await first.modify(
-            (1...3).map { .create(Record(id: RecordID(recordName: "r\($0)", zoneID: zone), recordType: "Note", fields: ["n": .int64(Int64($0))])) },
-            in: zone, atomic: true)
+        let (endpoint, zone, configuration, first) = try await Self.cloudHolding(["r1", "r2", "r3"], label: "cloud_migration_3")
         let token = try await first.fetchChanges(in: zone, since: nil, limit: 2).token
         await first.close()
         // What the version 3 code created: the feed's index on the zone's columns.
-        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "making a version 3 schema") { connection in
-            for statement in [
+        try await Self.execute(
+            [
                 "DROP INDEX cloud.records_in_feed_order", "CREATE UNIQUE INDEX records_by_seq ON cloud.records (owner_name, zone_name, seq)",
                 "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (3)",
-            ] {
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
-            }
-        }
+            ], on: endpoint)
 
         let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
         let indexes = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "listing indexes") { connection in
@@ -111,6 +91,30 @@ struct PostgresCloudSchemaMigrationTests {
         #expect(try await cloud.fetchChanges(in: zone, since: rest.token, limit: 10).modified.map(\.id.recordName) == ["r4"])
         #expect(try await cloud.lookup([RecordID(recordName: "r2", zoneID: zone), RecordID(recordName: "none", zoneID: zone)]).map { $0?.id.recordName } == ["r2", nil])
         await cloud.close()
+    }
+
+    /// A cloud in schema `cloud` of a fresh database, holding `Note` records of these names in zone `Notes`.
+    private static func cloudHolding(_ names: [String], label: String) async throws
+        -> (PostgresEndpoint, ZoneID, PostgresCloud.Configuration, PostgresCloud)
+    {
+        let endpoint = try await PostgresTestServer.freshDatabase(label)
+        let zone = ZoneID(zoneName: "Notes")
+        let configuration = PostgresCloud.Configuration(schema: "cloud", maximumConnections: 1)
+        let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
+        try await cloud.createZone(zone)
+        _ = try await cloud.modify(
+            names.enumerated().map { .create(Record(id: RecordID(recordName: $1, zoneID: zone), recordType: "Note", fields: ["n": .int64(Int64($0 + 1))])) },
+            in: zone, atomic: true)
+        return (endpoint, zone, configuration, cloud)
+    }
+
+    /// Runs `statements` in order, to turn the schema back into an earlier release's.
+    private static func execute(_ statements: [String], on endpoint: PostgresEndpoint) async throws {
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "making an earlier schema") { connection in
+            for statement in statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
+            }
+        }
     }
 
     private static func saved(_ result: RecordOperationResult) -> Record? {
