@@ -11,7 +11,7 @@ lists, reads and writes rows, and keeps the gateway's identity marker in
 `<directory>/.gateway-store.json` (so a restored copy of the folder is recognised as one). It
 offers a cursor: while no other program touched the files since the last listing, a list answers
 "no changes" at once instead of hashing every row (a change is seen from a file's modification
-time, size and inode). Protocol: docs/writing-adapters.md in the Sync Gateway repository.
+time, change time, size and inode). Protocol: docs/writing-adapters.md in the Sync Gateway repository.
 """
 import base64
 import csv
@@ -49,7 +49,7 @@ class Folder:
             stat = os.stat(self.path(record_type))
         except FileNotFoundError:
             return None
-        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        return (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
 
     def cursor(self):
         return "%s:%d" % (self.session, self.issued)
@@ -107,10 +107,17 @@ class Folder:
                 # Trusted only if the file did not change while it was read.
                 if before == self.stamp(record_type):
                     self.listed[record_type] = before
-        start = int(continuation or 0)
+        start = 0
+        if continuation is not None:
+            # A continuation names the listing it pages: one from before a restart pages nothing
+            # this process holds, and answering it as the end would read as every later record deleted.
+            session, _, offset = str(continuation).partition(":")
+            if session != self.session or not offset.isdigit():
+                raise PluginFailure("staleContinuation", "this listing's continuation is from an earlier start of the plugin; list again")
+            start = int(offset)
         page = self.snapshot[start:start + PAGE]
         following = start + PAGE if start + PAGE < len(self.snapshot) else None
-        answer = {"records": page, "complete": True, "continuation": None if following is None else str(following)}
+        answer = {"records": page, "complete": True, "continuation": None if following is None else "%s:%d" % (self.session, following)}
         if following is None:
             self.issued += 1
             self.trusted = dict(self.listed)
