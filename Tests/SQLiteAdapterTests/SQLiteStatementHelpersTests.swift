@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import GatewayTesting
 import SQLiteSupport
 import Testing
@@ -56,6 +57,26 @@ struct SQLiteStatementHelpersTests {
         }
         #expect(rows.map { $0[1] as Int64 } == (0..<count).map(Int64.init))
         #expect(rows.map { $0[0] as String } == (0..<count).map { Self.hostile[$0 % Self.hostile.count] + String($0) })
+    }
+
+    @Test("rows too wide for a full group under the connection's parameter limit go in smaller groups, or one by one")
+    func manyRowsWide() throws {
+        let database = try DatabaseQueue()
+        for columns in [30, 600] {
+            let rows = try database.write { db -> [[Int64]] in
+                // A build of SQLite may allow as few as 999 parameters to a statement.
+                sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, 1_000)
+                let names = (0..<columns).map { "c\($0)" }
+                try db.execute(sql: "DROP TABLE IF EXISTS wide; CREATE TABLE wide (" + names.map { $0 + " INTEGER" }.joined(separator: ", ") + ")")
+                var statement = try ManyRowStatement(db, argumentsPerRow: columns) { rows in
+                    "INSERT INTO wide VALUES " + rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
+                }
+                for row in 0..<70 { try statement.add((0..<columns).map { .integer(Int64(row * columns + $0)) }) }
+                try statement.finish()
+                return try Row.fetchAll(db, sql: "SELECT * FROM wide ORDER BY rowid").map { row in (0..<columns).map { row[$0] as Int64 } }
+            }
+            #expect(rows == (0..<70).map { row in (0..<columns).map { Int64(row * columns + $0) } })
+        }
     }
 
     @Test("a many-row statement fails as a whole statement on a constraint, keeps the groups before, and does not retry the failed one")

@@ -60,7 +60,7 @@ final class ResolvedTable: Sendable {
         self.keyColumns = keys.map(column)
         self.valueColumns = synced.map(column)
         self.layout = RecordLayout(synced.map(\.name))
-        (selectRowSQL, deleteRowSQL, upsertSQL) = Self.statements(
+        (selectRowSQL, deleteRowSQL) = Self.statements(
             table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
         selectRowsSQL = Self.selectRowsStatement(table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
         let template = try RecordNameTemplate(
@@ -77,7 +77,6 @@ final class ResolvedTable: Sendable {
     /// Statements built once per table, since they are used per row.
     let selectRowSQL: String
     let deleteRowSQL: String
-    let upsertSQL: String
     /// Selects the key and values of many rows at once, for a single INTEGER or TEXT key: the
     /// keys are bound as one JSON array. `nil` for other keys, which are read row by row.
     let selectRowsSQL: String?
@@ -112,18 +111,32 @@ final class ResolvedTable: Sendable {
         return "SELECT \(selected) FROM \(SQLQuoting.identifier(table)) WHERE \(key) IN (SELECT value FROM json_each(?))"
     }
 
-    static func statements(table: String, keyColumns: [Column], valueColumns: [Column]) -> (select: String, delete: String, upsert: String) {
+    /// Upserts of rows by key, many rows to a statement (``upsertValues(for:mapping:)`` gives a
+    /// row's values): a page's rows cost one statement execution per group instead of per row.
+    func upserts(_ db: Database) throws -> ManyRowStatement {
+        try ManyRowStatement(db, argumentsPerRow: keyColumns.count + valueColumns.count) { [self] rows in
+            Self.upsertStatement(table: table, keyColumns: keyColumns, valueColumns: valueColumns, rows: rows)
+        }
+    }
+
+    /// `INSERT … VALUES … ON CONFLICT (key) DO UPDATE` of `rows`, each given as its parameters.
+    static func upsertStatement(table: String, keyColumns: [Column], valueColumns: [Column], rows: [[String]]) -> String {
+        let keys = keyColumns.map { SQLQuoting.identifier($0.name) }
+        let values = valueColumns.map { SQLQuoting.identifier($0.name) }
+        let update = values.isEmpty ? "NOTHING" : "UPDATE SET " + values.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        let rowList = rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
+        return "INSERT INTO \(SQLQuoting.identifier(table)) (\((keys + values).joined(separator: ", "))) VALUES \(rowList) ON CONFLICT (\(keys.joined(separator: ", "))) DO \(update)"
+    }
+
+    static func statements(table: String, keyColumns: [Column], valueColumns: [Column]) -> (select: String, delete: String) {
         let quotedTable = SQLQuoting.identifier(table)
         let keys = keyColumns.map { SQLQuoting.identifier($0.name) }
         let values = valueColumns.map { SQLQuoting.identifier($0.name) }
         let matchKey = keys.map { "\($0) = ?" }.joined(separator: " AND ")
         let selected = values.isEmpty ? "1" : values.joined(separator: ", ")
-        let names = keys + values
-        let update = values.isEmpty ? "NOTHING" : "UPDATE SET " + values.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         return (
             "SELECT \(selected) FROM \(quotedTable) WHERE \(matchKey)",
-            "DELETE FROM \(quotedTable) WHERE \(matchKey)",
-            "INSERT INTO \(quotedTable) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", "))) ON CONFLICT (\(keys.joined(separator: ", "))) DO \(update)"
+            "DELETE FROM \(quotedTable) WHERE \(matchKey)"
         )
     }
 
@@ -188,7 +201,7 @@ final class ResolvedTable: Sendable {
         }
     }
 
-    /// The values for ``upsertSQL``: the key from the record name, the other columns from fields
+    /// A row's values for ``upserts(_:)``: the key from the record name, the other columns from fields
     /// by position (a field this table has no column for is not stored).
     func upsertValues(for record: Record, mapping: LayoutMapping) throws -> [BindableValue] {
         let keys = try keyValues(of: record.id.recordName)

@@ -341,7 +341,9 @@ public final class SQLiteAdapter: ModelAdapter {
             try db.cachedStatement(sql: #"INSERT INTO "_gateway_applying" (flag) VALUES (1)"#).execute()
             try db.cachedStatement(sql: "PRAGMA defer_foreign_keys = ON").execute()
             var current: [RecordName: Int64] = [:]
-            if !changes.expectedPendingVersions.isEmpty {
+            // The write folded the trigger log first: with no pending change at all, every
+            // record's current pending version is none, and no name needs looking up.
+            if !changes.expectedPendingVersions.isEmpty, try Self.hasPendingChanges(db) {
                 let cursor = try Row.fetchCursor(
                     db.cachedStatement(
                         sql: #"SELECT record_name, version FROM "_gateway_changes" WHERE record_name IN (SELECT value FROM json_each(?))"#),
@@ -353,14 +355,16 @@ public final class SQLiteAdapter: ModelAdapter {
                 skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]
-            var mapped: (layout: RecordLayout, table: ResolvedTable, mapping: LayoutMapping, statement: BoundStatement)?
+            var mapped: (layout: RecordLayout, table: ResolvedTable, mapping: LayoutMapping, upserts: ManyRowStatement)?
             for record in changes.writes where !skipped.contains(record.id) {
                 guard let table = catalog.byType[record.recordType] else {
                     skipped.insert(record.id)  // a record type this store does not hold
                     continue
                 }
                 if mapped?.layout !== record.layout || mapped?.table !== table {
-                    mapped = (record.layout, table, table.mapping(from: record.layout), BoundStatement(try db.cachedStatement(sql: table.upsertSQL)))
+                    // Rows held for one table are written before another statement runs.
+                    try mapped?.upserts.finish()
+                    mapped = (record.layout, table, table.mapping(from: record.layout), try table.upserts(db))
                 }
                 let values: [BindableValue]
                 do {
@@ -372,9 +376,10 @@ public final class SQLiteAdapter: ModelAdapter {
                     skipped.insert(record.id)
                     continue
                 }
-                try mapped!.statement.execute(values)
+                try mapped!.upserts.add(values)
                 tables[record.id] = table.table
             }
+            try mapped?.upserts.finish()
             for id in changes.deletes where !skipped.contains(id) {
                 guard let tableName = try Self.tableName(of: id, db: db), let table = catalog.byTable[tableName],
                     let keys = try? table.keyValues(of: id.recordName)
@@ -475,6 +480,10 @@ public final class SQLiteAdapter: ModelAdapter {
             return nil
         }
         return table.record(from: row, id: id)
+    }
+
+    private static func hasPendingChanges(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_changes")"#)) == true
     }
 
     private static func tableName(of id: RecordID, db: Database) throws -> String? {
