@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GatewayCore
+import SQLiteSupport
 import Synchronization
 
 /// What a ``KitAdapter`` syncs: one store, one zone, and where its sync state lives.
@@ -444,14 +445,17 @@ public final class KitAdapter: ModelAdapter {
             for entry in stored {
                 if let observed = KitRecordObservation.observed(entry) { observedAfter[entry.key.name] = observed }
             }
+            var records = try KitStateDatabase.recordsWriter(db)
             for record in journal.saves {
                 let name = record.id.recordName
-                try db.cachedStatement(sql: "INSERT OR REPLACE INTO records (record_name, record_type, observed) VALUES (?, ?, ?)")
-                    .execute(arguments: [name, record.recordType, observedAfter[RecordName(name)] ?? KitRecordObservation.observed(record)])
-                // A local delete that a merge turned into a record to keep (an edit beat it) is a
-                // save now: what stays pending is uploading the record as written.
-                try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL")
-                    .execute(arguments: [record.recordType, name])
+                try records.add([.text(name), .text(record.recordType), .text(observedAfter[RecordName(name)] ?? KitRecordObservation.observed(record))])
+            }
+            try records.finish()
+            // A local delete that a merge turned into a record to keep (an edit beat it) is a
+            // save now: what stays pending is uploading the record as written.
+            if try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE record_type IS NULL)")) == true {
+                let typed = BoundStatement(try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL"))
+                for record in journal.saves { try typed.execute(.text(record.recordType), .text(record.id.recordName)) }
             }
             for key in journal.deletes {
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])

@@ -56,9 +56,13 @@ struct KitStateDatabase: Sendable {
         if try !Row.fetchAll(db, sql: "PRAGMA table_info(records)").contains(where: { $0["name"] == "seen_epoch" }) {
             try db.execute(sql: "ALTER TABLE records ADD COLUMN seen_epoch INTEGER")
         }
+        // A row inserted with the epoch already (``recordsWriter(_:)``) is not written twice.
+        // Defined again at each open, so state of an earlier release gets this form too.
         try db.execute(
             sql: """
-                CREATE TRIGGER IF NOT EXISTS records_seen_epoch AFTER INSERT ON records BEGIN
+                DROP TRIGGER IF EXISTS records_seen_epoch;
+                CREATE TRIGGER records_seen_epoch AFTER INSERT ON records
+                WHEN NEW.seen_epoch IS NOT (SELECT epoch FROM identity WHERE id = 1) BEGIN
                     UPDATE records SET seen_epoch = (SELECT epoch FROM identity WHERE id = 1) WHERE record_name = NEW.record_name;
                 END;
                 """)
@@ -118,15 +122,38 @@ struct KitStateDatabase: Sendable {
     /// Commits the per-record part of `update` (metadata, removals, settled versions) for the
     /// records `included` accepts, without failures or the zone state.
     static func commitRecords(of update: SyncStateUpdate, where included: (RecordName) -> Bool, db: Database) throws {
+        // A page's metadata goes in 50 records to a statement: one execution per record was the
+        // largest part of committing a downloaded page.
+        var metadata = try ManyRowStatement(db, argumentsPerRow: 2) { rows in
+            "INSERT OR REPLACE INTO metadata (record_name, data) VALUES " + rows.map { "(\($0[0]), \($0[1]))" }.joined(separator: ", ")
+        }
         for (id, data) in update.metadata where included(id.name) {
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO metadata (record_name, data) VALUES (?, ?)").execute(arguments: [id.recordName, data])
+            try metadata.add([.text(id.recordName), .blob(data)])
         }
+        try metadata.finish()
+        let removeMetadata = BoundStatement(try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?"))
         for id in update.removedMetadata where included(id.name) {
-            try db.cachedStatement(sql: "DELETE FROM metadata WHERE record_name = ?").execute(arguments: [id.recordName])
+            try removeMetadata.execute(.text(id.recordName))
         }
+        guard !update.settled.isEmpty else { return }
+        let settle = BoundStatement(try db.cachedStatement(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?"))
+        let clearFailure = BoundStatement(try db.cachedStatement(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?"))
+        // Failure marks are rare: no statement per record to clear them when there are none.
+        let hasFailures = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM failures)")) ?? true
         for (id, version) in update.settled where included(id.name) {
-            try db.cachedStatement(sql: "DELETE FROM changes WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
-            try db.cachedStatement(sql: "DELETE FROM failures WHERE record_name = ? AND version <= ?").execute(arguments: [id.recordName, version])
+            try settle.execute(.text(id.recordName), .integer(version))
+            if hasFailures { try clearFailure.execute(.text(id.recordName), .integer(version)) }
+        }
+    }
+
+    /// Records what the kit knows of records the store holds (`records`: name, type, what was
+    /// observed), 50 to a statement, with the store's current epoch (so the epoch trigger has
+    /// nothing to do). Call ``ManyRowStatement/finish()`` before anything else reads or writes
+    /// `records`.
+    static func recordsWriter(_ db: Database) throws -> ManyRowStatement {
+        try ManyRowStatement(db, argumentsPerRow: 3) { rows in
+            "INSERT OR REPLACE INTO records (record_name, record_type, observed, seen_epoch) VALUES "
+                + rows.map { "(\($0[0]), \($0[1]), \($0[2]), (SELECT epoch FROM identity WHERE id = 1))" }.joined(separator: ", ")
         }
     }
 

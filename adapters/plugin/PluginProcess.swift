@@ -107,14 +107,29 @@ final class PluginProcess: Sendable {
 
     /// Sends a request and waits for its answer's `result`.
     func request(_ method: String, params: JSONValue, timeout: Duration) async throws -> JSONValue {
+        var serialized = JSONWriter(capacity: 256)
+        try serialized.value(params)
+        return try await request(method, serializedParams: serialized.bytes, timeout: timeout)
+    }
+
+    /// Sends a request whose params are given as their JSON text and waits for its answer's
+    /// `result`. The message is the serialized `{"id", "method", "params"}` object, members in
+    /// sorted order.
+    func request(_ method: String, serializedParams params: [UInt8], timeout: Duration) async throws -> JSONValue {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
         }
-        let message: JSONValue = .object(["id": .integer(Int64(id)), "method": .string(method), "params": params])
-        var encoded = try message.serialized()
-        encoded.append(UInt8(ascii: "\n"))
-        let line = encoded
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(params.count + method.utf8.count + 48)
+        encoded.append(contentsOf: #"{"id":"#.utf8)
+        encoded.append(contentsOf: String(id).utf8)
+        encoded.append(contentsOf: #","method":"#.utf8)
+        JSONValue.writeString(method, into: &encoded)
+        encoded.append(contentsOf: #","params":"#.utf8)
+        encoded.append(contentsOf: params)
+        encoded.append(contentsOf: "}\n".utf8)
+        let line = Data(encoded)
         guard line.count <= configuration.maxMessageBytes else {
             throw error(.oversizedMessage, "the \(method) request would be \(line.count) bytes, more than max_message_bytes (\(configuration.maxMessageBytes)); lower max_records_per_message")
         }

@@ -149,33 +149,51 @@ public final class PluginStore: KitStore {
         let types = try await connected().handshake.declaredFields
         var stored: [KitEntry] = []
         let zone = configuration.zoneID
-        var encoded: [JSONValue] = []
-        encoded.reserveCapacity(saves.count)
+        // Every record is written out before anything is sent, so a record that cannot be sent
+        // fails the write before the plugin sees any of it.
+        var records: [JSONWriter] = []
+        records.reserveCapacity(saves.count)
         for record in saves {
             guard Self.isSendable(record.id.recordName) else {
                 throw PluginError(
                     .unsendableRecord, adapter: configuration.adapterName, plugin: configuration.displayName,
                     "a record whose name is empty, longer than 255 bytes or holds control characters cannot be sent to a plugin")
             }
+            var written = JSONWriter(capacity: 256)
             do {
-                encoded.append(try PluginMessages.encode(record, zone: zone))
+                try PluginMessages.write(record, zone: zone, into: &written)
             } catch {
                 throw PluginError(
                     .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
                     "record \(record.id.recordName) cannot be sent: \(error.message)", underlying: error)
             }
+            records.append(written)
         }
-        guard !encoded.isEmpty || !deletes.isEmpty else { return [] }
+        guard !saves.isEmpty || !deletes.isEmpty else { return [] }
         // Saves first, then deletes, at most max_records_per_message in one message.
-        let operations: [(save: JSONValue?, delete: KitRecordKey?)] = encoded.map { ($0, nil) } + deletes.map { (nil, $0) }
-        for start in stride(from: 0, to: operations.count, by: max(1, configuration.maxRecordsPerMessage)) {
-            let chunk = operations[start..<min(operations.count, start + max(1, configuration.maxRecordsPerMessage))]
-            var params: [String: JSONValue] = [
-                "saves": .array(chunk.compactMap(\.save)),
-                "deletes": .array(chunk.compactMap(\.delete).map(PluginMessages.encode)),
-            ]
-            if asEdit { params["edit"] = .bool(true) }
-            let answer = try await call("write", params)
+        let perMessage = max(1, configuration.maxRecordsPerMessage)
+        let operations = saves.count + deletes.count
+        for start in stride(from: 0, to: operations, by: perMessage) {
+            let end = min(operations, start + perMessage)
+            let savesInChunk = min(start, saves.count)..<min(end, saves.count)
+            let deletesInChunk = max(start, saves.count) - saves.count..<max(end, saves.count) - saves.count
+            // The members in sorted order, as a serialized object has them.
+            var params = JSONWriter(capacity: savesInChunk.count * 256 + deletesInChunk.count * 64 + 64)
+            params.beginObject()
+            params.key("deletes")
+            params.beginArray()
+            for index in deletesInChunk { PluginMessages.write(deletes[index], into: &params) }
+            params.endArray()
+            if asEdit {
+                params.key("edit")
+                try params.value(.bool(true))
+            }
+            params.key("saves")
+            params.beginArray()
+            for index in savesInChunk { params.value(records[index]) }
+            params.endArray()
+            params.endObject()
+            let answer = try await call("write", serializedParams: params.bytes)
             if let records = answer["records"], records != .null {
                 guard let array = records.arrayValue else { throw malformed("answered write with a records member that is not an array") }
                 for json in array {
@@ -249,10 +267,17 @@ public final class PluginStore: KitStore {
     }
 
     private func call(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
+        var serialized = JSONWriter(capacity: 256)
+        try serialized.value(.object(params))
+        return try await call(method, serializedParams: serialized.bytes)
+    }
+
+    /// Calls `method` with its params given as their JSON text.
+    private func call(_ method: String, serializedParams params: [UInt8]) async throws -> JSONValue {
         try await gate.run { try await callAlone(method, params) }
     }
 
-    private func callAlone(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
+    private func callAlone(_ method: String, _ params: [UInt8]) async throws -> JSONValue {
         var current = try await connectedAlone()
         if current.process.hasFailed || current.process.hasExited {
             // It went away between calls (killed, crashed while idle): nothing was sent, so a new
@@ -264,7 +289,7 @@ public final class PluginStore: KitStore {
             current = try await connectedAlone()
         }
         do {
-            return try await current.process.request(method, params: .object(params), timeout: configuration.requestTimeout)
+            return try await current.process.request(method, serializedParams: params, timeout: configuration.requestTimeout)
         } catch let error as PluginError where error.code == .pluginReportedError {
             throw error
         } catch {

@@ -18,6 +18,9 @@ public struct JSONWriter: Sendable {
     /// The text written so far.
     public var data: Data { Data(output) }
 
+    /// The text written so far, as bytes.
+    public var bytes: [UInt8] { output }
+
     public mutating func beginObject() {
         separate()
         output.append(UInt8(ascii: "{"))
