@@ -120,18 +120,25 @@ public final class KitAdapter: ModelAdapter {
             let current = keys.isEmpty ? [] : try await self.store.read(keys)
             let rows = try await self.state.write { db in
                 _ = try KitListingRecorder.notice(current, keys: keys, db: db)
-                return try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT n.value, m.data, c.version FROM json_each(?) n
-                        LEFT JOIN metadata m ON m.record_name = n.value
-                        LEFT JOIN changes c ON c.record_name = n.value
-                        """, arguments: [names]
-                ).map { row -> (name: String, metadata: Data?, version: Int64?) in (row[0], row[1], row[2]) }
+                // Only records with metadata or a pending change have a state: a page of records
+                // new to the store reads no row.
+                let statement = BoundStatement(
+                    try db.cachedStatement(
+                        sql: """
+                            SELECT n.value, m.data, c.version FROM json_each(?) n
+                            LEFT JOIN metadata m ON m.record_name = n.value
+                            LEFT JOIN changes c ON c.record_name = n.value
+                            WHERE m.record_name IS NOT NULL OR c.record_name IS NOT NULL
+                            """))
+                var rows: [(name: String, metadata: Data?, version: Int64?)] = []
+                try statement.forEachRow([.text(names)]) { row in
+                    rows.append((row.text(at: 0) ?? "", row.data(at: 1), row.isNull(at: 2) ? nil : row.int64(at: 2)))
+                }
+                return rows
             }
             let records = self.records(of: current)
             var states: [RecordID: LocalRecordState] = [:]
-            for row in rows where row.metadata != nil || row.version != nil {
+            for row in rows {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
                 states[id] = LocalRecordState(
                     record: row.version == nil ? nil : records[RecordName(row.name)], metadata: row.metadata, pendingVersion: row.version)

@@ -30,7 +30,7 @@ enum PluginMessages {
         writer.endObject()
     }
 
-    /// Writes `key` as the JSON object ``encode(_:)-(KitRecordKey)`` gives.
+    /// Writes `key` as `{"recordName": …, "recordType": …}`.
     static func write(_ key: KitRecordKey, into writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("recordName")
@@ -53,10 +53,6 @@ enum PluginMessages {
         }
         if let failure { throw failure }
         return .object(["recordName": .string(record.id.recordName), "recordType": .string(record.recordType), "fields": .object(fields)])
-    }
-
-    static func encode(_ key: KitRecordKey) -> JSONValue {
-        .object(["recordName": .string(key.recordName), "recordType": .string(key.recordType)])
     }
 
     /// A record the plugin sent, or the problem that keeps it out of sync.

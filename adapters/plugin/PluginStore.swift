@@ -107,7 +107,14 @@ public final class PluginStore: KitStore {
         let types = try await connected().handshake.declaredFields
         var entries: [KitEntry] = []
         for chunk in chunks(keys) {
-            let answer = try await call("read", ["records": .array(chunk.map(PluginMessages.encode))])
+            var params = JSONWriter(capacity: chunk.count * 64 + 16)
+            params.beginObject()
+            params.key("records")
+            params.beginArray()
+            for key in chunk { PluginMessages.write(key, into: &params) }
+            params.endArray()
+            params.endObject()
+            let answer = try await call("read", serializedParams: params.bytes)
             guard let records = answer["records"]?.arrayValue else { throw malformed("answered read without a records array") }
             let asked = Set(chunk.map { $0.name })
             for json in records {
