@@ -57,15 +57,18 @@ struct KitStateDatabase: Sendable {
             try db.execute(sql: "ALTER TABLE records ADD COLUMN seen_epoch INTEGER")
         }
         // A row inserted with the epoch already (``recordsWriter(_:)``) is not written twice.
-        // Defined again at each open, so state of an earlier release gets this form too.
-        try db.execute(
-            sql: """
-                DROP TRIGGER IF EXISTS records_seen_epoch;
-                CREATE TRIGGER records_seen_epoch AFTER INSERT ON records
-                WHEN NEW.seen_epoch IS NOT (SELECT epoch FROM identity WHERE id = 1) BEGIN
-                    UPDATE records SET seen_epoch = (SELECT epoch FROM identity WHERE id = 1) WHERE record_name = NEW.record_name;
-                END;
-                """)
+        // State of an earlier release has the trigger without that condition: it is replaced.
+        let epochTrigger = """
+            CREATE TRIGGER records_seen_epoch AFTER INSERT ON records
+            WHEN NEW.seen_epoch IS NOT (SELECT epoch FROM identity WHERE id = 1) BEGIN
+                UPDATE records SET seen_epoch = (SELECT epoch FROM identity WHERE id = 1) WHERE record_name = NEW.record_name;
+            END
+            """
+        let installed = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'records_seen_epoch'")
+        if installed != epochTrigger {
+            try db.execute(sql: "DROP TRIGGER IF EXISTS records_seen_epoch")
+            try db.execute(sql: epochTrigger)
+        }
         let version = try Int.fetchOne(db, sql: "SELECT version FROM kit_schema WHERE id = 1") ?? 0
         guard version <= schemaVersion else {
             throw KitAdapterError(

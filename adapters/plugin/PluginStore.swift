@@ -158,8 +158,8 @@ public final class PluginStore: KitStore {
         let zone = configuration.zoneID
         // Every record is written out before anything is sent, so a record that cannot be sent
         // fails the write before the plugin sees any of it.
-        var records: [JSONWriter] = []
-        records.reserveCapacity(saves.count)
+        var encodedSaves: [JSONWriter] = []
+        encodedSaves.reserveCapacity(saves.count)
         for record in saves {
             guard Self.isSendable(record.id.recordName) else {
                 throw PluginError(
@@ -174,7 +174,7 @@ public final class PluginStore: KitStore {
                     .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
                     "record \(record.id.recordName) cannot be sent: \(error.message)", underlying: error)
             }
-            records.append(written)
+            encodedSaves.append(written)
         }
         guard !saves.isEmpty || !deletes.isEmpty else { return [] }
         // Saves first, then deletes, at most max_records_per_message in one message.
@@ -197,7 +197,7 @@ public final class PluginStore: KitStore {
             }
             params.key("saves")
             params.beginArray()
-            for index in savesInChunk { params.value(records[index]) }
+            for index in savesInChunk { params.value(encodedSaves[index]) }
             params.endArray()
             params.endObject()
             let answer = try await call("write", serializedParams: params.bytes)
