@@ -46,7 +46,7 @@ struct SQLiteStatementHelpersTests {
         let rows = try database.write { db -> [Row] in
             try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE, number INTEGER)")
             var statement = try ManyRowStatement(db, argumentsPerRow: 2) { rows in
-                "INSERT INTO t (name, number) VALUES " + rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
+                "INSERT INTO t (name, number) VALUES " + ManyRowStatement.valuesList(rows)
             }
             for index in 0..<count {
                 try statement.add([.text(Self.hostile[index % Self.hostile.count] + String(index)), .integer(Int64(index))])
@@ -69,7 +69,7 @@ struct SQLiteStatementHelpersTests {
                 let names = (0..<columns).map { "c\($0)" }
                 try db.execute(sql: "DROP TABLE IF EXISTS wide; CREATE TABLE wide (" + names.map { $0 + " INTEGER" }.joined(separator: ", ") + ")")
                 var statement = try ManyRowStatement(db, argumentsPerRow: columns) { rows in
-                    "INSERT INTO wide VALUES " + rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
+                    "INSERT INTO wide VALUES " + ManyRowStatement.valuesList(rows)
                 }
                 for row in 0..<70 { try statement.add((0..<columns).map { .integer(Int64(row * columns + $0)) }) }
                 try statement.finish()

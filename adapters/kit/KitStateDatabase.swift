@@ -128,7 +128,7 @@ struct KitStateDatabase: Sendable {
         // A page's metadata goes in 50 records to a statement: one execution per record was the
         // largest part of committing a downloaded page.
         var metadata = try ManyRowStatement(db, argumentsPerRow: 2) { rows in
-            "INSERT OR REPLACE INTO metadata (record_name, data) VALUES " + rows.map { "(\($0[0]), \($0[1]))" }.joined(separator: ", ")
+            "INSERT OR REPLACE INTO metadata (record_name, data) VALUES " + ManyRowStatement.valuesList(rows)
         }
         for (id, data) in update.metadata where included(id.name) {
             try metadata.add([.text(id.recordName), .blob(data)])

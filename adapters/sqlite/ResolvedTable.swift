@@ -124,8 +124,7 @@ final class ResolvedTable: Sendable {
         let keys = keyColumns.map { SQLQuoting.identifier($0.name) }
         let values = valueColumns.map { SQLQuoting.identifier($0.name) }
         let update = values.isEmpty ? "NOTHING" : "UPDATE SET " + values.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        let rowList = rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
-        return "INSERT INTO \(SQLQuoting.identifier(table)) (\((keys + values).joined(separator: ", "))) VALUES \(rowList) ON CONFLICT (\(keys.joined(separator: ", "))) DO \(update)"
+        return "INSERT INTO \(SQLQuoting.identifier(table)) (\((keys + values).joined(separator: ", "))) VALUES \(ManyRowStatement.valuesList(rows)) ON CONFLICT (\(keys.joined(separator: ", "))) DO \(update)"
     }
 
     static func statements(table: String, keyColumns: [Column], valueColumns: [Column]) -> (select: String, delete: String) {

@@ -563,9 +563,8 @@ public final class SQLiteAdapter: ModelAdapter {
         /// An upsert of records, each row given as the names of its parameters (name, table,
         /// metadata). Later rows win, as later statements would.
         private static func upsertSQL(_ rows: [[String]]) -> String {
-            let values = rows.map { (parameters: [String]) -> String in "(" + parameters.joined(separator: ", ") + ")" }
-            return """
-                INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES \(values.joined(separator: ", "))
+            """
+                INSERT INTO "_gateway_records" (record_name, table_name, metadata) VALUES \(ManyRowStatement.valuesList(rows))
                 ON CONFLICT (record_name) DO UPDATE SET metadata = excluded.metadata, table_name = excluded.table_name
                 """
         }

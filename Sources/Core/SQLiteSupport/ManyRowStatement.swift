@@ -39,6 +39,11 @@ public struct ManyRowStatement {
         held.reserveCapacity(rowsPerGroup * argumentsPerRow)
     }
 
+    /// The `VALUES` list of `rows`, each given as its parameters' names: `(?1, ?2), (?3, ?4)`.
+    public static func valuesList(_ rows: [[String]]) -> String {
+        rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
+    }
+
     /// Writes a row of `argumentsPerRow` values, now or with the rows after it.
     public mutating func add(_ row: [BindableValue]) throws {
         precondition(row.count == argumentsPerRow, "a row binds \(argumentsPerRow) values")
