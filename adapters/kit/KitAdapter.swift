@@ -42,6 +42,8 @@ public final class KitAdapter: ModelAdapter {
     let state: KitStateDatabase
     private let gate = KitGate()
     private let journalChecked = Mutex(false)
+    /// Whether `apply` holds the gate, past the identity and journal checks.
+    private let applyingPage = Mutex(false)
 
     public var name: String { configuration.name }
     public var zoneID: ZoneID { configuration.zoneID }
@@ -107,7 +109,8 @@ public final class KitAdapter: ModelAdapter {
     }
 
     public func localState(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState] {
-        try await exclusively {
+        if applyingPage.withLock({ $0 }), let states = try await localStateBesideApply(for: recordIDs) { return states }
+        return try await exclusively {
             let names = KitStateDatabase.jsonArray(recordIDs.map(\.recordName))
             // The store's current form of the records the kit knows, so an edit made since the
             // last listing is pending here, before the synchronizer merges.
@@ -120,21 +123,7 @@ public final class KitAdapter: ModelAdapter {
             let current = keys.isEmpty ? [] : try await self.store.read(keys)
             let rows = try await self.state.write { db in
                 _ = try KitListingRecorder.notice(current, keys: keys, db: db)
-                // Only records with metadata or a pending change have a state: a page of records
-                // new to the store reads no row.
-                let statement = BoundStatement(
-                    try db.cachedStatement(
-                        sql: """
-                            SELECT n.value, m.data, c.version FROM json_each(?) n
-                            LEFT JOIN metadata m ON m.record_name = n.value
-                            LEFT JOIN changes c ON c.record_name = n.value
-                            WHERE m.record_name IS NOT NULL OR c.record_name IS NOT NULL
-                            """))
-                var rows: [(name: String, metadata: Data?, version: Int64?)] = []
-                try statement.forEachRow([.text(names)]) { row in
-                    rows.append((row.text(at: 0) ?? "", row.data(at: 1), row.isNull(at: 2) ? nil : row.int64(at: 2)))
-                }
-                return rows
+                return try Self.recordStates(names, db: db)
             }
             let records = self.records(of: current)
             var states: [RecordID: LocalRecordState] = [:]
@@ -147,6 +136,48 @@ public final class KitAdapter: ModelAdapter {
         }
     }
 
+    /// The local state of records the store does not hold, read while a page is being applied:
+    /// the synchronizer asks for the next page's records (none of them in the page being written)
+    /// so it can merge them while the store writes. The apply holding the gate checked the
+    /// store's identity and journal; only the state database is read, in one transaction, and
+    /// `apply` compares the pending versions again. When the store holds one of the records, its
+    /// current form must be read from the store: `nil`, and the caller waits for the gate.
+    private func localStateBesideApply(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState]? {
+        let names = KitStateDatabase.jsonArray(recordIDs.map(\.recordName))
+        let rows = try await state.read { db -> [(name: String, metadata: Data?, version: Int64?)]? in
+            let held = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM json_each(?) n JOIN records r ON r.record_name = n.value)"),
+                arguments: [names])
+            guard held == false else { return nil }
+            return try Self.recordStates(names, db: db)
+        }
+        guard let rows else { return nil }
+        var states: [RecordID: LocalRecordState] = [:]
+        for row in rows {
+            // Not held by the store: a pending change of such a record is its delete.
+            states[RecordID(recordName: row.name, zoneID: zoneID)] = LocalRecordState(record: nil, metadata: row.metadata, pendingVersion: row.version)
+        }
+        return states
+    }
+
+    /// The metadata and pending change version of each record among `names` (a JSON array) that
+    /// has either; a page of records new to the store reads no row.
+    private static func recordStates(_ names: String, db: Database) throws -> [(name: String, metadata: Data?, version: Int64?)] {
+        let statement = BoundStatement(
+            try db.cachedStatement(
+                sql: """
+                    SELECT n.value, m.data, c.version FROM json_each(?) n
+                    LEFT JOIN metadata m ON m.record_name = n.value
+                    LEFT JOIN changes c ON c.record_name = n.value
+                    WHERE m.record_name IS NOT NULL OR c.record_name IS NOT NULL
+                    """))
+        var rows: [(name: String, metadata: Data?, version: Int64?)] = []
+        try statement.forEachRow([.text(names)]) { row in
+            rows.append((row.text(at: 0) ?? "", row.data(at: 1), row.isNull(at: 2) ? nil : row.int64(at: 2)))
+        }
+        return rows
+    }
+
     public func syncedRecordIDs() async throws -> [RecordID] {
         let zone = zoneID
         return try await state.read { db in
@@ -155,7 +186,11 @@ public final class KitAdapter: ModelAdapter {
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {
-        try await exclusively { try await self.applyExclusively(changes) }
+        try await exclusively {
+            self.applyingPage.withLock { $0 = true }
+            defer { self.applyingPage.withLock { $0 = false } }
+            try await self.applyExclusively(changes)
+        }
     }
 
     public func commit(_ update: SyncStateUpdate) async throws {
