@@ -62,6 +62,81 @@ struct PluginMessageWritingTests {
         }
     }
 
+    /// The fields a record object of the row form carries, decoded.
+    static func decodedFields(_ object: JSONValue) throws -> [String: FieldValue] {
+        var fields: [String: FieldValue] = [:]
+        for (name, field) in object["fields"]?.objectValue ?? [:] {
+            fields[name] = try CloudKitFieldCoding.decode(field, in: zone, name: name)
+        }
+        return fields
+    }
+
+    @Test(
+        "the tables form carries each record's fields as the row form does; records whose field types differ from their table's go in the row form",
+        arguments: 0..<300)
+    func tablesCarryTheRowForm(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        // A page of a few types whose fields mostly keep one type, sometimes not.
+        let names = ["a", "B", "é", "10", "9", "x y"]
+        let records = (0..<Int.random(in: 0..<30, using: &random)).map { index -> Record in
+            var fields: [String: FieldValue?] = [:]
+            for name in names.shuffled(using: &random).prefix(Int.random(in: 0...names.count, using: &random)) {
+                let steady: FieldValue = name == "a" ? .string(Self.randomText(&random)) : .int64(Int64(index))
+                fields[name] = Int.random(in: 0..<5, using: &random) == 0 ? .some(nil) : Bool.random(using: &random) ? steady : Self.randomValue(&random)
+            }
+            return Record(
+                id: RecordID(recordName: "r\(index)" + Self.randomText(&random), zoneID: Self.zone),
+                recordType: ["Note", "Tag", "Ünï"][Int.random(in: 0..<3, using: &random)], namedFields: fields)
+        }
+        var written = JSONWriter(capacity: 16)
+        let leftOut: [Int]
+        do {
+            leftOut = try PluginMessages.writeTables(records[...], zone: Self.zone, into: &written)
+        } catch {
+            // Only a value JSON cannot hold; the row form refuses the same record.
+            #expect(throws: CloudError.self) { try PluginMessages.encode(records.first { $0.id.recordName == error.recordName }!, zone: Self.zone) }
+            return
+        }
+        let tables = try JSONValue.parse(Data(written.bytes), numbers: .exact)
+        var carried: [String: (type: String, fields: [String: FieldValue])] = [:]
+        var order: [String] = []
+        for table in tables.arrayValue ?? [] {
+            let fields = table["fields"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let types = table["types"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            #expect(fields == fields.sorted() && Set(fields).count == fields.count && types.count == fields.count)
+            let type = try #require(table["recordType"]?.stringValue)
+            for row in table["rows"]?.arrayValue ?? [] {
+                let cells = try #require(row.arrayValue)
+                #expect(cells.count == fields.count + 1)
+                let name = try #require(cells.first?.stringValue)
+                var values: [String: FieldValue] = [:]
+                for (index, cell) in cells.dropFirst().enumerated() where cell != .null {
+                    let field: JSONValue = .object(["type": .string(types[index]), "value": cell])
+                    values[fields[index]] = try CloudKitFieldCoding.decode(field, in: Self.zone, name: fields[index])
+                }
+                #expect(carried[name] == nil)
+                carried[name] = (type, values)
+                order.append(name)
+            }
+        }
+        // Every record once: in a table or left out for the row form, never both.
+        #expect(Set(carried.keys).isDisjoint(with: leftOut.map { records[$0].id.recordName }))
+        #expect(carried.count + leftOut.count == records.count)
+        #expect(leftOut == leftOut.sorted())
+        #expect(order == records.map(\.id.recordName).filter { carried[$0] != nil }.sorted { first, second in
+            // Tables come in the order their types first appear; rows keep the page's order.
+            let position = { (name: String) in records.firstIndex { $0.id.recordName == name }! }
+            let typeOrder = { (name: String) in records.firstIndex { $0.recordType == carried[name]!.type }! }
+            return (typeOrder(first), position(first)) < (typeOrder(second), position(second))
+        })
+        for record in records {
+            guard let table = carried[record.id.recordName] else { continue }
+            let row = try JSONValue.parse(try PluginMessages.encode(record, zone: Self.zone).serialized(), numbers: .exact)
+            #expect(table.type == record.recordType)
+            #expect(table.fields == (try Self.decodedFields(row)))
+        }
+    }
+
     @Test("a record key written straight to bytes is the serialized JSON object")
     func keyBytes() throws {
         for (name, type) in [("a", "Note"), ("\"quoted\"\n", "T\u{0}ype"), ("é✓🌍", "\\")] {

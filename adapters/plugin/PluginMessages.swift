@@ -30,6 +30,97 @@ enum PluginMessages {
         writer.endObject()
     }
 
+    /// A record whose values cannot be written (a double JSON cannot hold).
+    struct UnsendableRecord: Error {
+        var recordName: String
+        var underlying: CloudError
+    }
+
+    /// Writes the `tables` member of a `write` message (the `tables` capability): the records of
+    /// each type as one table, its fields (sorted) and their wire types once, then one row per
+    /// record: its name, then each field's `value` as the row form writes it, `null` where the
+    /// record has no value. A field's type is the first value's met; a record holding a field of
+    /// another type is left out of the tables, for the row form.
+    /// - Returns: the indices (of `records`) of the records left out, in order.
+    static func writeTables(_ records: ArraySlice<Record>, zone: ZoneID, into writer: inout JSONWriter) throws(UnsendableRecord) -> [Int] {
+        var groups: [(type: String, members: [Int])] = []
+        var groupOfType: [String: Int] = [:]
+        for index in records.indices {
+            let type = records[index].recordType
+            if let group = groupOfType[type] {
+                groups[group].members.append(index)
+            } else {
+                groupOfType[type] = groups.count
+                groups.append((type, [index]))
+            }
+        }
+        var leftOut: [Int] = []
+        writer.beginArray()
+        for group in groups {
+            var columnTypes: [String: String] = [:]
+            var columnNames = Set<String>()
+            var tabled: [Int] = []
+            var names: [String] = []
+            for index in group.members {
+                var fits = true
+                names.removeAll(keepingCapacity: true)
+                records[index].forEachField { name, value in
+                    let type = CloudKitFieldCoding.wireType(of: value)
+                    if let column = columnTypes[name] {
+                        if column != type { fits = false }
+                    } else {
+                        columnTypes[name] = type
+                    }
+                    names.append(name)
+                }
+                if fits {
+                    tabled.append(index)
+                    columnNames.formUnion(names)
+                } else {
+                    leftOut.append(index)
+                }
+            }
+            guard !tabled.isEmpty else { continue }
+            let columns = RecordLayout(columnNames.sorted())
+            var mappings = LayoutMappings(target: columns)
+            writer.beginObject()
+            writer.key("fields")
+            writer.beginArray()
+            for name in columns.fieldNames { writer.string(name) }
+            writer.endArray()
+            writer.key("recordType")
+            writer.string(group.type)
+            writer.key("rows")
+            writer.beginArray()
+            for index in tabled {
+                let record = records[index]
+                let mapping = mappings.mapping(from: record.layout)
+                writer.beginArray()
+                writer.string(record.id.recordName)
+                for source in mapping.sourcePositions {
+                    guard let source, let value = record.values[source] else {
+                        writer.null()
+                        continue
+                    }
+                    do {
+                        try CloudKitFieldCoding.writeValue(value, in: zone, into: &writer)
+                    } catch {
+                        throw UnsendableRecord(recordName: record.id.recordName, underlying: error)
+                    }
+                }
+                writer.endArray()
+            }
+            writer.endArray()
+            writer.key("types")
+            writer.beginArray()
+            for name in columns.fieldNames { writer.string(columnTypes[name] ?? "") }
+            writer.endArray()
+            writer.endObject()
+        }
+        writer.endArray()
+        return leftOut.sorted()
+    }
+
     /// Writes `key` as `{"recordName": …, "recordType": …}`.
     static func write(_ key: KitRecordKey, into writer: inout JSONWriter) {
         writer.beginObject()

@@ -26,6 +26,9 @@ public final class PluginStore: KitStore {
         public var notifiesChanges: Bool
         /// Whether the plugin keeps the kit's identity marker (`identity` and `setIdentity`).
         public var keepsIdentity: Bool = false
+        /// Whether `write` may carry saves as tables (a record type's fields and types once, then
+        /// a row of values per record) besides the row form.
+        public var takesTables: Bool = false
 
         /// The fields each declared record type names (empty: the plugin declared none, so a
         /// field its records leave out is unknown rather than null).
@@ -153,54 +156,37 @@ public final class PluginStore: KitStore {
     }
 
     private func write(saves: [Record], deletes: [KitRecordKey], asEdit: Bool) async throws -> [KitEntry] {
-        let types = try await connected().handshake.declaredFields
+        let handshake = try await connected().handshake
+        let types = handshake.declaredFields
         var stored: [KitEntry] = []
-        let zone = configuration.zoneID
-        // Every record is written out before anything is sent, so a record that cannot be sent
-        // fails the write before the plugin sees any of it.
-        var encodedSaves: [JSONWriter] = []
-        encodedSaves.reserveCapacity(saves.count)
-        for record in saves {
-            guard Self.isSendable(record.id.recordName) else {
-                throw PluginError(
-                    .unsendableRecord, adapter: configuration.adapterName, plugin: configuration.displayName,
-                    "a record whose name is empty, longer than 255 bytes or holds control characters cannot be sent to a plugin")
-            }
-            var written = JSONWriter(capacity: 256)
-            do {
-                try PluginMessages.write(record, zone: zone, into: &written)
-            } catch {
-                throw PluginError(
-                    .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
-                    "record \(record.id.recordName) cannot be sent: \(error.message)", underlying: error)
-            }
-            encodedSaves.append(written)
+        for record in saves where !Self.isSendable(record.id.recordName) {
+            throw PluginError(
+                .unsendableRecord, adapter: configuration.adapterName, plugin: configuration.displayName,
+                "a record whose name is empty, longer than 255 bytes or holds control characters cannot be sent to a plugin")
         }
         guard !saves.isEmpty || !deletes.isEmpty else { return [] }
-        // Saves first, then deletes, at most max_records_per_message in one message.
+        // Every message is written out before the first is sent, so a record that cannot be sent
+        // fails the write before the plugin sees any of it. Saves first, then deletes, at most
+        // max_records_per_message in one message.
         let perMessage = max(1, configuration.maxRecordsPerMessage)
         let operations = saves.count + deletes.count
+        var messages: [[UInt8]] = []
         for start in stride(from: 0, to: operations, by: perMessage) {
             let end = min(operations, start + perMessage)
             let savesInChunk = min(start, saves.count)..<min(end, saves.count)
             let deletesInChunk = max(start, saves.count) - saves.count..<max(end, saves.count) - saves.count
-            // The members in sorted order, as a serialized object has them.
-            var params = JSONWriter(capacity: savesInChunk.count * 256 + deletesInChunk.count * 64 + 64)
-            params.beginObject()
-            params.key("deletes")
-            params.beginArray()
-            for index in deletesInChunk { PluginMessages.write(deletes[index], into: &params) }
-            params.endArray()
-            if asEdit {
-                params.key("edit")
-                try params.value(.bool(true))
+            do {
+                messages.append(
+                    try writeParams(
+                        saves: saves[savesInChunk], deletes: deletes[deletesInChunk], asEdit: asEdit, inTables: handshake.takesTables))
+            } catch {
+                throw PluginError(
+                    .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "record \(error.recordName) cannot be sent: \(error.underlying.message)", underlying: error.underlying)
             }
-            params.key("saves")
-            params.beginArray()
-            for index in savesInChunk { params.value(encodedSaves[index]) }
-            params.endArray()
-            params.endObject()
-            let answer = try await call("write", serializedParams: params.bytes)
+        }
+        for params in messages {
+            let answer = try await call("write", serializedParams: params)
             if let records = answer["records"], records != .null {
                 guard let array = records.arrayValue else { throw malformed("answered write with a records member that is not an array") }
                 for json in array {
@@ -209,6 +195,48 @@ public final class PluginStore: KitStore {
             }
         }
         return stored
+    }
+
+    /// The params of one `write` message, members in sorted order as a serialized object has
+    /// them: `saves` in the row form, or in `tables` (those whose fields fit their table) when
+    /// the plugin takes tables.
+    private func writeParams(
+        saves: ArraySlice<Record>, deletes: ArraySlice<KitRecordKey>, asEdit: Bool, inTables: Bool
+    ) throws(PluginMessages.UnsendableRecord) -> [UInt8] {
+        let zone = configuration.zoneID
+        var params = JSONWriter(capacity: saves.count * (inTables ? 128 : 384) + deletes.count * 64 + 64)
+        params.beginObject()
+        params.key("deletes")
+        params.beginArray()
+        for key in deletes { PluginMessages.write(key, into: &params) }
+        params.endArray()
+        if asEdit {
+            params.key("edit")
+            params.bool(true)
+        }
+        var tables: JSONWriter?
+        var rowForm = Array(saves.indices)
+        if inTables {
+            var written = JSONWriter(capacity: saves.count * 128 + 64)
+            rowForm = try PluginMessages.writeTables(saves, zone: zone, into: &written)
+            tables = written
+        }
+        params.key("saves")
+        params.beginArray()
+        for index in rowForm {
+            do {
+                try PluginMessages.write(saves[index], zone: zone, into: &params)
+            } catch {
+                throw PluginMessages.UnsendableRecord(recordName: saves[index].id.recordName, underlying: error)
+            }
+        }
+        params.endArray()
+        if let tables {
+            params.key("tables")
+            params.value(tables)
+        }
+        params.endObject()
+        return params.bytes
     }
 
     public func servedRecordTypes() async throws -> Set<String>? {
@@ -346,7 +374,8 @@ public final class PluginStore: KitStore {
             plugin: answer["plugin"]?.stringValue ?? configuration.command, recordTypes: types,
             listsChangesSinceCursor: capabilities?["cursor"]?.boolValue ?? false,
             notifiesChanges: capabilities?["notifications"]?.boolValue ?? false,
-            keepsIdentity: capabilities?["identity"]?.boolValue ?? false)
+            keepsIdentity: capabilities?["identity"]?.boolValue ?? false,
+            takesTables: capabilities?["tables"]?.boolValue ?? false)
     }
 
     private func decode(_ json: JSONValue, types: [String: [String]]) throws -> PluginMessages.Decoded {

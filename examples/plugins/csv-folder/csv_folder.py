@@ -11,7 +11,9 @@ lists, reads and writes rows, and keeps the gateway's identity marker in
 `<directory>/.gateway-store.json` (so a restored copy of the folder is recognised as one). It
 offers a cursor: while no other program touched the files since the last listing, a list answers
 "no changes" at once instead of hashing every row (a change is seen from a file's modification
-time, change time, size and inode). Protocol: docs/writing-adapters.md in the Sync Gateway repository.
+time, change time, size and inode). It takes writes as tables (a record type's fields and types
+once, a row of values per record), which is what most of a large write costs to parse.
+Protocol: docs/writing-adapters.md in the Sync Gateway repository.
 """
 import base64
 import csv
@@ -156,17 +158,19 @@ class Folder:
         os.replace(temporary, path)
         return {}
 
-    def write(self, saves, deletes, edit=False):
+    def write(self, saves, deletes, edit=False, tables=()):
         stored = []
-        touched = {}
+        touched = {}  # record type -> (saves in the row form, tables, names to delete)
         for record in saves:
-            touched.setdefault(record["recordType"], ([], []))[0].append(record)
+            touched.setdefault(record["recordType"], ([], [], []))[0].append(record)
+        for table in tables:
+            touched.setdefault(table["recordType"], ([], [], []))[1].append(table)
         for key in deletes:
-            touched.setdefault(key["recordType"], ([], []))[1].append(key["recordName"])
+            touched.setdefault(key["recordType"], ([], [], []))[2].append(key["recordName"])
         for record_type in touched:
             if record_type not in self.record_types:
                 raise PluginFailure("unknownRecordType", "this folder has no record type " + record_type)
-        for record_type, (type_saves, type_deletes) in touched.items():
+        for record_type, (type_saves, type_tables, type_deletes) in touched.items():
             # Trust survives this write only if nothing else changed the file since it was trusted.
             keeps_trust = not edit and record_type in self.trusted and self.trusted[record_type] == self.stamp(record_type)
             self.trusted.pop(record_type, None)
@@ -181,14 +185,27 @@ class Folder:
                     if field not in known:
                         columns.append((field, column_kind(value)))
                         known.add(field)
+            for table in type_tables:
+                for field, declared in zip(table["fields"], table["types"]):
+                    if field not in known:
+                        columns.append((field, KINDS.get(declared, "json")))
+                        known.add(field)
             written = {}
-            only_new = not type_deletes
             for record in type_saves:
                 fields = record.get("fields", {})
-                name = record["recordName"]
-                if name in rows:
-                    only_new = False
-                written[name] = [encode_cell(kind, fields.get(column)) for column, kind in columns]
+                written[record["recordName"]] = [encode_cell(kind, fields.get(column)) for column, kind in columns]
+            for table in type_tables:
+                # Each of the table's fields goes to its column, through an encoder chosen once.
+                position = {name: index for index, (name, _) in enumerate(columns)}
+                placed = [(position[field], cell_encoder(dict(columns)[field], declared)) for field, declared in zip(table["fields"], table["types"])]
+                width = len(columns)
+                for row in table["rows"]:
+                    cells = [""] * width
+                    for (index, encode), value in zip(placed, row[1:]):
+                        if value is not None:
+                            cells[index] = encode(value)
+                    written[row[0]] = cells
+            only_new = not type_deletes and not any(name in rows for name in written)
             versions = {name: version(columns, cells) for name, cells in written.items()}
             try:
                 if only_new and columns == old_columns and os.path.exists(self.path(record_type)):
@@ -300,6 +317,18 @@ def encode_cell(kind, field):
     return str(value)
 
 
+def cell_encoder(kind, declared):
+    """How a table's value of type `declared` becomes a cell of a `kind` column: as encode_cell
+    would encode the field `{"type": declared, "value": value}`."""
+    if kind == "json" or KINDS.get(declared, "json") != kind:
+        return lambda value: json.dumps({"type": declared, "value": value}, separators=(",", ":"), sort_keys=True)
+    if kind == "double":
+        return lambda value: repr(float(value))
+    if kind == "string" or kind == "bytes":
+        return lambda value: value if value.__class__ is str else str(value)
+    return str
+
+
 def decode_cell(kind, cell):
     if cell.startswith("{") and (kind == "json" or cell.startswith('{"type"') or cell.startswith('{"value"')):
         return json.loads(cell)
@@ -338,7 +367,7 @@ def main():
                 result = {
                     "protocol": PROTOCOL,
                     "plugin": "csv-folder 1.0",
-                    "capabilities": {"cursor": True, "notifications": False, "identity": True},
+                    "capabilities": {"cursor": True, "notifications": False, "identity": True, "tables": True},
                     "recordTypes": [{"name": name, "fields": [c for c, _ in folder.load(name)[0]]} for name in types],
                 }
             elif method == "list":
@@ -346,7 +375,7 @@ def main():
             elif method == "read":
                 result = folder.read(params.get("records") or [])
             elif method == "write":
-                result = folder.write(params.get("saves") or [], params.get("deletes") or [], bool(params.get("edit")))
+                result = folder.write(params.get("saves") or [], params.get("deletes") or [], bool(params.get("edit")), params.get("tables") or [])
             elif method == "identity":
                 result = folder.identity()
             elif method == "setIdentity":

@@ -48,6 +48,29 @@ public enum CloudKitFieldCoding {
         }
     }
 
+    /// The `type` ``encode(_:in:)`` gives the field: a list's is `<element type>_LIST` when its
+    /// elements share one scalar type, `UNKNOWN_LIST` otherwise.
+    public static func wireType(of value: FieldValue) -> String {
+        if case .list(let elements) = value { return (homogeneousType(elements) ?? "UNKNOWN") + "_LIST" }
+        return typeName(value)
+    }
+
+    /// Writes the `value` member of the encoded field alone, the same JSON ``encode(_:in:)`` gives it.
+    public static func writeValue(_ value: FieldValue, in zone: ZoneID, into writer: inout JSONWriter) throws(CloudError) {
+        switch value {
+        case .string(let text): writer.string(text)
+        case .list(let elements):
+            // A list of one scalar type holds bare values; any other, typed fields.
+            let bare = homogeneousType(elements) != nil
+            writer.beginArray()
+            for element in elements {
+                if bare { try writer.value(try encodeValue(element, zone: zone)) } else { try write(element, in: zone, into: &writer) }
+            }
+            writer.endArray()
+        default: try writer.value(try encodeValue(value, zone: zone))
+        }
+    }
+
     /// The field value of an encoded field. A missing `type` is inferred from the value's shape.
     /// - Parameter zone: the zone of the record holding the field, for references without a `zoneID`.
     public static func decode(_ field: JSONValue, in zone: ZoneID, name: String) throws(CloudError) -> FieldValue {

@@ -57,6 +57,20 @@ public struct JSONWriter: Sendable {
         followsValue = true
     }
 
+    /// `true` or `false`.
+    public mutating func bool(_ flag: Bool) {
+        separate()
+        output.append(contentsOf: flag ? "true".utf8 : "false".utf8)
+        followsValue = true
+    }
+
+    /// A JSON `null`.
+    public mutating func null() {
+        separate()
+        output.append(contentsOf: "null".utf8)
+        followsValue = true
+    }
+
     /// A value given as a tree.
     /// - Throws: ``CloudError/Code/invalidArguments`` for a number JSON cannot hold.
     public mutating func value(_ value: JSONValue) throws(CloudError) {
