@@ -21,6 +21,22 @@ struct DownloadPipelineTests {
         return (fixture, a, b)
     }
 
+    @Test("an adapter's own fetch limit sets its pages; without one, the gateway's does")
+    func adapterFetchLimit() async throws {
+        for (limit, pages) in [(Int?.none, [3, 3]), (2, [2, 2, 2])] {
+            let (fixture, a, b) = try await Self.notesInTheCloud()
+            let applied = LockedValue<[Int]>([])
+            let synchronizer = fixture.synchronizer(
+                [a], options: AdapterSyncOptions(fetchLimit: limit), configuration: Self.pagesOfThree,
+                observer: { event in
+                    if case .didFetch(_, let written, _) = event { applied.withLock { $0.append(written) } }
+                })
+            #expect(try await synchronizer.sync().adapters[0].outcome == .synced)
+            #expect(applied.get() == pages)
+            #expect(await a.values == b.values)
+        }
+    }
+
     @Test("a record the feed delivers again in the next page is seen as synced, not written twice")
     func redeliveredRecords() async throws {
         let (fixture, a, b) = try await Self.notesInTheCloud()

@@ -54,6 +54,28 @@ struct ConfigDecodingTests {
         #expect(configuration.adapters.isEmpty)
     }
 
+    @Test("a download page is the gateway's fetch_limit, at most 2,000 for a plugin adapter, and an adapter's own fetch_limit wins")
+    func downloadPageSize() throws {
+        let directory = try Self.directoryWithDatabase()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("docs"), withIntermediateDirectories: true)
+        let adapters = """
+            adapters:
+              - { name: app, kind: sqlite, path: app.sqlite, zone: AppZone, tables: [{ table: notes }] }
+              - { name: docs, kind: json, directory: docs, zone: DocsZone, fetch_limit: 300 }
+              - { name: csv, kind: plugin, command: python3, zone: CSVZone }
+              - { name: big, kind: plugin, command: python3, zone: BigZone, fetch_limit: 4000 }
+            """
+        let defaults = try Self.parse(adapters, in: directory)
+        #expect(defaults.syncConfiguration(deviceID: "d").fetchLimit == 5_000)
+        #expect(defaults.adapters.map { defaults.syncOptions(for: $0).fetchLimit } == [nil, 300, 2_000, 4_000])
+        let small = try Self.parse("gateway: { fetch_limit: 500 }\n" + adapters, in: directory)
+        #expect(small.adapters.map { small.syncOptions(for: $0).fetchLimit } == [nil, 300, 500, 4_000])
+        #expect(throws: ConfigError.self) {
+            try Self.parse("adapters:\n  - { name: csv, kind: plugin, command: python3, zone: CSVZone, fetch_limit: 0 }", in: directory)
+        }
+    }
+
     @Test("without batch_size an upload batch is as large as the cloud's max_operations; limits not given keep the kind's")
     func batchSizeFollowsTheCloud() throws {
         let directory = try Self.directoryWithDatabase()

@@ -128,7 +128,7 @@ struct DownloadPass {
         }
 
         private static func fetch(since token: ChangeToken?, context: SyncContext) async throws -> ZoneChanges {
-            let (zone, limit) = (context.zone, context.configuration.fetchLimit)
+            let (zone, limit) = (context.zone, context.options.fetchLimit ?? context.configuration.fetchLimit)
             context.observer(.willFetch(adapter: context.name))
             var page = try await context.retrying("fetching changes") {
                 try await context.cloud.fetchChanges(in: zone, since: token, limit: limit)

@@ -133,12 +133,15 @@ public struct AdapterSyncOptions: Sendable {
     /// Who wins a record the store and the cloud both hold without a common ancestor; the
     /// merge policy is not asked, since neither side's values are an edit of the other's.
     public var joinPrefers: JoinPreference
+    /// How many changes one download page of this adapter asks for; `nil`: the gateway's
+    /// ``SyncConfiguration/fetchLimit``.
+    public var fetchLimit: Int?
 
     /// Options; the defaults are the gateway's documented config defaults.
     public init(
         batchSize: Int = 200, merge: MergeSettings = MergeSettings(), mergeByRecordType: [String: MergeSettings] = [:],
         onZoneDeleted: ZoneDeletedPolicy = .recreate, encryption: FieldEncryption? = nil, assets: AssetSettings = AssetSettings(),
-        joinPrefers: JoinPreference = .cloud
+        joinPrefers: JoinPreference = .cloud, fetchLimit: Int? = nil
     ) {
         self.batchSize = max(1, batchSize)
         self.merge = merge
@@ -147,6 +150,7 @@ public struct AdapterSyncOptions: Sendable {
         self.encryption = encryption
         self.assets = assets
         self.joinPrefers = joinPrefers
+        self.fetchLimit = fetchLimit.map { max(1, $0) }
     }
 
     /// The merge settings for a record type.

@@ -23,6 +23,9 @@ public struct AdapterSettings: Sendable, Decodable {
     public var merge: MergeOverride
     /// `batch_size`: overrides the gateway's.
     public var batchSize: Located<Int>?
+    /// `fetch_limit`: how many changes one download page of this adapter asks for; overrides the
+    /// gateway's and the kind's (``AdapterPlan/largestDownloadPage``).
+    public var fetchLimit: Located<Int>?
     /// `on_zone_deleted`: overrides the gateway's.
     public var onZoneDeleted: ZoneDeletedPolicy?
     /// `force_data`: overrides the gateway's.
@@ -36,7 +39,7 @@ public struct AdapterSettings: Sendable, Decodable {
     public var processors: [ProcessorSettings]
 
     enum CodingKeys: String, CodingKey {
-        case name, kind, zone, batchSize = "batch_size", onZoneDeleted = "on_zone_deleted", forceData = "force_data"
+        case name, kind, zone, batchSize = "batch_size", fetchLimit = "fetch_limit", onZoneDeleted = "on_zone_deleted", forceData = "force_data"
         case joinPrefers = "join_prefers", processors, database, onRevoke = "on_revoke"
     }
 
@@ -65,6 +68,8 @@ public struct AdapterSettings: Sendable, Decodable {
         merge = try MergeOverride(from: decoder)
         batchSize = try container.decodeIfPresent(Located<Int>.self, forKey: .batchSize)
         if let batchSize, batchSize.value < 1 { throw batchSize.problem(.invalidValue, "must be at least 1") }
+        fetchLimit = try container.decodeIfPresent(Located<Int>.self, forKey: .fetchLimit)
+        if let fetchLimit, fetchLimit.value < 1 { throw fetchLimit.problem(.invalidValue, "must be at least 1") }
         onZoneDeleted = try container.decodeIfPresent(ZoneDeletedPolicy.self, forKey: .onZoneDeleted)
         forceData = try container.decodeIfPresent(Bool.self, forKey: .forceData)
         joinPrefers = try container.decodeIfPresent(JoinPreference.self, forKey: .joinPrefers)

@@ -194,7 +194,8 @@ public struct GatewayConfiguration: Sendable {
         return AdapterSyncOptions(
             batchSize: adapter.settings.batchSize?.value ?? settings.batchSize?.value ?? defaultBatchSize, merge: merge, mergeByRecordType: byType,
             onZoneDeleted: adapter.settings.onZoneDeleted ?? settings.onZoneDeleted, encryption: encryption, assets: assets,
-            joinPrefers: adapter.settings.joinPrefers ?? settings.joinPrefers)
+            joinPrefers: adapter.settings.joinPrefers ?? settings.joinPrefers,
+            fetchLimit: adapter.settings.fetchLimit?.value ?? adapter.plan.largestDownloadPage.map { min($0, settings.fetchLimit.value) })
     }
 
     /// The adapter named `name`.

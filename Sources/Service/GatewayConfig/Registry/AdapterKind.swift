@@ -25,6 +25,11 @@ public protocol AdapterPlan: Sendable {
     /// Identifies the store; see the default in the extension.
     var storeIdentity: String? { get }
 
+    /// The most changes one download page should carry for this kind of store when the gateway's
+    /// `fetch_limit` is larger (an adapter's own `fetch_limit` overrides both); `nil`, the
+    /// default: no preference.
+    var largestDownloadPage: Int? { get }
+
     /// Checks the store without changing it: it can be reached and has the configured tables and
     /// columns.
     /// - Throws: ``ConfigError`` with code `storeMismatch` for a store that does not fit the
@@ -105,6 +110,9 @@ extension AdapterPlan {
     /// Identifies the store (a resolved file path, a database URL and schema), so two adapters
     /// configured on the same store are refused; `nil` when the kind cannot tell.
     public var storeIdentity: String? { nil }
+
+    /// No preference: download pages of the gateway's `fetch_limit`.
+    public var largestDownloadPage: Int? { nil }
 
     /// Opens the adapter and reads through it.
     public func readStatus() async throws -> StoreStatusSnapshot {
