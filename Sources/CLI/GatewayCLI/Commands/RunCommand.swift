@@ -27,6 +27,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.load()
+        AllocatorTuning.apply(for: configuration)
         let format = logFormat
         LoggingSystem.bootstrap { label in
             switch format {

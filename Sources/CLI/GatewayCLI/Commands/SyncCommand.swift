@@ -24,6 +24,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         var configuration = try options.load()
+        AllocatorTuning.apply(for: configuration)
         for name in storeWins {
             guard let index = configuration.adapters.firstIndex(where: { $0.name == name }) else {
                 throw ValidationError("--store-wins names adapter '\(name)', which is not in \(configuration.file)")
