@@ -15,6 +15,13 @@ struct ConfigDecodingTests {
             yaml: yaml, file: "config.yaml", baseDirectory: directory.url.path, registry: .builtIn, environment: environment)
     }
 
+    /// ``directoryWithDatabase()`` with an empty `docs` folder for a JSON adapter.
+    static func directoryWithDatabaseAndDocs() throws -> TemporaryDirectory {
+        let directory = try directoryWithDatabase()
+        try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("docs"), withIntermediateDirectories: true)
+        return directory
+    }
+
     static func directoryWithDatabase() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory(prefix: "config-decoding")
         _ = FileManager.default.createFile(atPath: directory.path("app.sqlite"), contents: Data())
@@ -56,9 +63,8 @@ struct ConfigDecodingTests {
 
     @Test("a download page is the gateway's fetch_limit, at most 2,000 for a plugin adapter, and an adapter's own fetch_limit wins")
     func downloadPageSize() throws {
-        let directory = try Self.directoryWithDatabase()
+        let directory = try Self.directoryWithDatabaseAndDocs()
         defer { directory.remove() }
-        try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("docs"), withIntermediateDirectories: true)
         let adapters = """
             adapters:
               - { name: app, kind: sqlite, path: app.sqlite, zone: AppZone, tables: [{ table: notes }] }
@@ -78,9 +84,8 @@ struct ConfigDecodingTests {
 
     @Test("without batch_size an upload batch is as large as the cloud's max_operations; limits not given keep the kind's")
     func batchSizeFollowsTheCloud() throws {
-        let directory = try Self.directoryWithDatabase()
+        let directory = try Self.directoryWithDatabaseAndDocs()
         defer { directory.remove() }
-        try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("docs"), withIntermediateDirectories: true)
         let adapters = """
             adapters:
               - { name: app, kind: sqlite, path: app.sqlite, zone: AppZone, tables: [{ table: notes }] }
