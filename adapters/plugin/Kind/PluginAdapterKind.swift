@@ -13,7 +13,7 @@ import Logging
 /// added to the gateway's environment), `working_directory`, `settings` (anything; passed to the
 /// plugin in the handshake), `start_timeout` (default 10s), `request_timeout` (default 30s),
 /// `poll_interval` (default 1s; how often a plugin without change notifications is listed),
-/// `max_message_bytes` (default 64 MiB), `max_records_per_message` (default 1000) and
+/// `max_message_bytes` (default 64 MiB), `max_records_per_message` (default 2000) and
 /// `record_types` (entries with `record_type` plus the shared record-type keys).
 public struct PluginAdapterKind: AdapterKind {
     public let name = "plugin"
@@ -56,7 +56,7 @@ public struct PluginAdapterKind: AdapterKind {
             adapterName: settings.name.value, zoneID: settings.zoneID, command: program, arguments: arguments, environment: environment,
             workingDirectory: directory.map { context.resolve($0.value) }, settings: pluginSettings,
             startTimeout: try duration(.startTimeout, default: .seconds(10)), requestTimeout: try duration(.requestTimeout, default: .seconds(30)),
-            maxMessageBytes: maxBytes.map { Int($0.value.bytes) } ?? 64 << 20, maxRecordsPerMessage: maxRecords?.value ?? 1000)
+            maxMessageBytes: maxBytes.map { Int($0.value.bytes) } ?? 64 << 20, maxRecordsPerMessage: maxRecords?.value ?? PluginConfiguration.defaultMaxRecordsPerMessage)
         let statePath = context.adapterStatePath(named: settings.name.value)
         return Plan(
             configuration: configuration, statePath: statePath, pollInterval: try duration(.pollInterval, default: .seconds(1)),
