@@ -4,7 +4,9 @@
 `<directory>/<RecordType>.csv` holds one record per row. The first column is `recordName`; the
 others are fields, their header `name:type` with type string (the default), int64, double,
 timestamp (milliseconds since 1970), bytes (base64) or json (any CloudKit field object, kept as
-is). A column is added, typed by its first value, when a record brings a new field.
+is). A column is added, typed by its first value, when a record brings a new field. An empty cell
+is no value, so an empty string (or one that starts like a field object, `{"type"…`) is kept as a
+field object.
 
 Only the Python standard library is used. The gateway keeps all sync state; this program only
 lists, reads and writes rows, and keeps the gateway's identity marker in
@@ -306,15 +308,22 @@ def encode_cell(kind, field):
         return ""
     value = field.get("value")
     declared = field.get("type")
-    if declared == "STRING" and kind == "string" and value.__class__ is str:
+    if declared == "STRING" and kind == "string" and value.__class__ is str and plain_cell(value):
         return value
     if (KINDS.get(declared, "json") if declared is not None else column_kind(field)) != kind:
         kind = "json"
-    if kind == "json":
-        return json.dumps(field, separators=(",", ":"), sort_keys=True)
-    if kind == "double":
-        return repr(float(value))
-    return str(value)
+    if kind != "json":
+        text = repr(float(value)) if kind == "double" else str(value)
+        if plain_cell(text):
+            return text
+    return json.dumps(field, separators=(",", ":"), sort_keys=True)
+
+
+def plain_cell(text):
+    """Whether text can be its cell as it is: an empty cell is no value, and a cell that starts
+    like a typed field is read as one, so an empty string or such a look-alike is written as a
+    json cell instead."""
+    return text != "" and not (text[0] == "{" and text.startswith(('{"type"', '{"value"')))
 
 
 def cell_encoder(kind, declared):
@@ -325,7 +334,12 @@ def cell_encoder(kind, declared):
     if kind == "double":
         return lambda value: repr(float(value))
     if kind == "string" or kind == "bytes":
-        return lambda value: value if value.__class__ is str else str(value)
+        def encode_text(value):
+            text = value if value.__class__ is str else str(value)
+            if text != "" and text[0] != "{":
+                return text
+            return text if plain_cell(text) else json.dumps({"type": declared, "value": value}, separators=(",", ":"), sort_keys=True)
+        return encode_text
     return str
 
 
