@@ -161,6 +161,36 @@ struct PluginCLITests {
         #expect(Self.holdsCell(try String(contentsOf: csv, encoding: .utf8), "Edited in SQLite"), "the restored folder took the newer edit")
     }
 
+    @Test("gateway sync starts each plugin once, checked and then synced by the same process; gateway validate stops what it started")
+    func pluginStartsOnce() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        let folder = clone.url.appendingPathComponent("examples/plugins/csv-folder")
+        try """
+            import atexit, csv_folder
+            def note(line):
+                with open("starts.log", "a") as log:
+                    log.write(line + "\\n")
+            note("start")
+            atexit.register(note, "exit")
+            csv_folder.main()
+
+            """.write(to: folder.appendingPathComponent("counting.py"), atomically: true, encoding: .utf8)
+        let config = try String(contentsOf: folder.appendingPathComponent("config.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "args: [csv_folder.py]", with: "args: [counting.py]")
+        try config.write(to: folder.appendingPathComponent("counting.yaml"), atomically: true, encoding: .utf8)
+        func log() throws -> [String] {
+            try String(contentsOf: folder.appendingPathComponent("starts.log"), encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+        let sync = try await clone.gateway("sync", "--config", "examples/plugins/csv-folder/counting.yaml")
+        #expect(sync.status == 0, "\(sync)")
+        #expect(sync.stdout.contains("notes-csv  NotesZone          50         0"), "\(sync)")
+        #expect(try log() == ["start", "exit"], "one plugin process checked, synced and stopped")
+        let validate = try await clone.gateway("validate", "--config", "examples/plugins/csv-folder/counting.yaml")
+        #expect(validate.status == 0, "\(validate)")
+        #expect(try log() == ["start", "exit", "start", "exit"], "validate stops the plugin it checked")
+    }
+
     @Test("a plugin that cannot start fails its adapter with a message naming both, while the other adapter syncs")
     func brokenPluginFailsAlone() async throws {
         let clone = try CLITests.FreshClone()

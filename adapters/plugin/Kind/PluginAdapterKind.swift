@@ -4,6 +4,7 @@ import Foundation
 import GatewayCore
 import GatewayConfig
 import Logging
+import Synchronization
 
 /// `kind: plugin`: a process plugin, any executable speaking the plugin protocol over
 /// stdin/stdout (`docs/writing-adapters.md`). Its sync state lives in
@@ -68,29 +69,51 @@ public struct PluginAdapterKind: AdapterKind {
         let statePath: String
         let pollInterval: Duration
         let recordTypes: [RecordTypeSettings]
+        /// The plugin ``checkBeforeOpening()`` started, for the ``open()`` that follows it.
+        let checked = CheckedPlugin()
 
         /// Starts the plugin, checks its handshake against the configured record types, stops it.
         func check() async throws {
+            let store = try await checkedStore()
+            await store.close()
+        }
+
+        /// Checks as ``check()`` does, and keeps the plugin running for the ``open()`` that
+        /// follows, so it starts once, not twice (a slow-starting plugin pays its start once).
+        func checkBeforeOpening() async throws {
+            await checked.keep(try await checkedStore())
+        }
+
+        /// A store whose plugin is running and serves every configured record type; a plugin that
+        /// does not is stopped.
+        private func checkedStore() async throws -> PluginStore {
             let store = PluginStore(configuration: configuration, logger: Logger(label: "gateway.plugin"))
             let handshake: PluginStore.Handshake
             do {
                 handshake = try await store.handshake()
-                await store.close()
             } catch {
                 await store.close()
                 throw error
             }
             let served = Set(handshake.recordTypes.map(\.name))
             for type in recordTypes where !served.contains(type.recordType) {
+                await store.close()
                 throw ConfigError(
                     .storeMismatch,
                     "adapter \(configuration.adapterName): record type \(type.recordType) is configured, but plugin \(configuration.displayName) serves only \(served.sorted().joined(separator: ", "))",
                     at: type.location)
             }
+            return store
         }
 
         func open() async throws -> any ModelAdapter {
-            try makeAdapter(configuration: configuration, statePath: statePath)
+            let started = checked.take()
+            do {
+                return try makeAdapter(configuration: configuration, statePath: statePath, store: started)
+            } catch {
+                await started?.close()
+                throw error
+            }
         }
 
         /// Reads through the adapter (which starts the plugin) when this account can record a
@@ -122,12 +145,38 @@ public struct PluginAdapterKind: AdapterKind {
             }
         }
 
-        func makeAdapter(configuration: PluginConfiguration, statePath: String) throws -> KitAdapter {
-            let store = PluginStore(configuration: configuration, logger: Logger(label: "gateway.plugin"))
+        /// The adapter over `store`, or over a new store whose plugin starts at its first request.
+        func makeAdapter(configuration: PluginConfiguration, statePath: String, store: PluginStore? = nil) throws -> KitAdapter {
+            let store = store ?? PluginStore(configuration: configuration, logger: Logger(label: "gateway.plugin"))
             return try KitAdapter(
                 configuration: KitAdapterConfiguration(
                     name: configuration.adapterName, zoneID: configuration.zoneID, statePath: statePath, pollInterval: pollInterval),
                 store: store)
+        }
+    }
+}
+
+/// The plugin a plan's `checkBeforeOpening()` started and left running for the plan's `open()`.
+/// It holds one at most: a second check stops the first one's plugin, so a check whose open
+/// failed leaves one idle plugin, stopped by the next check or when the gateway exits (its
+/// standard input closes).
+final class CheckedPlugin: Sendable {
+    private let store = Mutex<PluginStore?>(nil)
+
+    /// Keeps `started` for the next ``take()``, stopping the plugin kept before it.
+    func keep(_ started: PluginStore) async {
+        let replaced = store.withLock { kept in
+            defer { kept = started }
+            return kept
+        }
+        await replaced?.close()
+    }
+
+    /// The kept plugin, handed over once.
+    func take() -> PluginStore? {
+        store.withLock { kept in
+            defer { kept = nil }
+            return kept
         }
     }
 }

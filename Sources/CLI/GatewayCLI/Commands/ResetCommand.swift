@@ -16,7 +16,7 @@ struct ResetCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try options.load()
         let selected = try GatewayStores.select([adapter], in: configuration)
-        try await GatewayStores.check(configuration, adapters: selected, cloud: false)
+        try await GatewayStores.check(configuration, adapters: selected, cloud: false, beforeOpening: true)
         try GatewayStores.prepareStateDirectory(configuration)
         let lock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
         for opened in try await GatewayStores.open(selected) {

@@ -36,6 +36,11 @@ public protocol AdapterPlan: Sendable {
     ///   configuration, any other error for a store that cannot be reached.
     func check() async throws
 
+    /// Checks the store as ``check()`` does, right before ``open()``: a kind may keep what the
+    /// check started (a plugin's process) for the open that follows. The default: ``check()``.
+    /// - Throws: like ``check()``.
+    func checkBeforeOpening() async throws
+
     /// Opens the adapter, installing what it needs in the store.
     /// - Throws: like ``check()``.
     func open() async throws -> any ModelAdapter
@@ -113,6 +118,11 @@ extension AdapterPlan {
 
     /// No preference: download pages of the gateway's `fetch_limit`.
     public var largestDownloadPage: Int? { nil }
+
+    /// Checks the store as ``AdapterPlan/check()`` does.
+    public func checkBeforeOpening() async throws {
+        try await check()
+    }
 
     /// Opens the adapter and reads through it.
     public func readStatus() async throws -> StoreStatusSnapshot {

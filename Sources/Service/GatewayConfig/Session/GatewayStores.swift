@@ -43,16 +43,22 @@ public enum GatewayStores {
 
     /// Checks the cloud and the adapters without changing anything, so a store that does not
     /// match the config is reported before the gateway writes a byte (its state folder included).
+    /// - Parameter beforeOpening: whether the adapters are opened next
+    ///   (``AdapterPlan/checkBeforeOpening()``: a plugin checked is kept running for its open).
     /// - Throws: ``ConfigError`` for a mismatch; ``GatewayError`` for a store or cloud that
     ///   cannot be reached.
-    public static func check(_ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], cloud: Bool) async throws {
+    public static func check(
+        _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], cloud: Bool, beforeOpening: Bool = false
+    ) async throws {
         if cloud {
             try await passingThrough(.cloudUnavailable, { "the \(configuration.cloud.kind) cloud: \($0)" }) {
                 try await configuration.cloud.plan.check()
             }
         }
         for adapter in adapters {
-            try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): \($0)" }) { try await adapter.plan.check() }
+            try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): \($0)" }) {
+                try await beforeOpening ? adapter.plan.checkBeforeOpening() : adapter.plan.check()
+            }
         }
     }
 

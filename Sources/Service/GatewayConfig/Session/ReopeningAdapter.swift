@@ -33,7 +33,7 @@ final class ReopeningAdapter: ForwardingAdapter {
     func store() async throws -> any ModelAdapter {
         if let adapter = opened.withLock({ $0.adapter }) { return adapter }
         do {
-            try await configuration.plan.check()
+            try await configuration.plan.checkBeforeOpening()
             let adapter = try await configuration.openStore()
             // Two calls may race to open it; the first one kept wins, and the other copy is
             // closed (its connections and processes).

@@ -105,7 +105,7 @@ public actor SharedZoneAdapters {
                         .inconsistent,
                         "template \(template.name) gives zone \(zone) the same store as \(sharing); put {zone} and {owner} in its path, directory or schema")
                 }
-                try await GatewayStores.check(configuration, adapters: [adapter], cloud: false)
+                try await GatewayStores.check(configuration, adapters: [adapter], cloud: false, beforeOpening: true)
                 let made = try await GatewayStores.open([adapter])[0]
                 opened.append((template, zone, made))
                 change.added.append(made)

@@ -32,7 +32,7 @@ public struct SyncSession: Sendable {
         // Stores are checked, and then opened, all at once (a first sync's backfill of one store
         // overlaps another's connection and capture install); failures are reported in config order.
         let checks = await GatewayStores.forEach(adapters) { adapter in
-            try await GatewayStores.check(configuration, adapters: [adapter], cloud: false)
+            try await GatewayStores.check(configuration, adapters: [adapter], cloud: false, beforeOpening: true)
         }
         var unreachable: Set<String> = []
         for (adapter, check) in zip(adapters, checks) {
