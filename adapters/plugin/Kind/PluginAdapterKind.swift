@@ -84,6 +84,11 @@ public struct PluginAdapterKind: AdapterKind {
             await checked.keep(try await checkedStore())
         }
 
+        /// Stops the plugin ``checkBeforeOpening()`` kept, if no open took it.
+        func discardCheck() async {
+            await checked.take()?.close()
+        }
+
         /// A store whose plugin is running and serves every configured record type; a plugin that
         /// does not is stopped.
         private func checkedStore() async throws -> PluginStore {

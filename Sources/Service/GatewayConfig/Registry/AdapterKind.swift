@@ -41,6 +41,10 @@ public protocol AdapterPlan: Sendable {
     /// - Throws: like ``check()``.
     func checkBeforeOpening() async throws
 
+    /// Stops what ``checkBeforeOpening()`` kept when the open it was for does not follow (another
+    /// adapter failed, the state folder is locked). The default: nothing.
+    func discardCheck() async
+
     /// Opens the adapter, installing what it needs in the store.
     /// - Throws: like ``check()``.
     func open() async throws -> any ModelAdapter
@@ -123,6 +127,9 @@ extension AdapterPlan {
     public func checkBeforeOpening() async throws {
         try await check()
     }
+
+    /// Nothing to stop: ``AdapterPlan/checkBeforeOpening()`` kept nothing.
+    public func discardCheck() async {}
 
     /// Opens the adapter and reads through it.
     public func readStatus() async throws -> StoreStatusSnapshot {

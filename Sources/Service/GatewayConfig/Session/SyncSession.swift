@@ -34,6 +34,20 @@ public struct SyncSession: Sendable {
         let checks = await GatewayStores.forEach(adapters) { adapter in
             try await GatewayStores.check(configuration, adapters: [adapter], cloud: false, beforeOpening: true)
         }
+        do {
+            return try await openChecked(configuration, adapters: adapters, checks: checks, tolerateUnavailableStores: tolerateUnavailableStores, logger: logger)
+        } catch {
+            // What a check kept for an open that did not happen (a plugin's process) stops now.
+            for adapter in adapters { await adapter.plan.discardCheck() }
+            throw error
+        }
+    }
+
+    /// The rest of ``open(_:adapters:tolerateUnavailableStores:logger:)``, once the stores are checked.
+    private static func openChecked(
+        _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], checks: [Result<Void, any Error>],
+        tolerateUnavailableStores: Bool, logger: Logger
+    ) async throws -> SyncSession {
         var unreachable: Set<String> = []
         for (adapter, check) in zip(adapters, checks) {
             do {
