@@ -96,6 +96,9 @@ struct ConfigDecodingTests {
         #expect(selfHosted.adapters.map { selfHosted.syncOptions(for: $0).batchSize } == [400, 20])
         let smaller = try Self.parse("cloud: { kind: embedded, limits: { max_operations: 150 } }\n" + adapters, in: directory)
         #expect(smaller.adapters.map { smaller.syncOptions(for: $0).batchSize } == [150, 20])
+        let postgres = try Self.parse("cloud: { kind: postgres, url: \"postgres://gateway@127.0.0.1:5432/cloud\" }\n" + adapters, in: directory)
+        #expect(postgres.cloud.plan.limits == .postgresCloud && CloudLimits.postgresCloud.maxOperationsPerRequest == 1_000)
+        #expect(postgres.adapters.map { postgres.syncOptions(for: $0).batchSize } == [1_000, 20])
         let set = try Self.parse("gateway: { batch_size: 60 }\n" + adapters, in: directory)
         #expect(set.adapters.map { set.syncOptions(for: $0).batchSize } == [60, 20])
     }

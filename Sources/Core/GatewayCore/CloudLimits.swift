@@ -41,4 +41,10 @@ public struct CloudLimits: Hashable, Sendable, Codable {
     /// rounds cost less per record, and pages of up to 5,000 changes, since each page costs the
     /// downloading store a lookup, a commit and their round trips.
     public static let selfHosted = CloudLimits(maxOperationsPerRequest: 400, maxResultsPerFetch: 5_000)
+
+    /// The PostgreSQL cloud's: ``selfHosted`` with 1,000 operations per request. A zone's modify
+    /// requests run one at a time there (each holds the zone's row until it commits, so sequence
+    /// numbers follow commit order), and each costs round trips and statements on top of its
+    /// records: SQLite → PostgreSQL cloud, 100,000 rows, took 12–20% less time than with 400.
+    public static let postgresCloud = CloudLimits(maxOperationsPerRequest: 1_000, maxResultsPerFetch: 5_000)
 }

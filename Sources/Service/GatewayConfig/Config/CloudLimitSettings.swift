@@ -1,7 +1,8 @@
 import GatewayCore
 
-/// `limits:` of a cloud kind (`embedded` and `postgres`, over `CloudLimits.selfHosted`;
-/// `cloudkit`, over `CloudLimits.cloudKit`): the keys given, over the kind's defaults.
+/// `limits:` of a cloud kind (`embedded`, over `CloudLimits.selfHosted`; `postgres`, over
+/// `CloudLimits.postgresCloud`; `cloudkit`, over `CloudLimits.cloudKit`): the keys given, over the
+/// kind's defaults.
 public struct CloudLimitSettings: Decodable, Sendable {
     private var maxOperations: Int?
     private var maxRecordSize: Int?

@@ -7,7 +7,8 @@ import PostgresSupport
 ///
 /// Keys: `url` (required, `postgres://user@host:port/database[?sslmode=…]`), `password_env`
 /// (the variable holding the password; default `PGPASSWORD`), `schema` (default
-/// `gateway_cloud`), `max_connections` (default 4), `limits` (as for `embedded`),
+/// `gateway_cloud`), `max_connections` (default 4), `limits` (as for `embedded`, over
+/// ``CloudLimits/postgresCloud``: 1,000 operations per request),
 /// `tombstone_retention` (default 30d) and `request_timeout` (default 60s).
 public struct PostgresCloudKind: CloudKind {
     public let name = "postgres"
@@ -34,7 +35,7 @@ public struct PostgresCloudKind: CloudKind {
             guard (1...100).contains(connections.value) else { throw connections.problem(.invalidValue, "must be between 1 and 100") }
             configuration.maximumConnections = connections.value
         }
-        configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.applied(to: .selfHosted) ?? .selfHosted
+        configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.applied(to: .postgresCloud) ?? .postgresCloud
         if let retention = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .tombstoneRetention) {
             guard retention.value.duration > .zero else { throw retention.problem(.invalidValue, "must be longer than 0s") }
             configuration.tombstoneRetention = retention.value.duration
