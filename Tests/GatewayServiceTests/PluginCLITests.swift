@@ -99,6 +99,29 @@ struct PluginCLITests {
         #expect(result.stdout.hasSuffix("21 of 22 case(s) passed\n"), "only the broken rule fails: \(result)")
     }
 
+    @Test("gateway check-adapter stops a plugin that does not confirm its scratch folder before it can write into its configured store")
+    func scratchUnconfirmed() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        let folder = clone.url.appendingPathComponent("examples/plugins/csv-folder")
+        let source = try String(contentsOf: folder.appendingPathComponent("csv_folder.py"), encoding: .utf8)
+        let keepsItsStore = source
+            .replacingOccurrences(of: "directory = params.get(\"scratch\") or settings.get(\"directory\") or \".\"", with: "directory = settings.get(\"directory\") or \".\"")
+            .replacingOccurrences(of: "                    result[\"scratch\"] = True", with: "                    pass")
+        #expect(keepsItsStore != source && !keepsItsStore.contains("result[\"scratch\"]"), "the copy ignores scratch")
+        try keepsItsStore.write(to: folder.appendingPathComponent("ignores_scratch.py"), atomically: true, encoding: .utf8)
+        let config = try String(contentsOf: folder.appendingPathComponent("config.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "args: [csv_folder.py]", with: "args: [ignores_scratch.py]")
+        try config.write(to: folder.appendingPathComponent("ignores_scratch.yaml"), atomically: true, encoding: .utf8)
+        let result = try await clone.gateway("check-adapter", "notes-csv", "--config", "examples/plugins/csv-folder/ignores_scratch.yaml")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.contains("does not confirm it keeps its data there"), "\(result)")
+        #expect(result.stdout.hasSuffix("0 of 22 case(s) passed\n"), "\(result)")
+        let store = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv")
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("Note.csv").path), "no made-up record reached the configured store")
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".gateway-store.json").path), "its identity marker was not written")
+    }
+
     /// Whether a row of the CSV text holds `cell` as a whole cell, in any column (for cells without
     /// commas or quotes).
     static func holdsCell(_ text: String, _ cell: String) -> Bool {

@@ -23,6 +23,10 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
         case unsendableRecord = "pluginUnsendableRecord"
         /// The plugin answered a request with an error of its own.
         case pluginReportedError
+        /// Started with a scratch folder (`gateway check-adapter`), the plugin did not confirm it
+        /// keeps its data there (`"scratch": true` in its hello answer) or does not serve `Note`:
+        /// it was stopped before any request could reach its configured store.
+        case scratchUnconfirmed = "pluginScratchUnconfirmed"
 
         /// The code's name, as logs, metrics and JSON show it.
         public var name: String { rawValue }

@@ -369,6 +369,23 @@ public final class PluginStore: KitStore {
             }
             types.append(RecordTypeDeclaration(name: name, fields: entry["fields"]?.arrayValue?.compactMap(\.stringValue) ?? []))
         }
+        if let scratch = configuration.scratchDirectory {
+            // `gateway check-adapter` writes thousands of made-up records: to a plugin that ignored
+            // `scratch`, into its configured store. Nothing is sent before it says it will not.
+            guard answer["scratch"]?.boolValue == true else {
+                throw PluginError(
+                    .scratchUnconfirmed, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "was started with a scratch folder (\(scratch)) but its hello answer does not confirm it keeps its data there; "
+                        + "answer hello with \"scratch\": true once it uses params.scratch instead of its configured store "
+                        + "(stopped before any request, so its configured store was not touched)")
+            }
+            guard types.contains(where: { $0.name == "Note" }) else {
+                throw PluginError(
+                    .scratchUnconfirmed, adapter: configuration.adapterName, plugin: configuration.displayName,
+                    "was started with a scratch folder but does not serve record type Note; in scratch mode a plugin declares Note "
+                        + "(with any fields) in hello's recordTypes, since the conformance cases write Note records")
+            }
+        }
         let capabilities = answer["capabilities"]
         return Handshake(
             plugin: answer["plugin"]?.stringValue ?? configuration.command, recordTypes: types,

@@ -126,7 +126,8 @@ def main():
                 send({"id": ident, "result": {"protocol": 1}})
                 continue
             send({"id": ident, "result": {"protocol": 1, "plugin": "misbehaving 1.0", "capabilities": {"cursor": False},
-                                          "recordTypes": [{"name": "Note", "fields": ["title", "rank"]}]}})
+                                          "recordTypes": [{"name": "Note", "fields": ["title", "rank"]}],
+                                          "scratch": bool(params.get("scratch"))}})
         elif method == "list":
             records = list(load().values())
             if how == "unknown-type":

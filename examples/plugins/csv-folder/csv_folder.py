@@ -384,6 +384,8 @@ def main():
                     "capabilities": {"cursor": True, "notifications": False, "identity": True, "tables": True},
                     "recordTypes": [{"name": name, "fields": [c for c, _ in folder.load(name)[0]]} for name in types],
                 }
+                if params.get("scratch"):
+                    result["scratch"] = True  # its data is in the scratch folder, not settings.directory
             elif method == "list":
                 result = folder.listing(params.get("cursor"), params.get("continuation"))
             elif method == "read":

@@ -29,9 +29,18 @@ struct StatusCommand: AsyncParsableCommand {
         // in its row instead of hiding the healthy ones.
         var lines: [AdapterStatus] = []
         for adapterConfiguration in selected {
+            // Reading may open the store: a plugin the check started serves it, and is stopped after
+            // (when reading did not need it, by `discardCheck`).
             do {
-                try await GatewayStores.check(configuration, adapters: [adapterConfiguration], cloud: false)
-                lines.append(try await GatewayStores.readStatus(adapterConfiguration, in: configuration))
+                try await GatewayStores.check(configuration, adapters: [adapterConfiguration], cloud: false, beforeOpening: true)
+                let status: Result<AdapterStatus, any Error>
+                do {
+                    status = .success(try await GatewayStores.readStatus(adapterConfiguration, in: configuration))
+                } catch {
+                    status = .failure(error)
+                }
+                await adapterConfiguration.plan.discardCheck()
+                lines.append(try status.get())
             } catch {
                 // A store that does not match the config (a table dropped since) is one row too.
                 lines.append(AdapterStatus(unreadable: adapterConfiguration, error: (error as? GatewayError)?.message ?? "\(error)"))
