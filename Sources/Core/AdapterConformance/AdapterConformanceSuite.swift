@@ -115,9 +115,11 @@ public enum AdapterConformanceSuite {
         },
         AdapterConformanceCase("apply is idempotent") { harness in
             let adapter = try await harness.makeAdapter(zone: zone)
-            let changes = download([note("a", title: "A"), note("b", title: "B")], marker: "t1")
+            let records = [note("a", title: "A"), note("b", title: "B")]
+            let changes = download(records, marker: "t1")
             try await adapter.apply(changes)
             let once = try await harness.storedRecords(in: adapter)
+            try expectEqual(values(once), values(Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })), "records after applying once")
             try await adapter.apply(changes)
             try expectEqual(values(try await harness.storedRecords(in: adapter)), values(once), "records after applying twice")
             try expectEqual(try await adapter.pendingChangeCount(), 0, "nothing pending after applying twice")
