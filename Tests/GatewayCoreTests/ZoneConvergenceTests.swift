@@ -100,6 +100,12 @@ struct ZoneConvergenceTests {
         ledger.passStarts(2)
         ledger.passEnded(2, uploaded: 2)
         #expect(ledger.behind() == [0, 3], "2's new upload came after the passes of 0 and 3 began")
+        ledger.passStarts(1)
+        ledger.passEnded(1, uploaded: 2, completed: 1)
+        #expect(ledger.behind() == [0, 1, 3], "the cloud completed 1's saves: it downloads them, alone on its zone")
+        ledger.passStarts(1)
+        ledger.passEnded(1, uploaded: 0)
+        #expect(ledger.behind() == [0, 3])
     }
 
     @Test("the upload bound: twice what was pending, at least one batch more")

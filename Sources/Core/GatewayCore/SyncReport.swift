@@ -43,6 +43,10 @@ public struct AdapterSyncReport: Sendable {
     public var conflicts: [ConflictOutcome: Int] = [:]
     /// Records whose conflict no resolver answered in this sync, each counted once.
     var unresolvedRecords: Set<RecordID> = []
+    /// Records this pass saved whose cloud version holds a field the upload did not name (a
+    /// partial save kept it): the store lacks that value until it downloads the version, which a
+    /// follow-up pass of the same sync does.
+    var savesTheCloudCompleted = 0
     /// Those records, with why (code `resolverFailed`): they stay pending, left as they were on
     /// both sides, and the next sync asks again.
     public var unresolvedFailures: [FailedRecord] = []

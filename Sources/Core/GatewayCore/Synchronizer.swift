@@ -68,8 +68,9 @@ public actor Synchronizer {
     static let maximumFollowUpRounds = 2
 
     /// Runs the adapters one after another, then runs again, up to ``maximumFollowUpRounds``
-    /// times, each adapter whose zone got uploads from a sibling after its pass began, so that
-    /// one sync leaves every adapter of a zone holding what the others uploaded.
+    /// times, each adapter whose zone got uploads from a sibling after its pass began, or whose
+    /// saves the cloud completed with fields its store lacks (a partial save keeps them), so that
+    /// one sync leaves every adapter of a zone holding what the zone holds.
     private func syncInOrder(_ selected: [SyncedAdapter], stoppedBy accountFailure: SyncError?) async -> [AdapterSyncReport] {
         var reports = [AdapterSyncReport?](repeating: nil, count: selected.count)
         var stop = accountFailure
@@ -88,7 +89,7 @@ public actor Synchronizer {
                     ledger.passStarts(index)
                     let report = await Self.guardedPass(
                         synced, abandoned: abandoned, cloud: cloud, configuration: configuration, environment: environment, observer: observer)
-                    ledger.passEnded(index, uploaded: report.uploaded + report.deletedRemotely)
+                    ledger.passEnded(index, uploaded: report.uploaded + report.deletedRemotely, completed: report.savesTheCloudCompleted)
                     reports[index] = reports[index].map { $0.adding(report) } ?? report
                     if report.error?.code == .notAuthenticated { stop = report.error }
                 }
@@ -159,7 +160,10 @@ public actor Synchronizer {
                 observer(.adapterFinished(report))
                 reports[index] = report
             }
-            let behind = selected.indices.map { index in seen[index].map { activity.siblingUploads(of: selected[index].adapter.name) > $0 } ?? false }
+            let behind = selected.indices.map { index in
+                reports[index].savesTheCloudCompleted > 0
+                    || (seen[index].map { activity.siblingUploads(of: selected[index].adapter.name) > $0 } ?? false)
+            }
             return (reports, behind, stop != nil)
         }
     }

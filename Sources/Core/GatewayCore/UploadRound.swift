@@ -34,6 +34,18 @@ struct UploadRound {
         settled = batch.settledLocally.count
     }
 
+    /// Whether the cloud's saved version holds a value for a field the sent record does not name:
+    /// one its store never had (a JSON document without the key, a table without the column),
+    /// which the partial save kept.
+    static func cloudKeptUnnamedField(_ saved: Record, sent operation: RecordOperation) -> Bool {
+        guard let sent = operation.record, saved.layout != sent.layout else { return false }
+        var kept = false
+        saved.forEachField { name, _ in
+            if !kept && sent.layout.position(of: name) == nil { kept = true }
+        }
+        return kept
+    }
+
     /// Sorts the cloud's answers: saved and deleted records settle, conflicts wait to be merged,
     /// transient failures stay pending, permanent ones are marked failed (and not read again in
     /// this pass). `results` are the answers to ``batch``'s operations, in order.
@@ -56,6 +68,7 @@ struct UploadRound {
                     superseded: superseded)
                 update.settled[id] = version
                 report.uploaded += 1
+                if Self.cloudKeptUnnamedField(saved, sent: batch.operations[position]) { report.savesTheCloudCompleted += 1 }
                 settled += 1
             case .deleted:
                 update.metadata[id] = RecordMetadata.encodedDeletion()
