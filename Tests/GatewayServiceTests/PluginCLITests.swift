@@ -85,15 +85,11 @@ struct PluginCLITests {
         let broken = try #require(Self.brokenPlugins.first { $0.name == name })
         let clone = try CLITests.FreshClone()
         defer { clone.directory.remove() }
-        let folder = clone.url.appendingPathComponent("examples/plugins/csv-folder")
-        let source = try String(contentsOf: folder.appendingPathComponent("csv_folder.py"), encoding: .utf8)
-        #expect(source.contains(broken.original), "the plugin still has the code this case breaks")
-        try source.replacingOccurrences(of: broken.original, with: broken.broken)
-            .write(to: folder.appendingPathComponent("broken_\(name).py"), atomically: true, encoding: .utf8)
-        let config = try String(contentsOf: folder.appendingPathComponent("config.yaml"), encoding: .utf8)
-            .replacingOccurrences(of: "args: [csv_folder.py]", with: "args: [broken_\(name).py]")
-        try config.write(to: folder.appendingPathComponent("broken_\(name).yaml"), atomically: true, encoding: .utf8)
-        let result = try await clone.gateway("check-adapter", "notes-csv", "--config", "examples/plugins/csv-folder/broken_\(name).yaml")
+        let config = try Self.pluginVariant(in: clone, named: "broken_\(name)") { source in
+            #expect(source.contains(broken.original), "the plugin still has the code this case breaks")
+            return source.replacingOccurrences(of: broken.original, with: broken.broken)
+        }
+        let result = try await clone.gateway("check-adapter", "notes-csv", "--config", config)
         #expect(result.status == 1, "\(result)")
         #expect(result.stdout.contains("FAIL  store contract: \(broken.rule)"), "\(result)")
         #expect(result.stdout.hasSuffix("21 of 22 case(s) passed\n"), "only the broken rule fails: \(result)")
@@ -103,23 +99,32 @@ struct PluginCLITests {
     func scratchUnconfirmed() async throws {
         let clone = try CLITests.FreshClone()
         defer { clone.directory.remove() }
-        let folder = clone.url.appendingPathComponent("examples/plugins/csv-folder")
-        let source = try String(contentsOf: folder.appendingPathComponent("csv_folder.py"), encoding: .utf8)
-        let keepsItsStore = source
-            .replacingOccurrences(of: "directory = params.get(\"scratch\") or settings.get(\"directory\") or \".\"", with: "directory = settings.get(\"directory\") or \".\"")
-            .replacingOccurrences(of: "                    result[\"scratch\"] = True", with: "                    pass")
-        #expect(keepsItsStore != source && !keepsItsStore.contains("result[\"scratch\"]"), "the copy ignores scratch")
-        try keepsItsStore.write(to: folder.appendingPathComponent("ignores_scratch.py"), atomically: true, encoding: .utf8)
-        let config = try String(contentsOf: folder.appendingPathComponent("config.yaml"), encoding: .utf8)
-            .replacingOccurrences(of: "args: [csv_folder.py]", with: "args: [ignores_scratch.py]")
-        try config.write(to: folder.appendingPathComponent("ignores_scratch.yaml"), atomically: true, encoding: .utf8)
-        let result = try await clone.gateway("check-adapter", "notes-csv", "--config", "examples/plugins/csv-folder/ignores_scratch.yaml")
+        let config = try Self.pluginVariant(in: clone, named: "ignores_scratch") { source in
+            let keepsItsStore = source
+                .replacingOccurrences(of: "directory = params.get(\"scratch\") or settings.get(\"directory\") or \".\"", with: "directory = settings.get(\"directory\") or \".\"")
+                .replacingOccurrences(of: "                    result[\"scratch\"] = True", with: "                    pass")
+            #expect(keepsItsStore != source && !keepsItsStore.contains("result[\"scratch\"]"), "the copy ignores scratch")
+            return keepsItsStore
+        }
+        let result = try await clone.gateway("check-adapter", "notes-csv", "--config", config)
         #expect(result.status == 1, "\(result)")
         #expect(result.stdout.contains("does not confirm it keeps its data there"), "\(result)")
         #expect(result.stdout.hasSuffix("0 of 22 case(s) passed\n"), "\(result)")
         let store = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv")
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("Note.csv").path), "no made-up record reached the configured store")
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".gateway-store.json").path), "its identity marker was not written")
+    }
+
+    /// Writes `<name>.py`, the CSV example's source as `change` returns it, and `<name>.yaml`, the
+    /// example's config running it instead; returns the config's path in the clone.
+    static func pluginVariant(in clone: CLITests.FreshClone, named name: String, _ change: (String) throws -> String) throws -> String {
+        let folder = clone.url.appendingPathComponent("examples/plugins/csv-folder")
+        let source = try String(contentsOf: folder.appendingPathComponent("csv_folder.py"), encoding: .utf8)
+        try change(source).write(to: folder.appendingPathComponent("\(name).py"), atomically: true, encoding: .utf8)
+        let config = try String(contentsOf: folder.appendingPathComponent("config.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "args: [csv_folder.py]", with: "args: [\(name).py]")
+        try config.write(to: folder.appendingPathComponent("\(name).yaml"), atomically: true, encoding: .utf8)
+        return "examples/plugins/csv-folder/\(name).yaml"
     }
 
     /// Whether a row of the CSV text holds `cell` as a whole cell, in any column (for cells without
@@ -188,8 +193,9 @@ struct PluginCLITests {
     func pluginStartsOnce() async throws {
         let clone = try CLITests.FreshClone()
         defer { clone.directory.remove() }
-        let folder = clone.url.appendingPathComponent("examples/plugins/csv-folder")
-        try """
+        // The example itself, run by a wrapper that logs when the process starts and exits.
+        let config = try Self.pluginVariant(in: clone, named: "counting") { _ in
+            """
             import atexit, csv_folder
             def note(line):
                 with open("starts.log", "a") as log:
@@ -198,18 +204,17 @@ struct PluginCLITests {
             atexit.register(note, "exit")
             csv_folder.main()
 
-            """.write(to: folder.appendingPathComponent("counting.py"), atomically: true, encoding: .utf8)
-        let config = try String(contentsOf: folder.appendingPathComponent("config.yaml"), encoding: .utf8)
-            .replacingOccurrences(of: "args: [csv_folder.py]", with: "args: [counting.py]")
-        try config.write(to: folder.appendingPathComponent("counting.yaml"), atomically: true, encoding: .utf8)
-        func log() throws -> [String] {
-            try String(contentsOf: folder.appendingPathComponent("starts.log"), encoding: .utf8).split(separator: "\n").map(String.init)
+            """
         }
-        let sync = try await clone.gateway("sync", "--config", "examples/plugins/csv-folder/counting.yaml")
+        func log() throws -> [String] {
+            let file = clone.url.appendingPathComponent("examples/plugins/csv-folder/starts.log")
+            return try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+        let sync = try await clone.gateway("sync", "--config", config)
         #expect(sync.status == 0, "\(sync)")
         #expect(sync.stdout.contains("notes-csv  NotesZone          50         0"), "\(sync)")
         #expect(try log() == ["start", "exit"], "one plugin process checked, synced and stopped")
-        let validate = try await clone.gateway("validate", "--config", "examples/plugins/csv-folder/counting.yaml")
+        let validate = try await clone.gateway("validate", "--config", config)
         #expect(validate.status == 0, "\(validate)")
         #expect(try log() == ["start", "exit", "start", "exit"], "validate stops the plugin it checked")
     }
