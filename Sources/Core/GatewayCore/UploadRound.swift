@@ -38,7 +38,8 @@ struct UploadRound {
     /// one its store never had (a JSON document without the key, a table without the column),
     /// which the partial save kept.
     static func cloudKeptUnnamedField(_ saved: Record, sent operation: RecordOperation) -> Bool {
-        guard let sent = operation.record, saved.layout != sent.layout else { return false }
+        // Only an update is completed: a create had nothing stored to keep (most of a first upload).
+        guard ModifyRules.isPartial(operation), let sent = operation.record, saved.layout != sent.layout else { return false }
         var kept = false
         saved.forEachField { name, _ in
             if !kept && sent.layout.position(of: name) == nil { kept = true }
