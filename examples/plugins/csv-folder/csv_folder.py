@@ -336,8 +336,6 @@ def cell_encoder(kind, declared):
     if kind == "string" or kind == "bytes":
         def encode_text(value):
             text = value if value.__class__ is str else str(value)
-            if text != "" and text[0] != "{":
-                return text
             return text if plain_cell(text) else json.dumps({"type": declared, "value": value}, separators=(",", ":"), sort_keys=True)
         return encode_text
     return str

@@ -64,54 +64,26 @@ extension PostgresCloud {
 
         let allFailures = ModifyRules.failedResults(ids: prepared.map(\.recordID), failures: failures, atomic: atomic)
         let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
-        // Records the lookup did not find are inserted without `ON CONFLICT` (its speculative
-        // insertion cost a third more per row): the zone's lock keeps every other writer of the
-        // zone out until commit, so none can have appeared since.
-        var saved = (names: [String](), types: [String](), tags: [String](), sequences: [Int64](), fields: [ByteBuffer]())
-        var inserted = saved
+        // Records the lookup did not find are inserted without `ON CONFLICT` (see ``writeSaved``).
+        var inserted = SavedRows()
+        var replacing = SavedRows()
         var deleted = (names: [String](), sequences: [Int64]())
         let (results, sequence) = ModifyRules.outcomes(
             of: prepared, failures: allFailures, decisions: decisions, lastSequence: zoneRow.lastSequence, tagSuffix: tagSuffix, now: now,
             storedCreatedAt: { id in current[id.name].flatMap { $0.isDeleted ? nil : $0.createdAt } },
             save: { item, record, sequence in
-                let isNew = current[item.recordID.name] == nil
-                func append(to rows: inout (names: [String], types: [String], tags: [String], sequences: [Int64], fields: [ByteBuffer])) {
-                    rows.names.append(item.recordID.recordName)
-                    rows.types.append(record.recordType)
-                    rows.tags.append(record.changeTag!)
-                    rows.sequences.append(sequence)
-                    rows.fields.append(ByteBuffer(bytes: item.encodedFields!))
+                if current[item.recordID.name] == nil {
+                    inserted.append(item, record, sequence: sequence)
+                } else {
+                    replacing.append(item, record, sequence: sequence)
                 }
-                if isNew { append(to: &inserted) } else { append(to: &saved) }
             },
             delete: { id, sequence in
                 deleted.names.append(id.recordName)
                 deleted.sequences.append(sequence)
             })
-        if !inserted.names.isEmpty {
-            try await connection.query(
-                """
-                INSERT INTO \(unescaped: tables.records)
-                    (owner_name, zone_name, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
-                SELECT \(zone.ownerName), \(zone.zoneName), u.n, u.t, u.c, u.q, false, \(now), u.f, \(now)
-                FROM unnest(\(inserted.names)::text[], \(inserted.types)::text[], \(inserted.tags)::text[], \(inserted.sequences)::int8[], \(inserted.fields)::bytea[])
-                    AS u(n, t, c, q, f)
-                """, logger: connection.logger)
-        }
-        if !saved.names.isEmpty {
-            try await connection.query(
-                """
-                INSERT INTO \(unescaped: tables.records) AS r
-                    (owner_name, zone_name, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
-                SELECT \(zone.ownerName), \(zone.zoneName), u.n, u.t, u.c, u.q, false, \(now), u.f, \(now)
-                FROM unnest(\(saved.names)::text[], \(saved.types)::text[], \(saved.tags)::text[], \(saved.sequences)::int8[], \(saved.fields)::bytea[])
-                    AS u(n, t, c, q, f)
-                ON CONFLICT (owner_name, zone_name, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
-                    deleted = false, modified_at = excluded.modified_at, fields = excluded.fields,
-                    created_at = CASE WHEN r.deleted THEN excluded.created_at ELSE COALESCE(r.created_at, r.modified_at) END
-                """, logger: connection.logger)
-        }
+        try await writeSaved(inserted, replacing: false, zone: zone, now: now, tables: tables, connection: connection)
+        try await writeSaved(replacing, replacing: true, zone: zone, now: now, tables: tables, connection: connection)
         if !deleted.names.isEmpty {
             try await connection.query(
                 """
@@ -130,6 +102,48 @@ extension PostgresCloud {
             try await notify(zone, tables: tables, connection: connection)
         }
         return results
+    }
+
+    /// The records a request saves, a column each, for `unnest`.
+    private struct SavedRows {
+        var names: [String] = []
+        var types: [String] = []
+        var tags: [String] = []
+        var sequences: [Int64] = []
+        var fields: [ByteBuffer] = []
+
+        mutating func append(_ item: ModifyRules.Prepared, _ record: Record, sequence: Int64) {
+            names.append(item.recordID.recordName)
+            types.append(record.recordType)
+            tags.append(record.changeTag!)
+            sequences.append(sequence)
+            fields.append(ByteBuffer(bytes: item.encodedFields!))
+        }
+    }
+
+    /// Writes saved records. Those the cloud held (`replacing`: live or a tombstone) are upserted;
+    /// the others are inserted plainly, since the zone's lock keeps every other writer of the zone
+    /// out until commit, so none can have appeared since the lookup (the upsert's speculative
+    /// insertion cost 60% more per row; should a row appear, the insert fails on the primary key).
+    private static func writeSaved(
+        _ rows: SavedRows, replacing: Bool, zone: ZoneID, now: Int64, tables: Tables, connection: PooledConnection
+    ) async throws {
+        guard !rows.names.isEmpty else { return }
+        let upsert = """
+            ON CONFLICT (owner_name, zone_name, record_name) DO UPDATE SET
+                record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
+                deleted = false, modified_at = excluded.modified_at, fields = excluded.fields,
+                created_at = CASE WHEN r.deleted THEN excluded.created_at ELSE COALESCE(r.created_at, r.modified_at) END
+            """
+        try await connection.query(
+            """
+            INSERT INTO \(unescaped: tables.records) AS r
+                (owner_name, zone_name, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
+            SELECT \(zone.ownerName), \(zone.zoneName), u.n, u.t, u.c, u.q, false, \(now), u.f, \(now)
+            FROM unnest(\(rows.names)::text[], \(rows.types)::text[], \(rows.tags)::text[], \(rows.sequences)::int8[], \(rows.fields)::bytea[])
+                AS u(n, t, c, q, f)
+            \(unescaped: replacing ? upsert : "")
+            """, logger: connection.logger)
     }
 
     /// The stored size of each asset in `checksums` that the cloud holds.
