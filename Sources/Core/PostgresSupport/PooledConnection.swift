@@ -16,7 +16,8 @@ import PostgresNIO
 public struct PooledConnection: Sendable {
     /// The underlying connection; write statements through the methods of this type instead.
     public let connection: PostgresConnection
-    private let loop: EventLoopTaskExecutor
+    /// Runs jobs on the connection's event loop (see ``PostgresConnectionPool/withConnection(doing:_:)``).
+    let loop: EventLoopTaskExecutor
 
     init(_ connection: PostgresConnection) {
         self.connection = connection
