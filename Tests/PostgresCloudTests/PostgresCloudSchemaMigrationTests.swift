@@ -8,7 +8,7 @@ import PostgresTesting
 import TestScheduling
 import Testing
 
-/// Cloud schemas written by earlier releases (versions 1 to 3) are upgraded in place when opened.
+/// Cloud schemas written by earlier releases (versions 1 to 4) are upgraded in place when opened.
 @Suite("PostgreSQL cloud schema migration", .heavy)
 struct PostgresCloudSchemaMigrationTests {
     @Test("a version 1 schema gains creation times: old records report their last save, updates keep it, a record saved again after deletion is created anew")
@@ -22,15 +22,12 @@ struct PostgresCloudSchemaMigrationTests {
         _ = try await first.modify(
             [.create(Record(id: RecordID(recordName: "old", zoneID: zone), recordType: "Note", fields: ["n": .int64(1)]))], in: zone, atomic: true)
         await first.close()
-        // What the version 1 code created: the same table without created_at.
-        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "making a version 1 schema") { connection in
-            for statement in [
+        // What the version 1 code created: the version 4 tables without created_at.
+        try await Self.execute(
+            Self.version4 + [
                 "ALTER TABLE cloud.records DROP COLUMN created_at", "DELETE FROM cloud.schema_version",
                 "INSERT INTO cloud.schema_version (version) VALUES (1)",
-            ] {
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
-            }
-        }
+            ], on: endpoint)
 
         clock.set(Date(timeIntervalSince1970: 1_700_000_100))
         let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
@@ -55,7 +52,9 @@ struct PostgresCloudSchemaMigrationTests {
         let (endpoint, zone, configuration, first) = try await Self.cloudHolding(["kept"], label: "cloud_migration_2")
         await first.close()
         // What the version 2 code created: everything but the subscriptions.
-        try await Self.execute(["DROP TABLE cloud.subscriptions", "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (2)"], on: endpoint)
+        try await Self.execute(
+            Self.version4 + ["DROP TABLE cloud.subscriptions", "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (2)"],
+            on: endpoint)
 
         let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
         #expect(try await cloud.lookup([RecordID(recordName: "kept", zoneID: zone)]).first??.recordType == "Note")
@@ -65,16 +64,23 @@ struct PostgresCloudSchemaMigrationTests {
         await cloud.close()
     }
 
-    @Test("a version 3 schema gets the change feed's index in the C collation, and its feed, tokens and lookups go on")
-    func migratesVersion3() async throws {
-        let (endpoint, zone, configuration, first) = try await Self.cloudHolding(["r1", "r2", "r3"], label: "cloud_migration_3")
+    @Test("a version 3 or 4 schema gets its records keyed by zone number; its feed, tokens, lookups, tombstones and zones go on", arguments: [3, 4])
+    func migratesVersion3And4(version: Int) async throws {
+        let (endpoint, zone, configuration, first) = try await Self.cloudHolding(["r1", "r2", "r3", "gone"], label: "cloud_migration_\(version)")
+        let other = ZoneID(zoneName: "Other")
+        try await first.createZone(other)
+        _ = try await first.modify([.create(Record(id: RecordID(recordName: "r1", zoneID: other), recordType: "Other"))], in: other, atomic: true)
+        let gone = try #require(try await first.lookup([RecordID(recordName: "gone", zoneID: zone)]).first ?? nil)
+        _ = try await first.modify([.delete(gone.id, changeTag: gone.changeTag)], in: zone, atomic: true)
         let token = try await first.fetchChanges(in: zone, since: nil, limit: 2).token
         await first.close()
-        // What the version 3 code created: the feed's index on the zone's columns.
+        // Version 3 had the feed's index on the zone's plain columns.
+        let version3 = [
+            "DROP INDEX cloud.records_in_feed_order", "CREATE UNIQUE INDEX records_by_seq ON cloud.records (owner_name, zone_name, seq)",
+        ]
         try await Self.execute(
-            [
-                "DROP INDEX cloud.records_in_feed_order", "CREATE UNIQUE INDEX records_by_seq ON cloud.records (owner_name, zone_name, seq)",
-                "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (3)",
+            Self.version4 + (version == 3 ? version3 : []) + [
+                "DELETE FROM cloud.schema_version", "INSERT INTO cloud.schema_version (version) VALUES (\(version))",
             ], on: endpoint)
 
         let cloud = try await PostgresCloud.open(endpoint, configuration: configuration)
@@ -86,10 +92,20 @@ struct PostgresCloudSchemaMigrationTests {
         }
         #expect(indexes == ["records_in_feed_order", "records_pkey", "tombstones_by_age"])
         let rest = try await cloud.fetchChanges(in: zone, since: token, limit: 10)
-        #expect(rest.modified.map(\.id.recordName) == ["r3"])
+        #expect(rest.modified.map(\.id.recordName) == ["r3"] && rest.deleted.map(\.recordName) == ["gone"])
+        #expect(try await cloud.lookup([RecordID(recordName: "r1", zoneID: other)]).first??.recordType == "Other")
+        #expect(try await cloud.fetchChanges(in: other, since: nil, limit: 10).modified.map(\.id.recordName) == ["r1"])
+        // A zone created after the upgrade gets a number of its own.
+        let third = ZoneID(zoneName: "Third")
+        try await cloud.createZone(third)
+        _ = try await cloud.modify([.create(Record(id: RecordID(recordName: "r1", zoneID: third), recordType: "Third"))], in: third, atomic: true)
+        #expect(try await cloud.lookup([RecordID(recordName: "r1", zoneID: third)]).first??.recordType == "Third")
         _ = try await cloud.modify([.create(Record(id: RecordID(recordName: "r4", zoneID: zone), recordType: "Note"))], in: zone, atomic: true)
         #expect(try await cloud.fetchChanges(in: zone, since: rest.token, limit: 10).modified.map(\.id.recordName) == ["r4"])
         #expect(try await cloud.lookup([RecordID(recordName: "r2", zoneID: zone), RecordID(recordName: "none", zoneID: zone)]).map { $0?.id.recordName } == ["r2", nil])
+        // The tombstone came across: saving the name again without a tag creates it anew.
+        let revived = try await cloud.modify([.create(Record(id: gone.id, recordType: "Note"))], in: zone, atomic: true)
+        #expect(Self.saved(revived[0]) != nil)
         await cloud.close()
     }
 
@@ -107,6 +123,22 @@ struct PostgresCloudSchemaMigrationTests {
             in: zone, atomic: true)
         return (endpoint, zone, configuration, cloud)
     }
+
+    /// Turns a current schema's records back into version 4's: keyed by the zone's owner and name,
+    /// the feed's index on those columns in the `"C"` collation, no zone numbers.
+    private static let version4 = [
+        """
+        CREATE TABLE cloud.records_v4 AS
+        SELECT z.owner_name, z.zone_name, r.record_name, r.record_type, r.change_tag, r.seq, r.deleted, r.modified_at, r.fields, r.created_at
+        FROM cloud.records AS r JOIN cloud.zones AS z USING (zone_key)
+        """,
+        "DROP TABLE cloud.records", "ALTER TABLE cloud.records_v4 RENAME TO records",
+        "ALTER TABLE cloud.records ALTER COLUMN deleted SET DEFAULT false",
+        "ALTER TABLE cloud.records ADD CONSTRAINT records_pkey PRIMARY KEY (owner_name, zone_name, record_name)",
+        #"CREATE UNIQUE INDEX records_in_feed_order ON cloud.records ((owner_name COLLATE "C"), (zone_name COLLATE "C"), seq)"#,
+        "CREATE INDEX tombstones_by_age ON cloud.records (owner_name, zone_name, modified_at) WHERE deleted",
+        "DROP INDEX cloud.zones_by_key", "ALTER TABLE cloud.zones DROP COLUMN zone_key",
+    ]
 
     /// Runs `statements` in order, to turn the schema back into an earlier release's.
     private static func execute(_ statements: [String], on endpoint: PostgresEndpoint) async throws {

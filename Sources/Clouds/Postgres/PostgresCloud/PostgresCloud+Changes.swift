@@ -25,7 +25,7 @@ extension PostgresCloud {
                 """
                 SELECT record_name, record_type, change_tag, seq, deleted, modified_at, fields, COALESCE(created_at, modified_at)
                 FROM \(unescaped: tables.records)
-                WHERE owner_name COLLATE "C" = \(zone.ownerName) AND zone_name COLLATE "C" = \(zone.zoneName) AND seq > \(after)
+                WHERE zone_key + 0 = \(zoneRow.key) AND seq > \(after)
                 ORDER BY seq LIMIT \(limit + 1)
                 """, logger: connection.logger)
             var modified: [Record] = []
@@ -67,14 +67,14 @@ extension PostgresCloud {
         return try await transaction("looking up \(recordIDs.count) records", isolation: "REPEATABLE READ READ ONLY") { [tables] connection in
             var found: [RecordID: Record] = [:]
             for (zone, ids) in Dictionary(grouping: recordIDs, by: \.zoneID) {
-                _ = try await Self.zoneRow(zone, tables: tables, connection: connection)
+                let zoneRow = try await Self.zoneRow(zone, tables: tables, connection: connection)!
                 // Primary-key probes (`PostgresCloudSchema` says why).
                 let rows = try await connection.query(
                     """
                     SELECT r.record_name, r.record_type, r.change_tag, r.fields, r.modified_at, COALESCE(r.created_at, r.modified_at)
                     FROM unnest(\(ids.map(\.recordName))::text[]) AS u(n) CROSS JOIN LATERAL (
                         SELECT * FROM \(unescaped: tables.records)
-                        WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name = u.n LIMIT 1
+                        WHERE zone_key = \(zoneRow.key) AND record_name = u.n LIMIT 1
                     ) AS r
                     WHERE NOT r.deleted
                     """, logger: connection.logger)

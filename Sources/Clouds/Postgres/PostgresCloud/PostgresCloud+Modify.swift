@@ -42,7 +42,7 @@ extension PostgresCloud {
             SELECT r.record_name, r.change_tag, r.deleted, r.record_type, r.fields, r.modified_at, COALESCE(r.created_at, r.modified_at)
             FROM unnest(\(names)::text[]) AS u(n) CROSS JOIN LATERAL (
                 SELECT * FROM \(unescaped: tables.records)
-                WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND record_name = u.n LIMIT 1
+                WHERE zone_key = \(zoneRow.key) AND record_name = u.n LIMIT 1
             ) AS r
             """, logger: connection.logger)
         for try await (name, tag, deleted, type, fields, modifiedAt, createdAt) in rows.decode(
@@ -81,7 +81,7 @@ extension PostgresCloud {
             })
         if sequence != zoneRow.lastSequence {
             try await connection.query(
-                writes.statement(zone: zone, lastSequence: sequence, now: now, tables: tables), logger: connection.logger)
+                writes.statement(zone: zone, key: zoneRow.key, lastSequence: sequence, now: now, tables: tables), logger: connection.logger)
         }
         return results
     }
@@ -121,20 +121,19 @@ extension PostgresCloud {
         /// zone's records holds the zone's lock, so none can have appeared since the lookup (the
         /// upsert's speculative insertion cost 60% more per row; should a row appear, the
         /// statement fails on the primary key and the request with it).
-        func statement(zone: ZoneID, lastSequence: Int64, now: Int64, tables: Tables) -> PostgresQuery {
+        func statement(zone: ZoneID, key: Int64, lastSequence: Int64, now: Int64, tables: Tables) -> PostgresQuery {
             var binds = PostgresBindings()
             func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {
                 binds.append(value)
                 return "$\(binds.count)"
             }
-            let owner = bind(zone.ownerName)
-            let zoneName = bind(zone.zoneName)
+            let zoneKey = bind(key)
             let at = bind(now)
             func insert(_ rows: SavedRows, upserting: Bool) -> String {
                 """
                 INSERT INTO \(tables.records) AS r
-                    (owner_name, zone_name, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
-                SELECT \(owner), \(zoneName), u.n, u.t, u.c, u.q, false, \(at), u.f, \(at)
+                    (zone_key, record_name, record_type, change_tag, seq, deleted, modified_at, fields, created_at)
+                SELECT \(zoneKey), u.n, u.t, u.c, u.q, false, \(at), u.f, \(at)
                 FROM unnest(\(bind(rows.names))::text[], \(bind(rows.types))::text[], \(bind(rows.tags))::text[],
                     \(bind(rows.sequences))::int8[], \(bind(rows.fields))::bytea[]) AS u(n, t, c, q, f)
                 \(upserting ? Self.upsert : "")
@@ -150,17 +149,17 @@ extension PostgresCloud {
                         UPDATE \(tables.records) AS r
                         SET change_tag = NULL, seq = u.q, deleted = true, modified_at = \(at), fields = NULL
                         FROM unnest(\(bind(deleted.names))::text[], \(bind(deleted.sequences))::int8[]) AS u(n, q)
-                        WHERE r.owner_name = \(owner) AND r.zone_name = \(zoneName) AND r.record_name = u.n)
+                        WHERE r.zone_key = \(zoneKey) AND r.record_name = u.n)
                     """)
             }
             parts.append(
-                "moved AS (UPDATE \(tables.zones) SET last_seq = \(bind(lastSequence)) WHERE owner_name = \(owner) AND zone_name = \(zoneName))")
+                "moved AS (UPDATE \(tables.zones) SET last_seq = \(bind(lastSequence)) WHERE zone_key = \(zoneKey))")
             let signal = "SELECT pg_notify(\(bind(tables.channel)), \(bind(PostgresCloud.signalKey(zone))))"
             return PostgresQuery(unsafeSQL: "WITH " + parts.joined(separator: ",\n") + "\n" + signal, binds: binds)
         }
 
         private static let upsert = """
-            ON CONFLICT (owner_name, zone_name, record_name) DO UPDATE SET
+            ON CONFLICT (zone_key, record_name) DO UPDATE SET
                 record_type = excluded.record_type, change_tag = excluded.change_tag, seq = excluded.seq,
                 deleted = false, modified_at = excluded.modified_at, fields = excluded.fields,
                 created_at = CASE WHEN r.deleted THEN excluded.created_at ELSE COALESCE(r.created_at, r.modified_at) END

@@ -114,10 +114,8 @@ public final class PostgresCloud: CloudDatabase {
 
     public func deleteZone(_ zone: ZoneID) async throws {
         try await transaction("deleting zone \(zone)") { [tables] connection in
-            _ = try await Self.lockZone(zone, tables: tables, connection: connection)
-            try await connection.query(
-                "DELETE FROM \(unescaped: tables.records) WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)",
-                logger: connection.logger)
+            let zoneRow = try await Self.lockZone(zone, tables: tables, connection: connection)!
+            try await connection.query("DELETE FROM \(unescaped: tables.records) WHERE zone_key = \(zoneRow.key)", logger: connection.logger)
             try await connection.query(
                 "DELETE FROM \(unescaped: tables.zones) WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)",
                 logger: connection.logger)
@@ -156,12 +154,12 @@ public final class PostgresCloud: CloudDatabase {
         var removed = 0
         for zone in try await zones() {
             removed += try await transaction("purging tombstones of zone \(zone)") { [tables] connection in
-                guard try await Self.lockZone(zone, tables: tables, connection: connection, missingIsError: false) != nil else { return 0 }
+                guard let zoneRow = try await Self.lockZone(zone, tables: tables, connection: connection, missingIsError: false) else { return 0 }
                 let rows = try await connection.query(
                     """
                     WITH removed AS (
                         DELETE FROM \(unescaped: tables.records)
-                        WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName) AND deleted AND modified_at < \(horizon)
+                        WHERE zone_key = \(zoneRow.key) AND deleted AND modified_at < \(horizon)
                         RETURNING seq
                     )
                     SELECT count(*)::bigint, max(seq) FROM removed
@@ -175,8 +173,7 @@ public final class PostgresCloud: CloudDatabase {
                 if let newest {
                     try await connection.query(
                         """
-                        UPDATE \(unescaped: tables.zones) SET purged_seq = GREATEST(purged_seq, \(newest))
-                        WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)
+                        UPDATE \(unescaped: tables.zones) SET purged_seq = GREATEST(purged_seq, \(newest)) WHERE zone_key = \(zoneRow.key)
                         """, logger: connection.logger)
                 }
                 return Int(count)
@@ -193,6 +190,8 @@ public final class PostgresCloud: CloudDatabase {
     // MARK: Plumbing
 
     struct ZoneRow: Sendable {
+        /// The number keying the zone's records.
+        var key: Int64
         var generation: Data
         var lastSequence: Int64
         var purgedSequence: Int64
@@ -204,11 +203,11 @@ public final class PostgresCloud: CloudDatabase {
     ) async throws -> ZoneRow? {
         let rows = try await connection.query(
             """
-            SELECT generation, last_seq, purged_seq FROM \(unescaped: tables.zones)
+            SELECT zone_key, generation, last_seq, purged_seq FROM \(unescaped: tables.zones)
             WHERE owner_name = \(zone.ownerName) AND zone_name = \(zone.zoneName)\(unescaped: lock ? " FOR UPDATE" : "")
             """, logger: connection.logger)
-        for try await (generation, last, purged) in rows.decode((ByteBuffer, Int64, Int64).self) {
-            return ZoneRow(generation: Data(buffer: generation), lastSequence: last, purgedSequence: purged)
+        for try await (key, generation, last, purged) in rows.decode((Int64, ByteBuffer, Int64, Int64).self) {
+            return ZoneRow(key: key, generation: Data(buffer: generation), lastSequence: last, purgedSequence: purged)
         }
         if missingIsError { throw CloudError(.zoneNotFound, "zone \(zone) does not exist; create it first") }
         return nil
