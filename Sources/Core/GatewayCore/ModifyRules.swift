@@ -271,10 +271,13 @@ package enum ModifyRules {
         return (results, sequence)
     }
 
+    /// The failures of a request: `failures` as they are, or, when an atomic request has any,
+    /// every operation failed (`ids` is read only then: listing a page's names is not free).
     package static func failedResults(
-        ids: [RecordID], failures: [Int: CloudError], atomic: Bool
+        ids: @autoclosure () -> [RecordID], failures: [Int: CloudError], atomic: Bool
     ) -> [Int: CloudError] {
         guard atomic, !failures.isEmpty else { return failures }
+        let ids = ids()
         var all = failures
         for index in ids.indices where all[index] == nil {
             all[index] = CloudError(

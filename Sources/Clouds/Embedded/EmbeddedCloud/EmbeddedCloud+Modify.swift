@@ -135,8 +135,7 @@ extension EmbeddedCloud {
             try missingAsset(in: record, db: db)
         }
 
-        let ids = prepared.map(\.recordID)
-        let allFailures = ModifyRules.failedResults(ids: ids, failures: failures, atomic: atomic)
+        let allFailures = ModifyRules.failedResults(ids: prepared.map(\.recordID), failures: failures, atomic: atomic)
         let tagSuffix = SequenceChangeToken.tagSuffix(generation: zoneRow.generation)
         // The request's records were read above, so each save is a plain insert or an update.
         let insert = try insertStatement(db)

@@ -33,8 +33,15 @@ extension PostgresCloud {
         _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, limits: CloudLimits, tables: Tables, connection: PooledConnection
     ) async throws -> [RecordOperationResult] {
         let zoneRow = try await lockZone(zone, tables: tables, connection: connection)!
-        // Names refused by the rules (NUL bytes, too long) never reach the database.
-        let names = prepared.filter { $0.failure == nil }.map(\.recordID.recordName)
+        // Names refused by the rules (NUL bytes, too long) never reach the database. By index,
+        // here and below: iterating or mapping copied every operation and its record once more.
+        var names: [String] = []
+        var checksums = Set<String>()
+        names.reserveCapacity(prepared.count)
+        for index in prepared.indices where prepared[index].failure == nil {
+            names.append(prepared[index].operation.recordID.recordName)
+            for asset in prepared[index].operation.record?.assetReferences ?? [] { checksums.insert(asset.checksum) }
+        }
         var current: [RecordName: Current] = [:]
         // One primary-key probe per name (`PostgresCloudSchema` says why not `record_name = ANY(…)`).
         let rows = try await connection.query(
@@ -51,8 +58,7 @@ extension PostgresCloud {
             current[RecordName(name)] = Current(
                 changeTag: tag, isDeleted: deleted, recordType: type, fields: fields, modifiedAt: modifiedAt, createdAt: createdAt)
         }
-        let storedAssets = try await assetSizes(
-            Set(prepared.flatMap { $0.operation.record?.assetReferences.map(\.checksum) ?? [] }), tables: tables, connection: connection)
+        let storedAssets = try await assetSizes(checksums, tables: tables, connection: connection)
 
         var prepared = prepared
         let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { id in
