@@ -27,8 +27,9 @@ extension PostgresCloud {
     }
 
     /// Decides every operation first (reads only), then writes the ones that succeed in one
-    /// statement (``ZoneWrites``), so an atomic request that fails writes nothing. The zone's row stays locked
-    /// until commit, so concurrent writers of the zone take sequence numbers in commit order.
+    /// statement (``ZoneWrites``), so an atomic request that fails writes nothing. The zone's row
+    /// stays locked until commit, so concurrent writers of the zone take sequence numbers in
+    /// commit order.
     private static func apply(
         _ prepared: [ModifyRules.Prepared], zone: ZoneID, atomic: Bool, now: Int64, limits: CloudLimits, tables: Tables, connection: PooledConnection
     ) async throws -> [RecordOperationResult] {
