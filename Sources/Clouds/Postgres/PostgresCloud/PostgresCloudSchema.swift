@@ -79,9 +79,7 @@ enum PostgresCloudSchema {
                 subscriptionsTable(s),
                 "INSERT INTO \(s).schema_version (version) VALUES (\(currentVersion))",
             ]
-        for statement in statements {
-            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
-        }
+        try await run(statements, on: connection)
     }
 
     private static func zoneKeyIndex(_ s: String) -> String {
@@ -127,7 +125,7 @@ enum PostgresCloudSchema {
     }
 
     /// Versions 1 to 4 to 5: zones get their numbers, and the records table is rebuilt keyed by
-    /// them (its rows copied once, the indexes built after the copy).
+    /// them (its rows copied once, the secondary indexes built after the copy).
     private static func keyRecordsByZoneNumber(_ connection: PooledConnection, schema s: String) async throws {
         let statements =
             [
@@ -143,6 +141,11 @@ enum PostgresCloudSchema {
                 FROM \(s).records_by_zone_name AS r JOIN \(s).zones AS z USING (owner_name, zone_name)
                 """,
             ] + recordIndexes(s) + ["DROP TABLE \(s).records_by_zone_name"]
+        try await run(statements, on: connection)
+    }
+
+    /// Runs schema statements in order, in the migration's transaction.
+    private static func run(_ statements: [String], on connection: PooledConnection) async throws {
         for statement in statements {
             try await connection.query(PostgresQuery(unsafeSQL: statement), logger: connection.logger)
         }
