@@ -99,6 +99,13 @@ struct ConfigDecodingTests {
         let postgres = try Self.parse("cloud: { kind: postgres, url: \"postgres://gateway@127.0.0.1:5432/cloud\" }\n" + adapters, in: directory)
         #expect(postgres.cloud.plan.limits == .postgresCloud && CloudLimits.postgresCloud.maxOperationsPerRequest == 1_000)
         #expect(postgres.adapters.map { postgres.syncOptions(for: $0).batchSize } == [1_000, 20])
+        let overlapping = try Self.parse(
+            "cloud: { kind: postgres, url: \"postgres://gateway@127.0.0.1:5432/cloud\", requests_in_flight: 3 }\n" + adapters, in: directory)
+        #expect(overlapping.cloud.plan.limits.modifyRequestsInFlight == 3)
+        #expect(overlapping.cloud.plan.limits.maxOperationsPerRequest == 1_000)
+        #expect(throws: ConfigError.self) {
+            try Self.parse("cloud: { kind: postgres, url: \"postgres://gateway@127.0.0.1:5432/cloud\", requests_in_flight: 9 }\n" + adapters, in: directory)
+        }
         let set = try Self.parse("gateway: { batch_size: 60 }\n" + adapters, in: directory)
         #expect(set.adapters.map { set.syncOptions(for: $0).batchSize } == [60, 20])
     }

@@ -144,7 +144,7 @@ struct ConfigurationDocsTests {
         return [
             gateway + "\ncloud: { kind: embedded, path: cloud.sqlite, tombstone_retention: 10d, poll_interval: 1s, \(limits) }\n",
             gateway
-                + "\ncloud: { kind: postgres, url: \"postgres://gateway@127.0.0.1:1/cloud\", password_env: DOCS_TEST_PASSWORD, schema: c, max_connections: 2, request_timeout: 5s, tombstone_retention: 10d, \(limits) }\n",
+                + "\ncloud: { kind: postgres, url: \"postgres://gateway@127.0.0.1:1/cloud\", password_env: DOCS_TEST_PASSWORD, schema: c, max_connections: 2, request_timeout: 5s, requests_in_flight: 2, tombstone_retention: 10d, \(limits) }\n",
             gateway
                 + """
 

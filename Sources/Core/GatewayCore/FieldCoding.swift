@@ -34,6 +34,52 @@ public enum FieldCoding {
         return writer.bytes
     }
 
+    /// How many bytes ``encode(_:)-(Record)`` produces for `record`, counted without encoding it:
+    /// what a cloud charges the record against its size limits, known before a request is built.
+    public static func encodedSize(of record: Record) -> Int {
+        var size = 1 + varintSize(record.fieldCount)
+        let names = record.layout.fieldNames
+        for position in record.values.indices {
+            guard let value = record.values[position] else { continue }
+            size += stringSize(names[position]) + encodedSize(of: value)
+        }
+        return size
+    }
+
+    /// How many bytes ``encode(_:into:identityOnly:)`` appends for `value` (with its URL).
+    static func encodedSize(of value: FieldValue) -> Int {
+        switch value {
+        case .string(let string): 1 + stringSize(string)
+        case .int64, .double, .timestamp: 9
+        case .bytes(let data): 1 + varintSize(data.count) + data.count
+        case .reference(let reference):
+            1 + stringSize(reference.recordID.recordName) + stringSize(reference.recordID.zoneID.zoneName)
+                + stringSize(reference.recordID.zoneID.ownerName) + stringSize(reference.action.rawValue)
+        case .asset(let asset): 1 + stringSize(asset.checksum) + 8 + 1 + (asset.downloadURL.map(stringSize) ?? 0)
+        case .location(let location):
+            1 + 16
+                + [location.horizontalAccuracy, location.verticalAccuracy, location.altitude, location.speed, location.course]
+                .reduce(0) { $0 + ($1 == nil ? 1 : 9) } + (location.timestamp == nil ? 1 : 9)
+        case .list(let values): values.reduce(1 + varintSize(values.count)) { $0 + encodedSize(of: $1) }
+        case .encrypted(let data): 1 + varintSize(data.count) + data.count
+        }
+    }
+
+    private static func stringSize(_ string: String) -> Int {
+        let count = string.utf8.count
+        return varintSize(count) + count
+    }
+
+    private static func varintSize(_ value: Int) -> Int {
+        var value = UInt64(value)
+        var size = 1
+        while value >= 0x80 {
+            value >>= 7
+            size += 1
+        }
+        return size
+    }
+
     /// Appends a record's encoded fields to `writer`.
     public static func encode(_ record: Record, into writer: inout BinaryWriter) {
         writer.writeByte(formatVersion)

@@ -83,7 +83,7 @@ package enum ModifyRules {
                     item.failure = CloudError(.invalidArguments, problem, recordID: id)
                 } else {
                     let encoded = FieldCoding.encode(record)
-                    let size = encoded.count + id.recordName.utf8.count + record.recordType.utf8.count
+                    let size = chargedSize(record, encodedFields: encoded.count)
                     requestSize += size
                     if size > limits.maxRecordSize {
                         item.failure = CloudError(
@@ -104,6 +104,19 @@ package enum ModifyRules {
             )
         }
         return prepared
+    }
+
+    /// What a saved record counts against ``CloudLimits/maxRecordSize`` and
+    /// ``CloudLimits/maxRequestSize``: its encoded fields (`encodedFields` bytes), name and type.
+    package static func chargedSize(_ record: Record, encodedFields: Int) -> Int {
+        encodedFields + record.id.recordName.utf8.count + record.recordType.utf8.count
+    }
+
+    /// What `operation` counts against ``CloudLimits/maxRequestSize``, known without encoding
+    /// it: the same bytes ``prepare(_:in:limits:)`` adds up (deletes count nothing).
+    package static func chargedSize(of operation: RecordOperation) -> Int {
+        guard let record = operation.record else { return 0 }
+        return chargedSize(record, encodedFields: FieldCoding.encodedSize(of: record))
     }
 
     /// Decides one operation against what the store holds (`nil`: the record never existed).
@@ -157,7 +170,7 @@ package enum ModifyRules {
         }
         if record.recordType.isEmpty { record.recordType = stored.recordType }
         let encoded = FieldCoding.encode(record)
-        let size = encoded.count + record.id.recordName.utf8.count + record.recordType.utf8.count
+        let size = chargedSize(record, encodedFields: encoded.count)
         if size > limits.maxRecordSize {
             return "record \(record.id) would be \(size) bytes with the fields it keeps, over the record limit of \(limits.maxRecordSize) bytes; move large binary fields to assets"
         }

@@ -182,28 +182,105 @@ struct UploadPass {
     /// the overlap gains.
     static let smallestSplitRequest = 25
 
-    /// Saves the operations as up to ``CloudLimits/modifyRequestsInFlight`` requests side by
-    /// side, each retried on its own; the answers come back in the operations' order. A request
-    /// that fails for good fails the batch; the others may have been applied, which the intents
-    /// committed before sending recognise, as after a lost answer.
+    /// Saves the operations as the requests ``requestParts(sizes:limits:)`` cuts, up to
+    /// ``CloudLimits/modifyRequestsInFlight`` of them side by side, each retried on its own; the
+    /// answers come back in the operations' order. A request that fails for good fails the
+    /// batch; the others may have been applied, which the intents committed before sending
+    /// recognise, as after a lost answer. Of a batch cut in several requests, an operation that
+    /// the cloud refuses as too large even alone fails alone, with the cloud's error, instead of
+    /// shrinking the batch for all the others.
     static func save(
         _ operations: [RecordOperation], in zone: ZoneID, cloud: any CloudDatabase, retrier: CloudRetrier
     ) async throws -> [RecordOperationResult] {
         guard !operations.isEmpty else { return [] }
-        let requests = min(cloud.limits.modifyRequestsInFlight, max(1, operations.count / smallestSplitRequest))
-        guard requests > 1 else {
+        var sizes: [Int] = []
+        sizes.reserveCapacity(operations.count)
+        for index in operations.indices { sizes.append(ModifyRules.chargedSize(of: operations[index])) }
+        let parts = requestParts(sizes: sizes, limits: cloud.limits)
+        guard parts.count > 1 else {
             return try await retrier.run("saving a batch") { try await cloud.modify(operations, in: zone, atomic: false) }
         }
-        let size = (operations.count + requests - 1) / requests
-        return try await withThrowingTaskGroup(of: (Int, [RecordOperationResult]).self) { group in
-            for start in stride(from: 0, to: operations.count, by: size) {
-                let part = Array(operations[start..<min(start + size, operations.count)])
-                group.addTask { (start, try await retrier.run("saving a batch") { try await cloud.modify(part, in: zone, atomic: false) }) }
+        @Sendable func send(_ part: [RecordOperation]) async throws -> [RecordOperationResult] {
+            do {
+                return try await retrier.run("saving a batch") { try await cloud.modify(part, in: zone, atomic: false) }
+            } catch let error as CloudError where error.code == .limitExceeded && part.count == 1 {
+                return [.failed(part[0].recordID, error)]
             }
-            var parts: [(Int, [RecordOperationResult])] = []
-            for try await part in group { parts.append(part) }
-            return parts.sorted { $0.0 < $1.0 }.flatMap(\.1)
         }
+        return try await withThrowingTaskGroup(of: (Int, [RecordOperationResult]).self) { group in
+            var answers = [[RecordOperationResult]](repeating: [], count: parts.count)
+            var next = 0
+            func start() {
+                let (index, part) = (next, Array(operations[parts[next]]))
+                group.addTask { (index, try await send(part)) }
+                next += 1
+            }
+            while next < min(parts.count, cloud.limits.modifyRequestsInFlight) { start() }
+            while let (index, answer) = try await group.next() {
+                answers[index] = answer
+                if next < parts.count { start() }
+            }
+            return answers.flatMap { $0 }
+        }
+    }
+
+    /// Cuts a batch whose operations count `sizes` bytes each (``ModifyRules/chargedSize(of:)``)
+    /// into requests, as ranges of consecutive operations: each within the cloud's
+    /// ``CloudLimits/maxOperationsPerRequest`` and ``CloudLimits/maxRequestSize`` (an operation
+    /// larger than a request goes alone), as even as those limits allow, and at least
+    /// ``CloudLimits/modifyRequestsInFlight`` of them when each would still carry
+    /// ``smallestSplitRequest`` operations. Cutting by size before sending spares a batch of
+    /// wide records the refused request, and the halving that would follow it
+    /// (``ZoneSyncState/recordLimitExceeded(size:configured:now:)``) and then grow back only to
+    /// be refused again.
+    static func requestParts(sizes: [Int], limits: CloudLimits) -> [Range<Int>] {
+        let count = sizes.count
+        guard count > 1 else { return [0..<count] }
+        let maximumOperations = max(1, limits.maxOperationsPerRequest)
+        let maximumBytes = max(1, limits.maxRequestSize)
+        let byCount = max(
+            (count + maximumOperations - 1) / maximumOperations, min(limits.modifyRequestsInFlight, max(1, count / smallestSplitRequest)))
+        // An operation larger than a request goes alone and is left out of the shares: counted
+        // in, it would shrink every other request.
+        var total = 0
+        var oversized = 0
+        for size in sizes {
+            if size > maximumBytes { oversized += 1 } else { total += size }
+        }
+        guard total > maximumBytes || oversized > 0 else {
+            // Within the size limit: even parts by count, as many as the limits and the overlap ask.
+            guard byCount > 1 else { return [0..<count] }
+            let share = (count + byCount - 1) / byCount
+            return stride(from: 0, to: count, by: share).map { $0..<min($0 + share, count) }
+        }
+        // Each part closes once it holds its share of the operations or of the bytes, or before
+        // the next operation would pass the size limit. Shares just under the limit can leave a
+        // small remainder after full parts (487, 487, 26); one more share evens them out
+        // (334, 334, 332), and is taken when it costs no extra request.
+        func cut(into wanted: Int) -> [Range<Int>] {
+            let operationShare = max(1, (count - oversized + wanted - 1) / wanted)
+            let byteShare = (total + wanted - 1) / wanted
+            var parts: [Range<Int>] = []
+            var start = 0
+            var bytes = 0
+            for index in 0..<count {
+                let size = sizes[index]
+                let taken = index - start
+                if taken > 0 && (taken >= operationShare || bytes >= byteShare || bytes + size > maximumBytes) {
+                    parts.append(start..<index)
+                    start = index
+                    bytes = 0
+                }
+                bytes += size
+            }
+            parts.append(start..<count)
+            return parts
+        }
+        let wanted = max(byCount, (total + maximumBytes - 1) / maximumBytes)
+        let parts = cut(into: wanted)
+        guard parts.count > wanted, wanted < count else { return parts }
+        let even = cut(into: wanted + 1)
+        return even.count <= parts.count ? even : parts
     }
 
     /// Reads the batch after `batch` and prepares it (fingerprints, encryption, stamps). What was
@@ -365,7 +442,7 @@ struct UploadPass {
         guard error.code == .limitExceeded, let sent else { return "" }
         var largest: (field: String, size: Int, isBytes: Bool)?
         sent.forEachField { name, value in
-            let size = FieldCoding.encode(value).count
+            let size = FieldCoding.encodedSize(of: value)
             if size > largest?.size ?? -1 {
                 let isBytes = if case .bytes = value { true } else { false }
                 largest = (name, size, isBytes)

@@ -8,7 +8,8 @@ import PostgresSupport
 /// Keys: `url` (required, `postgres://user@host:port/database[?sslmode=…]`), `password_env`
 /// (the variable holding the password; default `PGPASSWORD`), `schema` (default
 /// `gateway_cloud`), `max_connections` (default 4), `limits` (as for `embedded`, over
-/// ``CloudLimits/postgresCloud``: 1,000 operations per request),
+/// ``CloudLimits/postgresCloud``: 1,000 operations per request), `requests_in_flight` (modify
+/// requests an upload keeps in flight per zone, 1 to 8, default 1: for a server across a network),
 /// `tombstone_retention` (default 30d) and `request_timeout` (default 60s).
 public struct PostgresCloudKind: CloudKind {
     public let name = "postgres"
@@ -17,7 +18,7 @@ public struct PostgresCloudKind: CloudKind {
 
     enum Keys: String, CodingKey {
         case kind, url, passwordEnv = "password_env", schema, maxConnections = "max_connections", limits
-        case tombstoneRetention = "tombstone_retention", requestTimeout = "request_timeout"
+        case tombstoneRetention = "tombstone_retention", requestTimeout = "request_timeout", requestsInFlight = "requests_in_flight"
     }
 
     public func decodePlan(from decoder: any Decoder, context: ConfigContext) throws -> any CloudPlan {
@@ -36,6 +37,10 @@ public struct PostgresCloudKind: CloudKind {
             configuration.maximumConnections = connections.value
         }
         configuration.limits = try container.decodeIfPresent(CloudLimitSettings.self, forKey: .limits)?.applied(to: .postgresCloud) ?? .postgresCloud
+        if let inFlight = try container.decodeIfPresent(Located<Int>.self, forKey: .requestsInFlight) {
+            guard (1...8).contains(inFlight.value) else { throw inFlight.problem(.invalidValue, "must be from 1 to 8") }
+            configuration.limits.modifyRequestsInFlight = inFlight.value
+        }
         if let retention = try container.decodeIfPresent(Located<ConfigDuration>.self, forKey: .tombstoneRetention) {
             guard retention.value.duration > .zero else { throw retention.problem(.invalidValue, "must be longer than 0s") }
             configuration.tombstoneRetention = retention.value.duration
