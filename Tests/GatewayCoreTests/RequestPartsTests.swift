@@ -116,6 +116,8 @@ struct RequestPartsTests {
         let failed = try await adapter.failedRecords()
         #expect(failed.map(\.recordID.recordName) == ["huge"])
         #expect(failed.first?.failure.code == "limitExceeded")
+        let message = failed.first?.failure.message ?? ""
+        #expect(message.contains("bytes, more than a request may carry (20000 bytes)"), "\(message)")
         #expect(failed.first?.failure.message.contains("its largest field is blob") == true)
         #expect(try await fixture.cloudRecords().count == 30)
     }

@@ -80,6 +80,14 @@ let brokenConfigs: [BrokenConfig] = [
         name: "bad size", yaml: "cloud: { kind: embedded, limits: { max_record_size: 1 megabyte } }",
         message: "config.yaml:1:53: 'cloud.limits.max_record_size': expected a size such as 512KB, 1MB or 2MiB, found '1 megabyte'"),
     BrokenConfig(
+        name: "a zero record size after the request size",
+        yaml: "cloud: { kind: embedded, limits: { max_request_size: 200KB, max_record_size: 0 } }",
+        message: "config.yaml:1:78: 'cloud.limits.max_record_size': must be between 1 byte and 2GB"),
+    BrokenConfig(
+        name: "a request size below the record size", yaml: "cloud: { kind: embedded, limits: { max_request_size: 200KB } }",
+        message:
+            "config.yaml:1:34: 'cloud.limits': max_request_size (200000 bytes) must be at least max_record_size (1000000 bytes, the default): a record of the largest size must fit in a request; raise max_request_size or lower max_record_size"),
+    BrokenConfig(
         name: "misspelt merge policy", yaml: "gateway: { merge_policy: mrege }",
         message: "config.yaml:1:26: 'gateway.merge_policy': expected one of server, client, merge, custom, found 'mrege'; did you mean 'merge'?"),
     BrokenConfig(

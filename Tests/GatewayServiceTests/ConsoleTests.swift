@@ -68,7 +68,7 @@ struct ConsoleTests {
                 notes    NotesZone  12 (+2 deleted)         7  3 (2 server won, 1 merged)       1  synced
                 crm      CRM                      0         0  0                                0  failed
                 note: adapter notes: local changes kept arriving during the sync; those not uploaded wait for the next sync
-                note: adapter notes has 1 failed record(s); see `gateway status`, fix them, then `gateway retry`
+                note: adapter notes has 1 failed record(s); fix them, then `gateway retry`
                 error: adapter crm: the cloud kept failing (retriesExhausted)
 
                 """)

@@ -98,6 +98,13 @@ package enum ModifyRules {
             prepared.append(item)
         }
         guard requestSize <= limits.maxRequestSize else {
+            // One record alone over the request limit: smaller batches cannot help it.
+            if operations.count == 1 {
+                throw CloudError(
+                    .limitExceeded,
+                    "record \(operations[0].recordID) is \(requestSize) bytes, more than a request may carry (\(limits.maxRequestSize) bytes); move large binary fields to assets",
+                    recordID: operations[0].recordID)
+            }
             throw CloudError(
                 .limitExceeded,
                 "the request carries \(requestSize) bytes of records, more than the limit of \(limits.maxRequestSize); send smaller batches"

@@ -55,12 +55,12 @@ public enum SyncSummary {
             }
             let failing = max(adapter.failedRecords, adapter.failingRecordCount)
             if failing > 0 {
-                text += "note: adapter \(adapter.adapter) has \(failing) failed record(s); see `gateway status`, fix them, then `gateway retry`\n"
+                text += "note: adapter \(adapter.adapter) has \(failing) failed record(s); fix them, then `gateway retry`\n"
                 for record in adapter.failingRecords {
                     text += "  \(record.recordID.recordName): \(record.failure.message) (\(record.failure.code))\n"
                 }
                 if adapter.failingRecordCount > adapter.failingRecords.count {
-                    text += "  … and \(adapter.failingRecordCount - adapter.failingRecords.count) more: see `gateway status --json`\n"
+                    text += "  … and \(adapter.failingRecordCount - adapter.failingRecords.count) more (`gateway status` counts them)\n"
                 }
             }
         }

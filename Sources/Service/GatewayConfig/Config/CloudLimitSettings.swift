@@ -17,26 +17,34 @@ public struct CloudLimitSettings: Decodable, Sendable {
     /// Reads `max_operations`, `max_record_size`, `max_request_size` and `max_asset_size`.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        if let value = try container.decodeIfPresent(Located<Int>.self, forKey: .maxOperations) {
-            guard value.value >= 1 else { throw value.problem(.invalidValue, "must be at least 1") }
-            maxOperations = value.value
+        // Every key is read before any value is judged: a key not yet read when a value fails
+        // would be reported as unknown (`max_request_size` looks like a misspelt `max_record_size`).
+        let operations = try container.decodeIfPresent(Located<Int>.self, forKey: .maxOperations)
+        let sizes = try [Keys.maxRecordSize, .maxRequestSize].map { try container.decodeIfPresent(Located<ByteSize>.self, forKey: $0) }
+        let assetSize = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxAssetSize)
+        if let operations {
+            guard operations.value >= 1 else { throw operations.problem(.invalidValue, "must be at least 1") }
+            maxOperations = operations.value
         }
-        for (key, keyPath) in [(Keys.maxRecordSize, \CloudLimitSettings.maxRecordSize), (.maxRequestSize, \.maxRequestSize)] {
-            if let value = try container.decodeIfPresent(Located<ByteSize>.self, forKey: key) {
-                guard value.value.bytes >= 1, value.value.bytes <= Int64(Int32.max) else {
-                    throw value.problem(.invalidValue, "must be between 1 byte and 2GB")
-                }
-                self[keyPath: keyPath] = Int(value.value.bytes)
+        for (value, keyPath) in zip(sizes, [\CloudLimitSettings.maxRecordSize, \.maxRequestSize]) {
+            guard let value else { continue }
+            guard value.value.bytes >= 1, value.value.bytes <= Int64(Int32.max) else {
+                throw value.problem(.invalidValue, "must be between 1 byte and 2GB")
             }
+            self[keyPath: keyPath] = Int(value.value.bytes)
         }
-        if let value = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxAssetSize) {
-            guard value.value.bytes >= 1 else { throw value.problem(.invalidValue, "must be at least 1 byte") }
-            maxAssetSize = value.value.bytes
+        if let assetSize {
+            guard assetSize.value.bytes >= 1 else { throw assetSize.problem(.invalidValue, "must be at least 1 byte") }
+            maxAssetSize = assetSize.value.bytes
         }
         // Every kind's default record and request sizes are CloudKit's.
         let limits = applied(to: CloudLimits.cloudKit)
         if limits.maxRequestSize < limits.maxRecordSize {
-            throw decoder.configProblem(.inconsistent, "max_request_size must be at least max_record_size")
+            let given = { (size: Int?) in size == nil ? ", the default" : "" }
+            throw decoder.configProblem(
+                .inconsistent,
+                "max_request_size (\(limits.maxRequestSize) bytes\(given(maxRequestSize))) must be at least max_record_size (\(limits.maxRecordSize) bytes\(given(maxRecordSize))): a record of the largest size must fit in a request; raise max_request_size or lower max_record_size"
+            )
         }
     }
 
