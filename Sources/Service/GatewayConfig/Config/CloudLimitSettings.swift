@@ -20,19 +20,22 @@ public struct CloudLimitSettings: Decodable, Sendable {
         // Every key is read before any value is judged: a key not yet read when a value fails
         // would be reported as unknown (`max_request_size` looks like a misspelt `max_record_size`).
         let operations = try container.decodeIfPresent(Located<Int>.self, forKey: .maxOperations)
-        let sizes = try [Keys.maxRecordSize, .maxRequestSize].map { try container.decodeIfPresent(Located<ByteSize>.self, forKey: $0) }
+        let recordSize = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxRecordSize)
+        let requestSize = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxRequestSize)
         let assetSize = try container.decodeIfPresent(Located<ByteSize>.self, forKey: .maxAssetSize)
         if let operations {
             guard operations.value >= 1 else { throw operations.problem(.invalidValue, "must be at least 1") }
             maxOperations = operations.value
         }
-        for (value, keyPath) in zip(sizes, [\CloudLimitSettings.maxRecordSize, \.maxRequestSize]) {
-            guard let value else { continue }
-            guard value.value.bytes >= 1, value.value.bytes <= Int64(Int32.max) else {
-                throw value.problem(.invalidValue, "must be between 1 byte and 2GB")
+        func checked(_ size: Located<ByteSize>?) throws -> Int? {
+            guard let size else { return nil }
+            guard size.value.bytes >= 1, size.value.bytes <= Int64(Int32.max) else {
+                throw size.problem(.invalidValue, "must be between 1 byte and 2GB")
             }
-            self[keyPath: keyPath] = Int(value.value.bytes)
+            return Int(size.value.bytes)
         }
+        maxRecordSize = try checked(recordSize)
+        maxRequestSize = try checked(requestSize)
         if let assetSize {
             guard assetSize.value.bytes >= 1 else { throw assetSize.problem(.invalidValue, "must be at least 1 byte") }
             maxAssetSize = assetSize.value.bytes
