@@ -373,8 +373,8 @@ public struct JSONFolderStore: KitStore {
     /// Writes records from the cloud and deletions into their documents and records the result
     /// in the index. Documents invalid on disk are left untouched, with their records; so are
     /// documents edited since the kit last read them (the kit finds the edit on its next look).
-    /// - Returns: the version of every record written, and the last-read version of records in
-    ///   invalid documents.
+    /// - Returns: the version of every record written, and ``KitEntry/heldBack(_:)`` for the
+    ///   records of documents left untouched.
     func writeDocuments(_ saves: [Record], deletes: [KitRecordKey], db: Database) throws -> [KitEntry] {
         // Documents by path bytes ("é.json" and "e\u{301}.json" are two files). Within one
         // document, records are keyed by `String`, which cannot hold apart names that differ only
@@ -401,21 +401,29 @@ public struct JSONFolderStore: KitStore {
                 let file = try JSONFolderIndex.file(path, db: db)
                 let known = file?.stamp
                 let onDisk = stamp(path)
-                if file?.problem != nil {
-                    let records = try JSONFolderIndex.records(in: path, db: db)
-                    for name in change.set.keys.sorted() {
-                        if let hash = records[name] {
-                            entries.append(KitEntry(key: KitRecordKey(recordName: name, recordType: change.type), record: nil, version: hash))
-                        }
+                // A document left as it is holds its records back: the kit keeps their state.
+                let holdBack = {
+                    for name in change.set.keys.sorted() + change.remove.sorted() {
+                        entries.append(.heldBack(KitRecordKey(recordName: name, recordType: change.type)))
                     }
+                }
+                if file?.problem != nil {
+                    holdBack()
                     continue
                 }
                 var current: [String: [String: JSONValue]] = [:]
                 if let onDisk {
-                    if let known, onDisk != known { continue }  // edited since the kit looked: left for the next look
-                    if known == nil, layout == .filePerRecord { continue }  // made locally since the last look: idem
+                    // Edited since the kit looked, or made locally since its last look: the next
+                    // look finds the edit.
+                    if known.map({ onDisk != $0 }) ?? (layout == .filePerRecord) {
+                        holdBack()
+                        continue
+                    }
                     let knownName = layout == .filePerRecord ? change.set.keys.first ?? change.remove.first : nil
-                    guard let document = try self.current(path: path, recordType: change.type, knownName: knownName, db: db) else { continue }  // invalid now
+                    guard let document = try self.current(path: path, recordType: change.type, knownName: knownName, db: db) else {
+                        holdBack()  // invalid now
+                        continue
+                    }
                     current = document.objects
                 }
                 for name in change.remove {

@@ -484,11 +484,19 @@ public final class KitAdapter: ModelAdapter {
         }
         try await state.write { db in
             var observedAfter: [RecordName: String] = [:]
+            // Records the store left as they were keep their state, and a change: once the store
+            // can take them, what it holds is uploaded against the old ancestor and merged with
+            // the cloud's version instead of overwriting it (DESIGN D4).
+            var heldBack: [RecordName: String] = [:]
             for entry in stored {
-                if let observed = KitRecordObservation.observed(entry) { observedAfter[entry.key.name] = observed }
+                if entry.isHeldBack {
+                    heldBack[entry.key.name] = entry.key.recordType
+                } else if let observed = KitRecordObservation.observed(entry) {
+                    observedAfter[entry.key.name] = observed
+                }
             }
             var records = try KitStateDatabase.recordsWriter(db)
-            for record in journal.saves {
+            for record in journal.saves where heldBack[record.id.name] == nil {
                 let name = record.id.recordName
                 try records.add([.text(name), .text(record.recordType), .text(observedAfter[RecordName(name)] ?? KitRecordObservation.observed(record))])
             }
@@ -499,11 +507,15 @@ public final class KitAdapter: ModelAdapter {
                 let typed = BoundStatement(try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL"))
                 for record in journal.saves { try typed.execute(.text(record.recordType), .text(record.id.recordName)) }
             }
-            for key in journal.deletes {
+            for key in journal.deletes where heldBack[key.name] == nil {
                 try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
             }
             try KitStateDatabase.commit(
-                journal.update, skipping: Set(journal.skipped.map { RecordName($0) }), advancingZone: !journal.keepsZonePosition, db: db)
+                journal.update, skipping: Set(journal.skipped.map { RecordName($0) }).union(heldBack.keys), advancingZone: !journal.keepsZonePosition,
+                db: db)
+            for (name, type) in heldBack.sorted(by: { $0.key.text < $1.key.text }) {
+                try KitStateDatabase.logChange(name.text, recordType: type, db: db)
+            }
             try db.execute(sql: "DELETE FROM journal")
         }
     }

@@ -17,7 +17,8 @@ public protocol KitStore: Sendable {
 
     /// Saves and deletes these records. Deleting a record the store does not hold succeeds.
     /// - Returns: what the store holds after the write for records whose stored form differs
-    ///   from what was sent or that carry a version (omit the others).
+    ///   from what was sent or that carry a version (omit the others), and
+    ///   ``KitEntry/heldBack(_:)`` for each record it left as it was.
     func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry]
 
     /// Saves and deletes these records as another program editing the store would: the
@@ -114,14 +115,26 @@ public struct KitEntry: Sendable, Equatable {
     /// metadata, so it meets the cloud's version without a common ancestor (`join_prefers`)
     /// instead of rolling the zone back.
     public var rolledBack: Bool
+    /// In an answer to ``KitStore/write(saves:deletes:)``: the store left this record as it was
+    /// instead of writing or deleting it (its file does not parse, or changed since the kit last
+    /// read it). The kit then keeps the record's sync state as it was and logs a change for it, so
+    /// that once the store can take it, whatever it holds meets the cloud's version through a
+    /// merge: an edit made elsewhere meanwhile is never undone.
+    public var isHeldBack: Bool
 
     /// An entry: the record as the store holds it (`nil` when it is gone) and the store's version
     /// of it, if the store keeps versions.
-    public init(key: KitRecordKey, record: Record?, version: String? = nil, rolledBack: Bool = false) {
+    public init(key: KitRecordKey, record: Record?, version: String? = nil, rolledBack: Bool = false, isHeldBack: Bool = false) {
         self.key = key
         self.record = record
         self.version = version
         self.rolledBack = rolledBack
+        self.isHeldBack = isHeldBack
+    }
+
+    /// A write's answer for a record the store left as it was (``isHeldBack``).
+    public static func heldBack(_ key: KitRecordKey) -> KitEntry {
+        KitEntry(key: key, record: nil, isHeldBack: true)
     }
 }
 
