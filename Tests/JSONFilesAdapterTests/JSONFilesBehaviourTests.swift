@@ -241,6 +241,30 @@ struct JSONFilesBehaviourTests {
         #expect(fixed.saves.map(\.record.id.recordName).contains("broken"), "a fixed file syncs")
     }
 
+    @Test("two files that stand for one record name are a problem naming both, and nothing of that record syncs until one goes")
+    func twinFileNames() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-twins")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        try Self.write("{\"title\": \"spaces\"}", to: folder.appendingPathComponent("Article/with space.json"))
+        try Self.write("{\"title\": \"encoded twin\"}", to: folder.appendingPathComponent("Article/with%20space.json"))
+        try Self.write("{\"title\": \"other\"}", to: folder.appendingPathComponent("Article/other.json"))
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let adapter = try Self.adapter(folder)
+        let sync = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "json"))
+
+        #expect(try await sync.sync().adapters[0].uploaded == 1, "only the record no other file names")
+        #expect(try await zoneContents(of: cloud, zone: Self.zone).keys.sorted() == ["other"])
+        let failed = try await adapter.failedRecords()
+        #expect(failed.map(\.recordID.recordName) == ["with space"])
+        #expect(failed.first?.failure.message.contains("Article/with%20space.json holds record with space, which Article/with space.json holds already") == true)
+
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("Article/with%20space.json"))
+        #expect(try await sync.sync().adapters[0].uploaded == 1)
+        #expect(try await zoneContents(of: cloud, zone: Self.zone)["with space"]?["title"] == .string("spaces"))
+        #expect(try await adapter.failedRecords().isEmpty)
+    }
+
     @Test("a JSON folder and a SQLite database sync one zone, with $file assets, and an invalid file stays put")
     func withSQLite() async throws {
         let directory = try TemporaryDirectory(prefix: "json-sqlite")

@@ -308,17 +308,20 @@ public struct JSONFolderStore: KitStore {
 
     /// Brings the index up to date with the folder. Unchanged files cost one `stat`.
     func scan(_ db: Database) throws {
-        var known: [ExactText.Key: JSONFolderIndex.Stamp] = [:]
-        let rows = try Row.fetchCursor(db, sql: "SELECT path, size, mtime FROM files")
-        while let row = try rows.next() { known[ExactText.Key(row[0])] = (row[1], row[2]) }
+        var known: [ExactText.Key: (stamp: JSONFolderIndex.Stamp, hasProblem: Bool)] = [:]
+        let rows = try Row.fetchCursor(db, sql: "SELECT path, size, mtime, problem IS NOT NULL FROM files")
+        while let row = try rows.next() { known[ExactText.Key(row[0])] = ((row[1], row[2]), row[3]) }
         let onDisk = documentFiles()
-        for (path, type) in onDisk.sorted(by: { $0.key.text < $1.key.text }) {
-            guard let stamp = stamp(path.text) else { continue }
-            if let previous = known[path], previous == stamp { continue }
-            _ = try refresh(path: path.text, recordType: type, db: db)
-        }
+        // Files gone first, so that a record moved to another file, or a file's twin removed
+        // (below), finds its name free.
         for path in known.keys where onDisk[path] == nil {
             try JSONFolderIndex.removeFile(path.text, db: db)
+        }
+        for (path, type) in onDisk.sorted(by: { $0.key.text < $1.key.text }) {
+            guard let stamp = stamp(path.text) else { continue }
+            // A file with a problem is read again even unchanged: its twin may have gone.
+            if let previous = known[path], previous.stamp == stamp, !previous.hasProblem { continue }
+            _ = try refresh(path: path.text, recordType: type, db: db)
         }
     }
 
@@ -354,6 +357,7 @@ public struct JSONFolderStore: KitStore {
         do {
             objects = try parse(path: path, knownName: layout == .filePerRecord && knownNames.count == 1 ? knownNames.keys.first : nil)
             for object in objects.values { _ = try mapping.fields(of: object) }
+            try refuseTwin(of: objects.keys, in: path, db: db)
         } catch {
             try JSONFolderIndex.setFile(path, stamp: stamp, problem: Self.problem(error, path: path), db: db)
             return nil
@@ -368,6 +372,18 @@ public struct JSONFolderStore: KitStore {
         try JSONFolderIndex.setRecords(hashes, type: recordType, path: path, db: db)
         try JSONFolderIndex.setFile(path, stamp: stamp, problem: nil, db: db)
         return Document(type: recordType, objects: objects)
+    }
+
+    /// Throws when another document on disk holds one of `names` already: two file names that
+    /// stand for one record name (`a b.json` and `a%20b.json`, or a record in two collections).
+    /// Taking either would sync one of them and silently leave the other out of step.
+    func refuseTwin(of names: Dictionary<String, [String: JSONValue]>.Keys, in path: String, db: Database) throws {
+        for name in names {
+            guard let holder = try JSONFolderIndex.place(of: name, db: db)?.path, !ExactText.equal(holder, path), stamp(holder) != nil else { continue }
+            throw JSONFilesAdapterError(
+                .invalidDocument,
+                "\(path) holds record \(name), which \(holder) holds already (two file names can stand for one record name, such as 'a b.json' and 'a%20b.json'); rename or remove one of them")
+        }
     }
 
     /// Writes records from the cloud and deletions into their documents and records the result
