@@ -427,8 +427,18 @@ struct CLITests {
         #expect(failing.stdout.contains("note: adapter notes has 1 failed record(s)"), "\(failing)")
         let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--json").stdout.utf8))
         #expect(status.adapters.first?.failedRecords == 1)
+        #expect(status.adapters.first?.failures == nil, "the list only when asked for")
         let table = try await clone.gateway("status").stdout
         #expect(table.contains("NotesZone  yes") && table.contains("1    400  failing records"), "\(table)")
+        #expect(!table.contains("failed records of"), "\(table)")
+        // The list, read-only: what failed and why, without the service's status page.
+        let listed = try await clone.gateway("status", "--failed").stdout
+        #expect(listed.contains("failed records of notes:\n  Note.1  limitExceeded  record "), "\(listed)")
+        let listedJSON = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--failed", "--json").stdout.utf8))
+        let failures = listedJSON.adapters.first { $0.name == "notes" }?.failures
+        #expect(failures?.map(\.recordName) == ["Note.1"])
+        #expect(failures?.first?.code == "limitExceeded")
+        #expect(listedJSON.adapters.first { $0.name != "notes" }?.failures == [])
 
         try Data(original.utf8).write(to: config)
         let retried = try await clone.gateway("retry")

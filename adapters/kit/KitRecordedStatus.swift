@@ -30,16 +30,16 @@ public enum KitRecordedStatus {
 
     /// The snapshot of a kit store for `gateway status`: read through the adapter `open` makes
     /// when this account can record a listing (``canRecord(statePath:alsoWritten:)``), exact;
-    /// otherwise from the state file alone (``read(statePath:earlierState:readOnlyBecause:)``),
+    /// otherwise from the state file alone (``read(statePath:zoneID:earlierState:readOnlyBecause:)``),
     /// writing nothing, with a note naming what looking again needs (`lookingAgain`).
     public static func snapshot(
-        statePath: String, alsoWritten: [String] = [], earlierState: String? = nil, lookingAgain: String,
+        statePath: String, zoneID: ZoneID, alsoWritten: [String] = [], earlierState: String? = nil, lookingAgain: String,
         open: () async throws -> any ModelAdapter
     ) async throws -> StoreStatusSnapshot {
         if canRecord(statePath: statePath, alsoWritten: alsoWritten) { return try await StoreStatusSnapshot.reading(try await open()) }
         let folders = [URL(fileURLWithPath: statePath).deletingLastPathComponent().path] + alsoWritten
         return try read(
-            statePath: statePath, earlierState: earlierState,
+            statePath: statePath, zoneID: zoneID, earlierState: earlierState,
             readOnlyBecause: "\(lookingAgain) needs write access to \(folders.joined(separator: " and ")), which this account lacks")
     }
 
@@ -48,10 +48,13 @@ public enum KitRecordedStatus {
     ///   cannot be read.
     /// - Parameters:
     ///   - statePath: the kit's state file.
+    ///   - zone: the zone of the store's records.
     ///   - earlierState: where an earlier release kept this store's state, if it did; the next
     ///     sync moves it to `statePath`.
     ///   - reason: why the counts are not read live, for the snapshot's note.
-    public static func read(statePath: String, earlierState: String? = nil, readOnlyBecause reason: String) throws -> StoreStatusSnapshot {
+    public static func read(statePath: String, zoneID zone: ZoneID, earlierState: String? = nil, readOnlyBecause reason: String) throws
+        -> StoreStatusSnapshot
+    {
         guard FileManager.default.fileExists(atPath: statePath) else {
             if let earlierState, FileManager.default.fileExists(atPath: earlierState) {
                 return .notSetUp("synced by an earlier release of the gateway, whose state \(earlierState) the next sync moves into \(statePath); \(reason)")
@@ -73,10 +76,21 @@ public enum KitRecordedStatus {
                             SELECT (SELECT COUNT(*) FROM failures f JOIN changes c ON c.record_name = f.record_name AND c.version = f.version)
                                  + (SELECT COUNT(*) FROM problems)
                             """) ?? 0
+                let listed = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT f.record_name, f.version, f.code, f.message FROM failures f
+                        JOIN changes c ON c.record_name = f.record_name AND c.version = f.version
+                        UNION ALL SELECT record_name, 0, code, message FROM problems
+                        ORDER BY 1 LIMIT ?
+                        """, arguments: [StoreStatusSnapshot.failuresListed]
+                ).map { row in
+                    FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
+                }
                 return StoreStatusSnapshot(
                     zoneState: try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1"), hasChanges: pending > 0,
                     pendingChanges: pending, failedRecords: failed,
-                    note: "counted at the gateway's last look at the store: \(reason)")
+                    note: "counted at the gateway's last look at the store: \(reason)", failures: listed)
             }
         } catch {
             throw KitAdapterError(.stateFailed, "cannot read the adapter state: \(ReadOnlyDatabase.describe(error, path: statePath))", underlying: error)

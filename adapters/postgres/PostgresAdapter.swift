@@ -141,6 +141,19 @@ public final class PostgresAdapter: ModelAdapter {
                     """, logger: connection.logger)
                 var failed = 0
                 for try await (value) in failures.decode(Int64.self) { failed = Int(value) }
+                let listedRows = try await connection.query(
+                    """
+                    SELECT f.record_name, f.version, f.code, f.message FROM \(unescaped: state.failures) f
+                    JOIN \(unescaped: state.changes) c ON c.scope = f.scope AND c.record_name = f.record_name AND c.version = f.version
+                    WHERE f.scope = \(state.scope) ORDER BY f.record_name COLLATE "C" LIMIT \(StoreStatusSnapshot.failuresListed)
+                    """, logger: connection.logger)
+                var listed: [FailedRecord] = []
+                for try await (name, version, code, message) in listedRows.decode((String, Int64, String, String).self) {
+                    listed.append(
+                        FailedRecord(
+                            recordID: RecordID(recordName: name, zoneID: configuration.zoneID),
+                            failure: RecordFailure(version: version, code: code, message: message)))
+                }
                 guard hasLog else {
                     // An earlier release's layout, without the trigger log: its change table
                     // holds every pending change. The next open upgrades it.
@@ -150,11 +163,11 @@ public final class PostgresAdapter: ModelAdapter {
                     for try await (value) in rows.decode(Int64.self) { pending = Int(value) }
                     return StoreStatusSnapshot(
                         zoneState: zoneState, hasChanges: pending > 0, pendingChanges: pending, failedRecords: failed,
-                        note: "set up by an earlier release of the gateway; the next sync upgrades its tables")
+                        note: "set up by an earlier release of the gateway; the next sync upgrades its tables", failures: listed)
                 }
                 return StoreStatusSnapshot(
                     zoneState: zoneState, hasChanges: try await hasChanges(state, connection),
-                    pendingChanges: try await pendingChangeCount(state, connection), failedRecords: failed)
+                    pendingChanges: try await pendingChangeCount(state, connection), failedRecords: failed, failures: listed)
             }
             await adapter.close()
             return snapshot

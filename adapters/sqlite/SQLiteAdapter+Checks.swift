@@ -48,10 +48,17 @@ extension SQLiteAdapter {
                         zoneState: state, hasChanges: pending > 0, pendingChanges: pending, failedRecords: 0,
                         note: "set up by an earlier release of the gateway; the next sync upgrades its tables")
                 }
+                let failures = try Row.fetchAll(
+                    db,
+                    sql: "SELECT f.record_name, f.version, f.code, f.message \(GatewayTables.currentFailuresSQL) ORDER BY f.record_name LIMIT ?",
+                    arguments: [StoreStatusSnapshot.failuresListed]
+                ).map { row in
+                    FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
+                }
                 return StoreStatusSnapshot(
                     zoneState: state, hasChanges: try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false,
                     pendingChanges: try Int.fetchOne(db, sql: GatewayTables.pendingCountSQL) ?? 0,
-                    failedRecords: try Int.fetchOne(db, sql: "SELECT COUNT(*) \(GatewayTables.currentFailuresSQL)") ?? 0)
+                    failedRecords: try Int.fetchOne(db, sql: "SELECT COUNT(*) \(GatewayTables.currentFailuresSQL)") ?? 0, failures: failures)
             }
         } catch {
             throw SQLiteAdapterError(.databaseFailed, ReadOnlyDatabase.describe(error, path: configuration.path), underlying: error)

@@ -16,14 +16,21 @@ public struct StoreStatusSnapshot: Sendable, Equatable {
     /// What the counts cannot show, when they are not read live: a store the gateway has not
     /// set up yet, or counts as of the gateway's last look at the store.
     public var note: String?
+    /// The failed records with their errors, in name order: the first ``failuresListed`` of the
+    /// ``failedRecords``.
+    public var failures: [FailedRecord]
+
+    /// How many failed records a snapshot lists at most.
+    public static let failuresListed = 1_000
 
     /// A snapshot of these values.
-    public init(zoneState: Data?, hasChanges: Bool, pendingChanges: Int, failedRecords: Int, note: String? = nil) {
+    public init(zoneState: Data?, hasChanges: Bool, pendingChanges: Int, failedRecords: Int, note: String? = nil, failures: [FailedRecord] = []) {
         self.zoneState = zoneState
         self.hasChanges = hasChanges
         self.pendingChanges = pendingChanges
         self.failedRecords = failedRecords
         self.note = note
+        self.failures = failures
     }
 
     /// The snapshot of a store the gateway has not opened yet: nothing is synced, so everything
@@ -35,8 +42,14 @@ public struct StoreStatusSnapshot: Sendable, Equatable {
     /// Reads the snapshot through an opened adapter, whose reads may write (a kit adapter lists
     /// its store into its state first).
     public static func reading(_ adapter: any ModelAdapter) async throws -> StoreStatusSnapshot {
-        StoreStatusSnapshot(
+        let failed = try await adapter.failedRecords()
+        return StoreStatusSnapshot(
             zoneState: try await adapter.loadZoneState(), hasChanges: try await adapter.hasChanges(),
-            pendingChanges: try await adapter.pendingChangeCount(), failedRecords: try await adapter.failedRecords().count)
+            pendingChanges: try await adapter.pendingChangeCount(), failedRecords: failed.count, failures: listed(failed))
+    }
+
+    /// The first ``failuresListed`` of `failed`, in name order (by bytes).
+    public static func listed(_ failed: [FailedRecord]) -> [FailedRecord] {
+        Array(failed.sorted { Array($0.recordID.recordName.utf8).lexicographicallyPrecedes($1.recordID.recordName.utf8) }.prefix(failuresListed))
     }
 }

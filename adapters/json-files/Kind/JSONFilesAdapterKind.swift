@@ -99,7 +99,7 @@ public struct JSONFilesAdapterKind: AdapterKind {
                 throw JSONFilesAdapterError(.folderMissing, "\(configuration.directory) is a file, not a folder; point directory: at the folder of JSON documents")
             }
             return try await KitRecordedStatus.snapshot(
-                statePath: statePath, alsoWritten: [configuration.directory],
+                statePath: statePath, zoneID: configuration.zoneID, alsoWritten: [configuration.directory],
                 earlierState: URL(fileURLWithPath: configuration.directory).appendingPathComponent(".gateway/state.sqlite").path,
                 lookingAgain: "looking again", open: open)
         }

@@ -124,7 +124,7 @@ public struct PluginAdapterKind: AdapterKind {
         /// Reads through the adapter (which starts the plugin) when this account can record a
         /// listing; otherwise from the state file alone (``KitRecordedStatus``), writing nothing.
         func readStatus() async throws -> StoreStatusSnapshot {
-            try await KitRecordedStatus.snapshot(statePath: statePath, lookingAgain: "asking the plugin again", open: open)
+            try await KitRecordedStatus.snapshot(statePath: statePath, zoneID: configuration.zoneID, lookingAgain: "asking the plugin again", open: open)
         }
 
         var detectsChangesByScanning: Bool { true }

@@ -19,6 +19,9 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Exit 1 when any adapter has changes to upload (for monitoring; an unreadable store exits 3 either way).")
     var failOnChanges = false
 
+    @Flag(name: .long, help: "Also list each adapter's failed records with their errors (the first 1,000 per adapter).")
+    var failed = false
+
     func run() async throws {
         let configuration = try options.load()
         var selected = try GatewayStores.select(adapter, in: configuration)
@@ -40,7 +43,9 @@ struct StatusCommand: AsyncParsableCommand {
                     status = .failure(error)
                 }
                 await adapterConfiguration.plan.discardCheck()
-                lines.append(try status.get())
+                var line = try status.get()
+                if !failed { line.failures = nil }
+                lines.append(line)
             } catch {
                 // A store that does not match the config (a table dropped since) is one row too.
                 lines.append(AdapterStatus(unreadable: adapterConfiguration, error: (error as? GatewayError)?.message ?? "\(error)"))
@@ -109,5 +114,19 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let notes = status.adapters.compactMap { adapter in adapter.note.map { "note: \(adapter.name): \($0)\n" } }
         return TextTable.render(rows, rightAligned: [4, 5, 6]) + notes.joined() + errors.map { "error: \($0)\n" }.joined()
+            + status.adapters.map(renderFailures).joined()
+    }
+
+    /// The adapter's failed records, one per line, when they were asked for and there are some.
+    static func renderFailures(_ adapter: AdapterStatus) -> String {
+        guard let failures = adapter.failures, !failures.isEmpty else { return "" }
+        var text = "\nfailed records of \(adapter.name):\n"
+        for failure in failures {
+            text += "  \(TerminalText.printable(failure.recordName))  \(failure.code)  \(TerminalText.printable(failure.message))\n"
+        }
+        if adapter.failedRecords > failures.count {
+            text += "  … and \(adapter.failedRecords - failures.count) more\n"
+        }
+        return text
     }
 }

@@ -57,10 +57,10 @@ public enum SyncSummary {
             if failing > 0 {
                 text += "note: adapter \(adapter.adapter) has \(failing) failed record(s); fix them, then `gateway retry`\n"
                 for record in adapter.failingRecords {
-                    text += "  \(record.recordID.recordName): \(record.failure.message) (\(record.failure.code))\n"
+                    text += "  \(TerminalText.printable(record.recordID.recordName)): \(TerminalText.printable(record.failure.message)) (\(record.failure.code))\n"
                 }
                 if adapter.failingRecordCount > adapter.failingRecords.count {
-                    text += "  … and \(adapter.failingRecordCount - adapter.failingRecords.count) more (`gateway status` counts them)\n"
+                    text += "  … and \(adapter.failingRecordCount - adapter.failingRecords.count) more (`gateway status --failed` lists them)\n"
                 }
             }
         }

@@ -66,9 +66,12 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     }
     /// ``health(consecutiveFailures:lastFailureCode:)`` from the store alone (`health` in JSON).
     public private(set) var healthState: AdapterHealthState?
+    /// The failed records with their errors, in name order (at most
+    /// `StoreStatusSnapshot.failuresListed`); `nil` unless asked for (`gateway status --failed`).
+    public var failures: [FailedRecordStatus]?
 
     enum CodingKeys: String, CodingKey {
-        case name, kind, zone, hasChanges, pendingChanges, failedRecords, batchSize, hasSynced, pausedReason, note, error
+        case name, kind, zone, hasChanges, pendingChanges, failedRecords, batchSize, hasSynced, pausedReason, note, error, failures
         case healthState = "health"
     }
 
@@ -122,6 +125,24 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
             batchSize: state.effectiveBatchSize(configured: configuration.syncOptions(for: adapter).batchSize), hasSynced: state.token != nil,
             pausedReason: state.pausedReason)
         note = snapshot.note
+        failures = snapshot.failures.map(FailedRecordStatus.init)
+    }
+}
+
+/// A failed record as `gateway status --failed` shows it.
+public struct FailedRecordStatus: Sendable, Codable, Equatable {
+    /// The record's name.
+    public var recordName: String
+    /// The error code, such as `limitExceeded` or `invalidJSON`.
+    public var code: String
+    /// What went wrong (never field values).
+    public var message: String
+
+    /// The line of `failed`.
+    public init(_ failed: FailedRecord) {
+        recordName = failed.recordID.recordName
+        code = failed.failure.code
+        message = failed.failure.message
     }
 }
 

@@ -186,7 +186,7 @@ public struct StatusPage: Sendable {
                     """
             }
             if row.status.failedRecords > row.failedRecords.count {
-                rows += "<tr><td colspan=\"4\" class=\"muted\">… and \(row.status.failedRecords - row.failedRecords.count) more of \(htmlEscaped(row.status.name)) (gateway retry --list)</td></tr>\n"
+                rows += "<tr><td colspan=\"4\" class=\"muted\">… and \(row.status.failedRecords - row.failedRecords.count) more of \(htmlEscaped(row.status.name)) (gateway status --failed)</td></tr>\n"
             }
         }
         return """
