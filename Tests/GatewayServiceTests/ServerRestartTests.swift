@@ -124,7 +124,7 @@ struct ServerRestartTests {
         try await Self.wait(for: "app never synced", while: service, timeout: .seconds(60), log: log) {
             log().contains("adapter=app") && log().contains("adapter synced")
         }
-        #expect(log().contains("store not reachable yet"), "\(log())")
+        #expect(log().contains("store cannot be opened yet"), "\(log())")
         // The two adapters sync side by side: crm's failed attempt may be logged after app's sync.
         try await Self.wait(for: "crm never failed alone", while: service, timeout: .seconds(30), log: log) {
             log().contains("adapter=crm") && log().contains("cannot open its store")

@@ -12,6 +12,8 @@ public struct SyncSession: Sendable {
     public let shared: SharedZoneAdapters?
     /// The config's resolver processes, started when first asked about a conflict.
     public let batchResolvers: [String: any BatchConflictResolver]
+    /// Why each adapter whose store could not be opened at the start could not, by name.
+    public let startFailures: [String: String]
     private let processLock: ProcessLock
     private let stateLock: (any GatewayStateLock)?
 
@@ -24,9 +26,13 @@ public struct SyncSession: Sendable {
     ///     the others and give that adapter a ``ReopeningAdapter``, which fails its syncs until the
     ///     store can be opened, instead of failing the whole session. A store that does not match
     ///     the config, and an unreachable cloud, still fail it.
+    ///   - tolerateMismatchedStores: with `tolerateUnavailableStores`, a store that does not match
+    ///     the config (a table renamed by a migration under way) fails only its adapter too, until
+    ///     it matches again: for a service, where one application's migration must not stop the
+    ///     others' stores.
     public static func open(
         _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], tolerateUnavailableStores: Bool = false,
-        logger: Logger = Logger(label: "gateway")
+        tolerateMismatchedStores: Bool = false, logger: Logger = Logger(label: "gateway")
     ) async throws -> SyncSession {
         try await GatewayStores.check(configuration, adapters: [], cloud: true)
         // Stores are checked, and then opened, all at once (a first sync's backfill of one store
@@ -35,7 +41,13 @@ public struct SyncSession: Sendable {
             try await GatewayStores.check(configuration, adapters: [adapter], cloud: false, beforeOpening: true)
         }
         do {
-            return try await openChecked(configuration, adapters: adapters, checks: checks, tolerateUnavailableStores: tolerateUnavailableStores, logger: logger)
+            let tolerated: @Sendable (any Error) -> Bool = { error in
+                guard tolerateUnavailableStores else { return false }
+                if let error = error as? GatewayError { return error.code == .storeUnavailable }
+                if let error = error as? ConfigError { return tolerateMismatchedStores && error.code == .storeMismatch }
+                return false
+            }
+            return try await openChecked(configuration, adapters: adapters, checks: checks, tolerated: tolerated, logger: logger)
         } catch {
             // What a check kept for an open that did not happen (a plugin's process) stops now.
             for adapter in adapters { await adapter.plan.discardCheck() }
@@ -43,17 +55,18 @@ public struct SyncSession: Sendable {
         }
     }
 
-    /// The rest of ``open(_:adapters:tolerateUnavailableStores:logger:)``, once the stores are checked.
+    /// The rest of ``open(_:adapters:tolerateUnavailableStores:tolerateMismatchedStores:logger:)``,
+    /// once the stores are checked; `tolerated` says which failures leave an adapter unopened.
     private static func openChecked(
         _ configuration: GatewayConfiguration, adapters: [AdapterConfiguration], checks: [Result<Void, any Error>],
-        tolerateUnavailableStores: Bool, logger: Logger
+        tolerated: @escaping @Sendable (any Error) -> Bool, logger: Logger
     ) async throws -> SyncSession {
-        var unreachable: Set<String> = []
+        var startFailures: [String: String] = [:]
         for (adapter, check) in zip(adapters, checks) {
             do {
                 try check.get()
-            } catch let error as GatewayError where tolerateUnavailableStores && error.code == .storeUnavailable {
-                unreachable.insert(adapter.name)
+            } catch where tolerated(error) {
+                startFailures[adapter.name] = Self.reason(error)
             }
         }
         try GatewayStores.prepareStateDirectory(configuration)
@@ -69,14 +82,14 @@ public struct SyncSession: Sendable {
             throw error
         }
         do {
-            let unreachableNames = unreachable
-            let outcomes = await GatewayStores.forEach(adapters) { adapter -> OpenedAdapter in
-                if unreachableNames.contains(adapter.name) { return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)) }
+            let checkFailures = startFailures
+            let outcomes = await GatewayStores.forEach(adapters) { adapter -> (OpenedAdapter, failure: String?) in
+                if let failure = checkFailures[adapter.name] { return (OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)), failure) }
                 do {
                     let opened = try await GatewayStores.open([adapter])[0]
-                    return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter, opened: opened.adapter))
-                } catch let error as GatewayError where tolerateUnavailableStores && error.code == .storeUnavailable {
-                    return OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter))
+                    return (OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter, opened: opened.adapter)), nil)
+                } catch where tolerated(error) {
+                    return (OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)), Self.reason(error))
                 }
             }
             guard let failure = outcomes.lazy.compactMap({ outcome -> (any Error)? in
@@ -85,20 +98,27 @@ public struct SyncSession: Sendable {
             }).first
             else {
                 let opened = try outcomes.map { try $0.get() }
+                var failures: [String: String] = [:]
+                for (adapter, failure) in opened { if let failure { failures[adapter.configuration.name] = failure } }
                 return SyncSession(
-                    deviceID: deviceID, cloud: cloud, adapters: opened,
+                    deviceID: deviceID, cloud: cloud, adapters: opened.map(\.0),
                     shared: configuration.sharedTemplates.isEmpty ? nil : SharedZoneAdapters(configuration: configuration, cloud: cloud, logger: logger),
-                    batchResolvers: configuration.startResolverProcesses(), processLock: processLock, stateLock: stateLock)
+                    batchResolvers: configuration.startResolverProcesses(), startFailures: failures, processLock: processLock, stateLock: stateLock)
             }
             // One store failed to open: close those that did (their plugin processes and
             // connections), so a failed start leaves nothing running.
-            for case .success(let opened) in outcomes { await opened.adapter.close() }
+            for case .success(let opened) in outcomes { await opened.0.adapter.close() }
             throw failure
         } catch {
             await stateLock?.release()
             await cloud.close()
             throw error
         }
+    }
+
+    /// A start failure as its adapter's syncs will report it.
+    private static func reason(_ error: any Error) -> String {
+        (error as? GatewayError)?.message ?? (error as? ConfigError)?.description ?? "\(error)"
     }
 
     /// The adapters whose stores could not be opened yet.

@@ -111,9 +111,12 @@ public final class SyncSessionService: Service, Sendable {
         var delay = Duration.seconds(1)
         while true {
             do {
-                let session = try await SyncSession.open(configuration, adapters: configuration.adapters, tolerateUnavailableStores: true)
+                let session = try await SyncSession.open(
+                    configuration, adapters: configuration.adapters, tolerateUnavailableStores: true, tolerateMismatchedStores: true)
                 for name in session.unopenedAdapters {
-                    logger.warning("store not reachable yet; the adapter fails its syncs until it is", metadata: ["adapter": "\(name)"])
+                    logger.warning(
+                        "store cannot be opened yet; the adapter fails its syncs until it can",
+                        metadata: ["adapter": "\(name)", "error": "\(session.startFailures[name] ?? "unknown")"])
                 }
                 return session
             } catch let error as GatewayError where error.code == .cloudUnavailable {

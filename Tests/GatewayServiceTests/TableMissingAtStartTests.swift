@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import GatewayTesting
+import Testing
+
+/// A service started while one application migrates its database (a synced table renamed for a
+/// moment) keeps the other stores syncing, and takes that one up once the table is back.
+@Suite("gateway run with a store that does not match its config at start")
+struct TableMissingAtStartTests {
+    @Test("the other adapters sync; that one fails alone, named, and syncs once its table is back", .timeLimit(.minutes(2)))
+    func renamedTableAtStart() async throws {
+        let directory = try TemporaryDirectory(prefix: "table-missing-at-start")
+        defer { directory.remove() }
+        for name in ["a", "b"] {
+            try await DatabaseQueue(path: directory.path("\(name).sqlite")).write { db in
+                try db.execute(sql: "CREATE TABLE items (id INTEGER PRIMARY KEY, title TEXT)")
+            }
+        }
+        try await DatabaseQueue(path: directory.path("a.sqlite")).write { db in
+            try db.execute(sql: "INSERT INTO items VALUES (1, 'from a'), (2, 'also from a')")
+        }
+        try await DatabaseQueue(path: directory.path("b.sqlite")).write { db in try db.execute(sql: "ALTER TABLE items RENAME TO items_old") }
+        try Data(
+            """
+            gateway: { sync_interval: 1s, retry: { base_delay: 100ms, max_delay: 1s }, control: { listen: "127.0.0.1:0" } }
+            adapters:
+              - { name: a, kind: sqlite, path: a.sqlite, zone: Items, tables: [{ table: items }] }
+              - { name: b, kind: sqlite, path: b.sqlite, zone: Items, tables: [{ table: items }] }
+            """.utf8
+        ).write(to: directory.url.appendingPathComponent("config.yaml"))
+        let service = try ChildProcess(
+            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
+            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        defer { if service.isRunning { service.kill() } }
+        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
+
+        try await ServerRestartTests.wait(for: "a never synced", while: service, timeout: .seconds(60), log: log) {
+            log().contains("adapter=a") && log().contains("adapter synced")
+        }
+        #expect(log().contains("store cannot be opened yet"), "\(log())")
+        #expect(log().contains("table items does not exist"), "the reason is logged: \(log())")
+        try await ServerRestartTests.wait(for: "b never failed alone", while: service, timeout: .seconds(30), log: log) {
+            log().contains("adapter=b code=adapterFailed") && log().contains("[GatewayService] adapter failed")
+        }
+
+        try await DatabaseQueue(path: directory.path("b.sqlite")).write { db in try db.execute(sql: "ALTER TABLE items_old RENAME TO items") }
+        try await ServerRestartTests.wait(for: "b never took a's rows", while: service, timeout: .seconds(60), log: log, every: .milliseconds(200)) {
+            let count = try? await DatabaseQueue(path: directory.path("b.sqlite")).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items") }
+            return count == 2
+        }
+        service.terminate()
+        #expect(try await service.wait(timeout: .seconds(30)) == 0)
+    }
+}
