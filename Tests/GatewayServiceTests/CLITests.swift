@@ -448,6 +448,29 @@ struct CLITests {
         #expect(body?.count == 4_000)
     }
 
+    @Test("status sees a synced table rebuilt by a migration (its change capture gone) and says what the next sync does")
+    func statusSeesARebuiltTable() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        try await clone.database("notes").write { db in
+            let create = try #require(try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'notes'"))
+            try db.execute(sql: "ALTER TABLE notes RENAME TO notes_before")
+            try db.execute(sql: create)
+            try db.execute(sql: "INSERT INTO notes SELECT * FROM notes_before")
+            try db.execute(sql: "DROP TABLE notes_before")
+        }
+        let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--json").stdout.utf8))
+        let notes = try #require(status.adapters.first { $0.name == "notes" })
+        #expect(notes.hasChanges, "nothing captured the rebuild's changes: the store is not known to be synced")
+        #expect(notes.note?.contains("table notes was created again since the last sync") == true, "\(notes)")
+        #expect(notes.note?.contains("--store-wins notes") == true)
+        #expect(try await clone.gateway("status", "--fail-on-changes").status == 1)
+        #expect(try await clone.gateway("sync").status == 0)
+        let after = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--json").stdout.utf8))
+        #expect(after.adapters.first { $0.name == "notes" }?.note == nil, "the sync put the capture back")
+    }
+
     @Test("zones lists the cloud's zones and the adapters bound to them")
     func zones() async throws {
         let clone = try FreshClone()

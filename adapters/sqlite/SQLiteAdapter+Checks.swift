@@ -55,10 +55,20 @@ extension SQLiteAdapter {
                 ).map { row in
                     FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
                 }
+                // A synced table whose capture triggers are gone was dropped and created again
+                // (a migration that rebuilt it): nothing captured what it changed.
+                let triggers = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
+                let recreated = try String.fetchAll(db, sql: #"SELECT table_name FROM "_gateway_tables" ORDER BY table_name"#).filter { table in
+                    !["insert", "update", "delete"].allSatisfy { triggers.contains(GatewayTables.plainTriggerName($0, table)) }
+                }
+                let note =
+                    recreated.isEmpty
+                    ? nil
+                    : "table \(recreated.joined(separator: ", ")) was created again since the last sync, so its changes were not captured: the next sync compares it with the zone as a store joining it, where the cloud's version wins a row both hold unless you sync it with --store-wins \(configuration.name)"
                 return StoreStatusSnapshot(
-                    zoneState: state, hasChanges: try Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false,
+                    zoneState: state, hasChanges: try !recreated.isEmpty || (Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false),
                     pendingChanges: try Int.fetchOne(db, sql: GatewayTables.pendingCountSQL) ?? 0,
-                    failedRecords: try Int.fetchOne(db, sql: "SELECT COUNT(*) \(GatewayTables.currentFailuresSQL)") ?? 0, failures: failures)
+                    failedRecords: try Int.fetchOne(db, sql: "SELECT COUNT(*) \(GatewayTables.currentFailuresSQL)") ?? 0, note: note, failures: failures)
             }
         } catch {
             throw SQLiteAdapterError(.databaseFailed, ReadOnlyDatabase.describe(error, path: configuration.path), underlying: error)
