@@ -471,6 +471,31 @@ struct CLITests {
         #expect(after.adapters.first { $0.name == "notes" }?.note == nil, "the sync put the capture back")
     }
 
+    @Test("--store-wins says when it decided nothing, and is refused for an adapter the sync leaves out")
+    func storeWinsFeedback() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        let idle = try await clone.gateway("sync", "--store-wins", "notes")
+        #expect(idle.status == 0, "\(idle)")
+        #expect(idle.stdout.contains("note: --store-wins notes decided nothing"), "\(idle)")
+        #expect(idle.stdout.contains("`gateway reset --adapter notes` first"), "\(idle)")
+        let leftOut = try await clone.gateway("sync", "--adapter", "notes", "--store-wins", "notes-replica")
+        #expect(leftOut.status == 2, "\(leftOut)")
+        #expect(leftOut.stderr.contains("--store-wins names adapter 'notes-replica', which this sync leaves out; add --adapter notes-replica"), "\(leftOut)")
+
+        // The documented way to make it the truth: forget its state, then let it win the join.
+        try await clone.database("notes").write { db in try db.execute(sql: "UPDATE notes SET title = 'from the backup' WHERE id = 1") }
+        try await clone.database("notes-replica").write { db in try db.execute(sql: "UPDATE notes SET title = 'newer elsewhere' WHERE id = 1") }
+        #expect(try await clone.gateway("sync", "--adapter", "notes-replica").status == 0)
+        #expect(try await clone.gateway("reset", "--adapter", "notes").status == 0)
+        let wins = try await clone.gateway("sync", "--adapter", "notes", "--store-wins", "notes")
+        #expect(wins.status == 0 && !wins.stdout.contains("decided nothing"), "\(wins)")
+        #expect(try await clone.gateway("sync").status == 0)
+        let title = try await clone.database("notes-replica").read { db in try String.fetchOne(db, sql: "SELECT title FROM notes WHERE id = 1") }
+        #expect(title == "from the backup")
+    }
+
     @Test("zones lists the cloud's zones and the adapters bound to them")
     func zones() async throws {
         let clone = try FreshClone()

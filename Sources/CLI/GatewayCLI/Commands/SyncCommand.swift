@@ -29,10 +29,20 @@ struct SyncCommand: AsyncParsableCommand {
             guard let index = configuration.adapters.firstIndex(where: { $0.name == name }) else {
                 throw ValidationError("--store-wins names adapter '\(name)', which is not in \(configuration.file)")
             }
+            guard adapter.isEmpty || adapter.contains(name) else {
+                throw ValidationError("--store-wins names adapter '\(name)', which this sync leaves out; add --adapter \(name)")
+            }
             configuration.adapters[index].settings.joinPrefers = .store
         }
         let report = try await ManualSync.run(configuration, adapters: adapter, observer: Self.progressObserver(progress))
         Console.out(SyncSummary.render(report, zones: Self.zones(configuration), templates: !configuration.sharedTemplates.isEmpty))
+        for name in storeWins {
+            guard let synced = report.adapters.first(where: { $0.adapter == name }), synced.outcome == .synced, synced.conflicts[.localWon, default: 0] == 0
+            else { continue }
+            Console.out(
+                "note: --store-wins \(name) decided nothing: no record of its store met the cloud's without a common ancestor (a store restored with its sync state is rolled forward instead); to make it the truth anyway, run `gateway reset --adapter \(name)` first\n"
+            )
+        }
         if !report.succeeded { throw ExitCode(ExitStatus.syncFailed) }
     }
 
