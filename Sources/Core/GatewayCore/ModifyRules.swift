@@ -88,7 +88,7 @@ package enum ModifyRules {
                     if size > limits.maxRecordSize {
                         item.failure = CloudError(
                             .limitExceeded,
-                            "record \(id) is \(size) bytes, over the record limit of \(limits.maxRecordSize) bytes; move large binary fields to assets",
+                            "record \(id) is \(size) bytes, over the record limit of \(limits.maxRecordSize) bytes; make it smaller (large binary fields can travel as assets)",
                             recordID: id)
                     } else {
                         item.encodedFields = encoded
@@ -102,7 +102,7 @@ package enum ModifyRules {
             if operations.count == 1 {
                 throw CloudError(
                     .limitExceeded,
-                    "record \(operations[0].recordID) is \(requestSize) bytes, more than a request may carry (\(limits.maxRequestSize) bytes); move large binary fields to assets",
+                    "record \(operations[0].recordID) is \(requestSize) bytes, more than a request may carry (\(limits.maxRequestSize) bytes); make it smaller (large binary fields can travel as assets)",
                     recordID: operations[0].recordID)
             }
             throw CloudError(
@@ -179,7 +179,7 @@ package enum ModifyRules {
         let encoded = FieldCoding.encode(record)
         let size = chargedSize(record, encodedFields: encoded.count)
         if size > limits.maxRecordSize {
-            return "record \(record.id) would be \(size) bytes with the fields it keeps, over the record limit of \(limits.maxRecordSize) bytes; move large binary fields to assets"
+            return "record \(record.id) would be \(size) bytes with the fields it keeps, over the record limit of \(limits.maxRecordSize) bytes; make it smaller (large binary fields can travel as assets)"
         }
         item.encodedFields = encoded
         item.operation = item.operation.replacingRecord(with: record)

@@ -452,7 +452,7 @@ struct UploadPass {
         if largest.isBytes {
             return "; its largest field is \(largest.field) (\(largest.size) bytes): send it as an asset (turn force_data off, or list it in assets)"
         }
-        return "; its largest field is \(largest.field) (\(largest.size) bytes)"
+        return "; its largest field is \(largest.field) (\(largest.size) bytes of text or values, which cannot travel as an asset: shorten it, or keep it in a binary column sent as an asset)"
     }
 }
 

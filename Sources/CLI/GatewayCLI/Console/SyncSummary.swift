@@ -17,7 +17,7 @@ public enum SyncSummary {
     }
 
     /// A table with one line per adapter: downloaded, uploaded, conflicts with how they were
-    /// resolved, failed records and the outcome; failures are explained below it.
+    /// resolved, the records that stay failed and the outcome; failures are explained below it.
     /// - Parameter templates: whether the config has `database: shared` templates.
     public static func render(_ report: SyncReport, zones: [String: String] = [:], templates: Bool = false) -> String {
         if report.adapters.isEmpty, templates {
@@ -34,7 +34,9 @@ public enum SyncSummary {
                 adapter.adapter, zones[adapter.adapter] ?? adapter.zone.map(Self.zoneText) ?? "",
                 counted(adapter.downloaded, deleted: adapter.deletedLocally),
                 counted(adapter.uploaded, deleted: adapter.deletedRemotely),
-                conflicts(adapter), "\(adapter.failedRecords)", outcome(adapter.outcome),
+                // Every record that stays failed, as the note below counts them: one that failed
+                // in an earlier sync and was not sent again is failed still.
+                conflicts(adapter), "\(max(adapter.failedRecords, adapter.failingRecordCount))", outcome(adapter.outcome),
             ])
         }
         var text = TextTable.render(rows, rightAligned: [2, 3, 5])
