@@ -469,6 +469,21 @@ struct CLITests {
         #expect(try await clone.gateway("sync").status == 0)
         let after = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--json").stdout.utf8))
         #expect(after.adapters.first { $0.name == "notes" }?.note == nil, "the sync put the capture back")
+
+        // A table added to the configuration: its rows are not synced yet.
+        try await clone.database("notes").write { db in
+            try db.execute(sql: "CREATE TABLE extra (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO extra VALUES (1, 'one')")
+        }
+        let config = clone.url.appendingPathComponent("config.yaml")
+        let yaml = try String(contentsOf: config, encoding: .utf8)
+        try Data(
+            yaml.replacingOccurrences(of: "      - table: note_tags\n", with: "      - table: extra\n        record_name: \"<Type>.<pk>\"\n      - table: note_tags\n", options: [], range: yaml.range(of: "      - table: note_tags\n"))
+                .utf8
+        ).write(to: config)
+        let added = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--json", "--adapter", "notes").stdout.utf8))
+        #expect(added.adapters.first?.hasChanges == true)
+        let addedText = try await clone.gateway("status", "--adapter", "notes")
+        #expect(added.adapters.first?.note?.contains("table extra is configured but not synced yet") == true, "\(added) \(addedText)")
     }
 
     @Test("--store-wins says when it decided nothing, and is refused for an adapter the sync leaves out")

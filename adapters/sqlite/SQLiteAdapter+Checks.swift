@@ -58,15 +58,24 @@ extension SQLiteAdapter {
                 // A synced table whose capture triggers are gone was dropped and created again
                 // (a migration that rebuilt it): nothing captured what it changed.
                 let triggers = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
-                let recreated = try String.fetchAll(db, sql: #"SELECT table_name FROM "_gateway_tables" ORDER BY table_name"#).filter { table in
+                let installed = try String.fetchAll(db, sql: #"SELECT table_name FROM "_gateway_tables" ORDER BY table_name"#)
+                let recreated = installed.filter { table in
                     !["insert", "update", "delete"].allSatisfy { triggers.contains(GatewayTables.plainTriggerName($0, table)) }
                 }
-                let note =
-                    recreated.isEmpty
-                    ? nil
-                    : "table \(recreated.joined(separator: ", ")) was created again since the last sync, so its changes were not captured: the next sync compares it with the zone as a store joining it, where the cloud's version wins a row both hold unless you sync it with --store-wins \(configuration.name)"
+                // A table added to the configuration since the last sync: none of its rows is synced.
+                let added = configuration.tables.map(\.table).filter { !installed.contains($0) }.sorted()
+                var notes: [String] = []
+                if !recreated.isEmpty {
+                    notes.append(
+                        "table \(recreated.joined(separator: ", ")) was created again since the last sync, so its changes were not captured: the next sync compares it with the zone as a store joining it, where the cloud's version wins a row both hold unless you sync it with --store-wins \(configuration.name)"
+                    )
+                }
+                if !added.isEmpty {
+                    notes.append("table \(added.joined(separator: ", ")) is configured but not synced yet: the next sync installs its change capture and syncs every row")
+                }
+                let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
                 return StoreStatusSnapshot(
-                    zoneState: state, hasChanges: try !recreated.isEmpty || (Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false),
+                    zoneState: state, hasChanges: try !notes.isEmpty || (Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false),
                     pendingChanges: try Int.fetchOne(db, sql: GatewayTables.pendingCountSQL) ?? 0,
                     failedRecords: try Int.fetchOne(db, sql: "SELECT COUNT(*) \(GatewayTables.currentFailuresSQL)") ?? 0, note: note, failures: failures)
             }
