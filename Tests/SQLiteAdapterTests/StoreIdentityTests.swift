@@ -488,4 +488,26 @@ struct StoreIdentityTests {
             #expect(rows.map { $0[2] as String? } == ["red", "teal"], "row 1's color came back; row 2's renamed value reached the zone")
         }
     }
+
+    @Test("an adapter's change signals wake a listener once more when it closes, whatever the file looked like before", .timeLimit(.minutes(1)))
+    func signalsWakeOnClose() async throws {
+        let directory = try TemporaryDirectory(prefix: "signals-close")
+        defer { directory.remove() }
+        let file = try SQLiteFile(directory, schema: Notes.schema)
+        let adapter = try Notes.adapter(file)
+        var signals = adapter.changeSignals().makeAsyncIterator()
+        await signals.start()
+        // What a file moved over the adapter's path looks like to its probe (a connection opened
+        // by path finds no change log): unreadable, and so it stays after the adapter closes.
+        try file.execute(#"DROP TABLE "_gateway_log""#)
+        #expect(await signals.next() != nil, "the log gone is a change")
+        // A listener waiting on the replaced adapter's signals when it closes is not left
+        // waiting for good: a service follows the adapter opened on the new file from there.
+        let waiting = Task { [signals] in
+            var signals = signals
+            return await signals.next()
+        }
+        await adapter.close()
+        #expect(await waiting.value != nil)
+    }
 }

@@ -21,6 +21,14 @@ public final class SQLiteAdapter: ModelAdapter {
     private let catalog: Mutex<TableCatalog>
     /// The file the pool opened (device and inode), to notice a file replaced or removed behind it.
     private let openedFile: FileIdentity?
+    /// Set by ``close()``: the change signals say so once, so that a listener still waiting on
+    /// them (the adapter was replaced meanwhile) wakes up and follows the new one.
+    private let closedFlag = ClosedFlag()
+
+    /// Whether the adapter was closed, shared with its change signals' probe.
+    private final class ClosedFlag: Sendable {
+        let isSet = Atomic<Bool>(false)
+    }
 
     public var name: String { configuration.name }
     public var zoneID: ZoneID { configuration.zoneID }
@@ -141,6 +149,7 @@ public final class SQLiteAdapter: ModelAdapter {
     /// Closes the database, its WAL checkpointed and removed when nothing else has it open
     /// (`closeRemovingWAL`). A connection still in use keeps it open.
     public func close() async {
+        closedFlag.isSet.store(true, ordering: .sequentiallyConsistent)
         checkpointer.close()
         let (path, openedFile) = (configuration.path, openedFile)
         await pool.closeRemovingWAL(path: path) { openedFile != nil && FileIdentity(path: path) == openedFile }
@@ -465,7 +474,10 @@ public final class SQLiteAdapter: ModelAdapter {
         // the next pass notices it (`loadZoneState`) and the adapter is opened on the new file.
         // It is read apart from the log: once the file is replaced, a connection the pool opens
         // by path finds a database without the log, and a failed read must not hide the change.
+        let closedFlag = closedFlag
         return .polling(every: configuration.signalPollInterval) {
+            // A closed adapter's last stamp: nothing it read before can equal it.
+            if closedFlag.isSet.load(ordering: .sequentiallyConsistent) { return "closed" }
             let identity = FileIdentity(path: path).map(String.init(describing:)) ?? "removed"
             let version = try? await pool.read { db in try Int64.fetchOne(db, sql: #"SELECT COALESCE(MAX(version), 0) FROM "_gateway_log""#) ?? 0 }
             return "\(identity):\(version.map(String.init) ?? "unreadable")"

@@ -74,7 +74,9 @@ final class ReopeningAdapter: ForwardingAdapter {
         } catch where mostPreciseFailureCode(of: error) == storeReplacedCode {
             let dropped = opened.withLock { state -> Bool in
                 guard let kept = state.adapter, kept as AnyObject === current as AnyObject else { return false }
-                state.adapter = nil
+                // A new generation at once: a signal listener still on the dropped store's
+                // signals follows the next opening as soon as they wake it.
+                state = (nil, state.generation + 1)
                 return true
             }
             // The replaced store's connections and processes end now, not at process exit.
@@ -98,8 +100,10 @@ private struct OpeningSignalSource: ChangeSignalSource {
     var innerGeneration = 0
 
     mutating func waitForChange() async -> Bool {
-        // A store opened again since (replaced behind the adapter) has signals of its own.
-        if inner != nil, adapter.generation != innerGeneration, adapter.isOpen { inner = nil }
+        // A store dropped or opened again since (replaced behind the adapter) has signals of its
+        // own: the old ones watch a closed store (which signals once more, as it closes, to wake
+        // a listener waiting on it here).
+        if inner != nil, adapter.generation != innerGeneration { inner = nil }
         if var inner {
             let next: Void? = await inner.next()
             self.inner = inner
