@@ -28,23 +28,23 @@ struct TableMissingAtStartTests {
               - { name: b, kind: sqlite, path: b.sqlite, zone: Items, tables: [{ table: items }] }
             """.utf8
         ).write(to: directory.url.appendingPathComponent("config.yaml"))
-        let service = try ChildProcess(
-            try BuiltExecutable.path("gateway"), arguments: ["run"], directory: directory.url.path,
-            standardOutput: directory.path("run.out"), standardError: directory.path("run.err"))
+        let running = try RunningGateway(in: directory)
+        let service = running.process
         defer { if service.isRunning { service.kill() } }
-        func log() -> String { (try? String(contentsOfFile: directory.path("run.err"), encoding: .utf8)) ?? "" }
+        // Lines of the JSON log, each an object.
+        func logged(_ fields: [String: String]) -> Bool {
+            running.log().split(separator: "\n").contains { line in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String] else { return false }
+                return fields.allSatisfy { key, value in object[key]?.contains(value) == true }
+            }
+        }
 
-        try await ServerRestartTests.wait(for: "a never synced", while: service, timeout: .seconds(60), log: log) {
-            log().contains("adapter=a") && log().contains("adapter synced")
-        }
-        #expect(log().contains("store cannot be opened yet"), "\(log())")
-        #expect(log().contains("table items does not exist"), "the reason is logged: \(log())")
-        try await ServerRestartTests.wait(for: "b never failed alone", while: service, timeout: .seconds(30), log: log) {
-            log().contains("adapter=b code=adapterFailed") && log().contains("[GatewayService] adapter failed")
-        }
+        try await running.waitFor("a synced") { logged(["adapter": "a", "message": "adapter synced"]) }
+        #expect(logged(["adapter": "b", "message": "store cannot be opened yet", "error": "table items does not exist"]), "\(running.log())")
+        try await running.waitFor("b failed alone") { logged(["adapter": "b", "message": "adapter failed", "code": "adapterFailed"]) }
 
         try await DatabaseQueue(path: directory.path("b.sqlite")).write { db in try db.execute(sql: "ALTER TABLE items_old RENAME TO items") }
-        try await ServerRestartTests.wait(for: "b never took a's rows", while: service, timeout: .seconds(60), log: log, every: .milliseconds(200)) {
+        try await running.waitFor("b took a's rows") {
             let count = try? await DatabaseQueue(path: directory.path("b.sqlite")).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items") }
             return count == 2
         }
