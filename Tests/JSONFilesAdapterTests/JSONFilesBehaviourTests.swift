@@ -27,6 +27,15 @@ struct JSONFilesBehaviourTests {
             statePath: folder.deletingLastPathComponent().appendingPathComponent(folder.lastPathComponent + "-state.sqlite").path)
     }
 
+    /// A SQLite database at `path` with an `Article` table of `columns` (after its `name` key),
+    /// and a synchronizer of it through `cloud` on the suite's zone, as device `device`.
+    static func sqliteArticles(at path: String, columns: String, cloud: EmbeddedCloud, device: String) async throws -> Synchronizer {
+        try await DatabaseQueue(path: path).write { db in try db.execute(sql: "CREATE TABLE Article (name TEXT PRIMARY KEY, \(columns))") }
+        let sqlite = try SQLiteAdapter(
+            configuration: SQLiteAdapterConfiguration(name: "app", path: path, zoneID: zone, tables: [TableMapping(table: "Article")]))
+        return Synchronizer(cloud: cloud, adapters: [SyncedAdapter(sqlite)], configuration: SyncConfiguration(deviceID: device))
+    }
+
     static func write(_ text: String, to url: URL) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(text.utf8).write(to: url)

@@ -25,14 +25,8 @@ struct JSONFolderRestoreTests {
             try JSONFilesBehaviourTests.write("{\"title\": \"one\"}", to: folder.appendingPathComponent("Article/1.json"))
             try JSONFilesBehaviourTests.write("{\"title\": \"two\"}", to: folder.appendingPathComponent("Article/2.json"))
             databasePath = directory.path("app.sqlite")
-            try await DatabaseQueue(path: databasePath).write { db in
-                try db.execute(sql: "CREATE TABLE Article (name TEXT PRIMARY KEY, title TEXT)")
-            }
             cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-            let sqlite = try SQLiteAdapter(
-                configuration: SQLiteAdapterConfiguration(
-                    name: "app", path: databasePath, zoneID: JSONFilesBehaviourTests.zone, tables: [TableMapping(table: "Article")]))
-            sqliteSync = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(sqlite)], configuration: SyncConfiguration(deviceID: "gateway"))
+            sqliteSync = try await JSONFilesBehaviourTests.sqliteArticles(at: databasePath, columns: "title TEXT", cloud: cloud, device: "gateway")
         }
 
         func jsonSync() throws -> Synchronizer {

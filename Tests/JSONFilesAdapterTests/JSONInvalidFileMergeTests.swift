@@ -30,14 +30,8 @@ struct JSONInvalidFileMergeTests {
             file = folder.appendingPathComponent(layout == .filePerRecord ? "Article/d1.json" : "Article.json")
             try JSONFilesBehaviourTests.write(Self.text("{\"title\": \"t0\", \"n\": 1}", layout), to: file)
             databasePath = directory.path("app.sqlite")
-            try await DatabaseQueue(path: databasePath).write { db in
-                try db.execute(sql: "CREATE TABLE Article (name TEXT PRIMARY KEY, title TEXT, n INTEGER)")
-            }
             cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
-            let sqlite = try SQLiteAdapter(
-                configuration: SQLiteAdapterConfiguration(
-                    name: "app", path: databasePath, zoneID: JSONFilesBehaviourTests.zone, tables: [TableMapping(table: "Article")]))
-            sqliteSync = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(sqlite)], configuration: SyncConfiguration(deviceID: "db"))
+            sqliteSync = try await JSONFilesBehaviourTests.sqliteArticles(at: databasePath, columns: "title TEXT, n INTEGER", cloud: cloud, device: "db")
             jsonSync = Synchronizer(
                 cloud: cloud, adapters: [SyncedAdapter(try JSONFilesBehaviourTests.adapter(folder, layout: layout))],
                 configuration: SyncConfiguration(deviceID: "json"))
