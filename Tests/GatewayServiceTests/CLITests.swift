@@ -511,6 +511,33 @@ struct CLITests {
         #expect(title == "from the backup")
     }
 
+    @Test("a record_name changed on a synced table is refused before anything is written: its records would fork from the zone's")
+    func renamedRecordsRefused() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        let config = clone.url.appendingPathComponent("config.yaml")
+        let yaml = try String(contentsOf: config, encoding: .utf8)
+        let first = try #require(yaml.range(of: "        record_type: Note\n        record_name: \"<Type>.<pk>\"\n"))
+        try Data(yaml.replacingCharacters(in: first, with: "        record_type: Note\n        record_name: \"note-<pk>\"\n").utf8).write(to: config)
+        let refused = try await clone.gateway("sync")
+        #expect(refused.status == 2, "\(refused)")
+        #expect(
+            refused.stderr.contains(
+                "the record_name configured for table notes would give its rows other names than those they were synced under, leaving the zone's records behind"),
+            "\(refused)")
+        #expect(try await clone.gateway("status").status == 3, "status names it as the store that does not match")
+
+        // A table added beside synced ones whose names it could take: the advice is not to
+        // rename the synced records.
+        try await clone.database("notes").write { db in try db.execute(sql: "CREATE TABLE extra (id TEXT PRIMARY KEY, title TEXT)") }
+        try Data(yaml.replacingOccurrences(of: "      - table: tags\n", with: "      - table: extra\n      - table: tags\n", options: [], range: yaml.range(of: "      - table: tags\n")).utf8)
+            .write(to: config)
+        let collision = try await clone.gateway("sync", "--adapter", "notes")
+        #expect(collision.status == 2, "\(collision)")
+        #expect(collision.stderr.contains("is synced already under its names, which another record_name would change"), "\(collision)")
+    }
+
     @Test("zones lists the cloud's zones and the adapters bound to them")
     func zones() async throws {
         let clone = try FreshClone()

@@ -64,8 +64,16 @@ public final class KitAdapter: ModelAdapter {
         }
     }
 
+    /// Whether the store holds anything the cloud has not seen: a pending change, or a record
+    /// the store cannot offer (a file that does not parse), as a store whose record the cloud
+    /// refused has a pending change.
     public func hasChanges() async throws -> Bool {
-        try await pendingChangeCount() > 0
+        try await exclusively {
+            try await self.refresh()
+            return try await self.state.read { db in
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM changes) OR EXISTS (SELECT 1 FROM problems)") ?? false
+            }
+        }
     }
 
     public func pendingChangeCount() async throws -> Int {

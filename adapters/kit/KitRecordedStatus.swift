@@ -87,8 +87,9 @@ public enum KitRecordedStatus {
                 ).map { row in
                     FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
                 }
+                let hasProblems = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM problems)") ?? false
                 return StoreStatusSnapshot(
-                    zoneState: try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1"), hasChanges: pending > 0,
+                    zoneState: try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1"), hasChanges: pending > 0 || hasProblems,
                     pendingChanges: pending, failedRecords: failed,
                     note: "counted at the gateway's last look at the store: \(reason)", failures: listed)
             }

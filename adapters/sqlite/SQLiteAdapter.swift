@@ -684,15 +684,44 @@ public final class SQLiteAdapter: ModelAdapter {
                     table: mapping.table)
             }
             for other in byTable.values where RecordNameTemplate.mayCollide(table.template, other.template) {
+                let synced = try [other.table, table.table].filter { try hasSyncedRecords($0, db: db) }
                 throw SQLiteAdapterError(
                     .invalidMapping,
-                    "tables \(other.table) and \(table.table) would give records the same names; use record_name: \"<Type>.<pk>\"",
+                    synced.isEmpty
+                        ? "tables \(other.table) and \(table.table) would give records the same names; use record_name: \"<Type>.<pk>\""
+                        : "tables \(other.table) and \(table.table) would give records the same names, and table \(synced.joined(separator: " and ")) is synced already under its names, which another record_name would change; sync the other table from an adapter of another database",
                     table: mapping.table)
             }
+            try refuseRenamedRecords(of: table, db: db)
             byTable[table.table] = table
             byType[table.recordType] = table
         }
         return TableCatalog(schemaVersion: -1, byTable: byTable, byType: byType)
+    }
+
+    /// Whether rows of `table` were synced (the gateway keeps their metadata).
+    private static func hasSyncedRecords(_ table: String, db: Database) throws -> Bool {
+        guard try db.tableExists("_gateway_records") else { return false }
+        return try Bool.fetchOne(db, sql: #"SELECT EXISTS (SELECT 1 FROM "_gateway_records" WHERE table_name = ?)"#, arguments: [table]) ?? false
+    }
+
+    /// Throws when the configured `record_name` would give rows of a table synced before other
+    /// names than those they were synced under: the zone's records under the old names would stay
+    /// behind, edits to them would no longer reach this store, and the stores would drift apart
+    /// while every sync reports success.
+    private static func refuseRenamedRecords(of table: ResolvedTable, db: Database) throws {
+        guard try db.tableExists("_gateway_tables"),
+            let synced = try String.fetchOne(db, sql: #"SELECT record_name_sql FROM "_gateway_tables" WHERE table_name = ?"#, arguments: [table.table])
+        else { return }
+        let configured = table.template.sqlExpression(keyColumns: table.keyColumns, row: "NEW")
+        guard synced != configured, try hasSyncedRecords(table.table, db: db) else { return }
+        // Compared on the rows themselves: the same names written another way are no rename.
+        let renamed = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table.quotedTable) AS NEW WHERE (\(synced)) IS NOT (\(configured)))") ?? false
+        guard renamed else { return }
+        throw SQLiteAdapterError(
+            .invalidMapping,
+            "the record_name configured for table \(table.table) would give its rows other names than those they were synced under, leaving the zone's records behind; keep the record_name it was synced with (without record_name, a row is named by its key alone)",
+            table: table.table)
     }
 
     /// Installs triggers for the configured tables and removes those of tables no longer synced.
