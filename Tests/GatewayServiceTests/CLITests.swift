@@ -538,6 +538,27 @@ struct CLITests {
         #expect(collision.stderr.contains("is synced already under its names, which another record_name would change"), "\(collision)")
     }
 
+    @Test("status lists a JSON file that stopped parsing since the last sync, and forgets it once fixed, without a sync")
+    func statusSeesFilesBetweenSyncs() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        let broken = clone.url.appendingPathComponent(".gateway/examples/docs/Article/broken.json")
+        try Data("{ \"title\": ".utf8).write(to: broken)
+        func docs() async throws -> AdapterStatus? {
+            let status = try JSONDecoder().decode(GatewayStatus.self, from: Data(try await clone.gateway("status", "--failed", "--json").stdout.utf8))
+            return status.adapters.first { $0.name == "docs" }
+        }
+        let failing = try await docs()
+        #expect(failing?.failures?.map(\.recordName) == ["broken"], "\(String(describing: failing))")
+        #expect(failing?.failures?.first?.code == "invalidJSON")
+        #expect(failing?.hasChanges == true, "a file the cloud has not seen, as a record the cloud refused")
+        #expect(try await clone.gateway("status", "--fail-on-changes").status == 1)
+        try FileManager.default.removeItem(at: broken)
+        let fixed = try await docs()
+        #expect(fixed?.failures == [] && fixed?.hasChanges == false, "\(String(describing: fixed))")
+    }
+
     @Test("zones lists the cloud's zones and the adapters bound to them")
     func zones() async throws {
         let clone = try FreshClone()

@@ -42,10 +42,14 @@ public struct StoreStatusSnapshot: Sendable, Equatable {
     /// Reads the snapshot through an opened adapter, whose reads may write (a kit adapter lists
     /// its store into its state first).
     public static func reading(_ adapter: any ModelAdapter) async throws -> StoreStatusSnapshot {
+        // The failures last: reading the zone state lists a kit store first, which finds a file
+        // that stopped parsing (or was fixed) since the last look.
+        let zoneState = try await adapter.loadZoneState()
+        let hasChanges = try await adapter.hasChanges()
+        let pending = try await adapter.pendingChangeCount()
         let failed = try await adapter.failedRecords()
         return StoreStatusSnapshot(
-            zoneState: try await adapter.loadZoneState(), hasChanges: try await adapter.hasChanges(),
-            pendingChanges: try await adapter.pendingChangeCount(), failedRecords: failed.count, failures: listed(failed))
+            zoneState: zoneState, hasChanges: hasChanges, pendingChanges: pending, failedRecords: failed.count, failures: listed(failed))
     }
 
     /// The first ``failuresListed`` of `failed`, in name order (by bytes).
