@@ -41,7 +41,7 @@ struct TableMissingAtStartTests {
 
         try await running.waitFor("a synced") { logged(["adapter": "a", "message": "adapter synced"]) }
         #expect(logged(["adapter": "b", "message": "store cannot be opened yet", "error": "table items does not exist"]), "\(running.log())")
-        try await running.waitFor("b failed alone") { logged(["adapter": "b", "message": "adapter failed", "code": "adapterFailed"]) }
+        try await running.waitFor("b failed alone") { logged(["adapter": "b", "message": "adapter failed", "code": "missingTable"]) }
 
         try await DatabaseQueue(path: directory.path("b.sqlite")).write { db in try db.execute(sql: "ALTER TABLE items_old RENAME TO items") }
         try await running.waitFor("b took a's rows") {

@@ -1,3 +1,5 @@
+import GatewayCore
+
 /// A place in a configuration file: the file as the user named it, and a 1-based line and column.
 public struct ConfigLocation: Sendable, Hashable, CustomStringConvertible {
     public var file: String
@@ -66,4 +68,11 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible {
         guard let location else { return message }
         return "\(location): \(message)"
     }
+}
+
+/// A store that no longer matches the config reports its own cause's code (a SQL store's
+/// `missingTable`), as a store that fails after the start does.
+extension ConfigError: FailureCoded {
+    public var failureCode: String { code.rawValue }
+    public var underlyingFailure: (any Error)? { underlying }
 }
