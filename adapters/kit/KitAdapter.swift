@@ -210,24 +210,7 @@ public final class KitAdapter: ModelAdapter {
     public func failedRecords() async throws -> [FailedRecord] {
         let zone = zoneID
         return try await exclusively {
-            try await self.state.read { db in
-                // A failure mark counts only while the change it failed is the current one.
-                let marks = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT f.record_name, f.version, f.code, f.message FROM failures f
-                        JOIN changes c ON c.record_name = f.record_name AND c.version = f.version
-                        """)
-                let problems = try Row.fetchAll(db, sql: "SELECT record_name, code, message FROM problems")
-                return marks.map { row in
-                    FailedRecord(
-                        recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
-                }
-                    + problems.map { row in
-                        FailedRecord(
-                            recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: 0, code: row[1], message: row[2]))
-                    }
-            }
+            try await self.state.read { db in try KitStateDatabase.failedRecords(zone: zone, db: db) }
         }
     }
 

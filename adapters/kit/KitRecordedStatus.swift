@@ -76,17 +76,7 @@ public enum KitRecordedStatus {
                             SELECT (SELECT COUNT(*) FROM failures f JOIN changes c ON c.record_name = f.record_name AND c.version = f.version)
                                  + (SELECT COUNT(*) FROM problems)
                             """) ?? 0
-                let listed = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT f.record_name, f.version, f.code, f.message FROM failures f
-                        JOIN changes c ON c.record_name = f.record_name AND c.version = f.version
-                        UNION ALL SELECT record_name, 0, code, message FROM problems
-                        ORDER BY 1 LIMIT ?
-                        """, arguments: [StoreStatusSnapshot.failuresListed]
-                ).map { row in
-                    FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
-                }
+                let listed = try KitStateDatabase.failedRecords(zone: zone, limit: StoreStatusSnapshot.failuresListed, db: db)
                 let hasProblems = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM problems)") ?? false
                 return StoreStatusSnapshot(
                     zoneState: try Data.fetchOne(db, sql: "SELECT state FROM zone WHERE id = 1"), hasChanges: pending > 0 || hasProblems,

@@ -98,6 +98,23 @@ struct KitStateDatabase: Sendable {
 
     // MARK: Statements shared by the operations
 
+    /// The failed records: failure marks of the change still pending (a mark counts only while
+    /// the change it failed is the current one) and records the store cannot offer, in name
+    /// order; at most `limit` of them when one is given.
+    static func failedRecords(zone: ZoneID, limit: Int? = nil, db: Database) throws -> [FailedRecord] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT f.record_name, f.version, f.code, f.message FROM failures f
+                JOIN changes c ON c.record_name = f.record_name AND c.version = f.version
+                UNION ALL SELECT record_name, 0, code, message FROM problems
+                ORDER BY 1 LIMIT ?
+                """, arguments: [limit ?? -1]
+        ).map { row in
+            FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
+        }
+    }
+
     /// Gives `recordName` the next change-log version: it is pending, as saved (`recordType`
     /// given) or deleted.
     static func logChange(_ recordName: String, recordType: String?, db: Database) throws {

@@ -141,19 +141,7 @@ public final class PostgresAdapter: ModelAdapter {
                     """, logger: connection.logger)
                 var failed = 0
                 for try await (value) in failures.decode(Int64.self) { failed = Int(value) }
-                let listedRows = try await connection.query(
-                    """
-                    SELECT f.record_name, f.version, f.code, f.message FROM \(unescaped: state.failures) f
-                    JOIN \(unescaped: state.changes) c ON c.scope = f.scope AND c.record_name = f.record_name AND c.version = f.version
-                    WHERE f.scope = \(state.scope) ORDER BY f.record_name COLLATE "C" LIMIT \(StoreStatusSnapshot.failuresListed)
-                    """, logger: connection.logger)
-                var listed: [FailedRecord] = []
-                for try await (name, version, code, message) in listedRows.decode((String, Int64, String, String).self) {
-                    listed.append(
-                        FailedRecord(
-                            recordID: RecordID(recordName: name, zoneID: configuration.zoneID),
-                            failure: RecordFailure(version: version, code: code, message: message)))
-                }
+                let listed = try await failedRecords(state, zone: configuration.zoneID, limit: StoreStatusSnapshot.failuresListed, connection)
                 guard hasLog else {
                     // An earlier release's layout, without the trigger log: its change table
                     // holds every pending change. The next open upgrades it.
@@ -396,21 +384,26 @@ public final class PostgresAdapter: ModelAdapter {
 
     public func failedRecords() async throws -> [FailedRecord] {
         let zone = zoneID
-        return try await read("listing failed records") { [state] connection in
-            let rows = try await connection.query(
-                """
-                SELECT f.record_name, f.version, f.code, f.message FROM \(unescaped: state.failures) f
-                JOIN \(unescaped: state.changes) c ON c.scope = f.scope AND c.record_name = f.record_name AND c.version = f.version
-                WHERE f.scope = \(state.scope) ORDER BY f.record_name
-                """, logger: connection.logger)
-            var failed: [FailedRecord] = []
-            for try await (name, version, code, message) in rows.decode((String, Int64, String, String).self) {
-                failed.append(
-                    FailedRecord(
-                        recordID: RecordID(recordName: name, zoneID: zone), failure: RecordFailure(version: version, code: code, message: message)))
-            }
-            return failed
+        return try await read("listing failed records") { [state] connection in try await Self.failedRecords(state, zone: zone, connection) }
+    }
+
+    /// The failure marks that still count (those of the change still pending), in name order by
+    /// bytes; at most `limit` of them when one is given.
+    static func failedRecords(_ state: PostgresGatewaySchema, zone: ZoneID, limit: Int? = nil, _ connection: PooledConnection) async throws
+        -> [FailedRecord]
+    {
+        let rows = try await connection.query(
+            """
+            SELECT f.record_name, f.version, f.code, f.message FROM \(unescaped: state.failures) f
+            JOIN \(unescaped: state.changes) c ON c.scope = f.scope AND c.record_name = f.record_name AND c.version = f.version
+            WHERE f.scope = \(state.scope) ORDER BY f.record_name COLLATE "C" LIMIT \(limit.map(Int64.init))
+            """, logger: connection.logger)
+        var failed: [FailedRecord] = []
+        for try await (name, version, code, message) in rows.decode((String, Int64, String, String).self) {
+            failed.append(
+                FailedRecord(recordID: RecordID(recordName: name, zoneID: zone), failure: RecordFailure(version: version, code: code, message: message)))
         }
+        return failed
     }
 
     public func retryFailedRecords() async throws {

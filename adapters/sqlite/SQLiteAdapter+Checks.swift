@@ -48,13 +48,7 @@ extension SQLiteAdapter {
                         zoneState: state, hasChanges: pending > 0, pendingChanges: pending, failedRecords: 0,
                         note: "set up by an earlier release of the gateway; the next sync upgrades its tables")
                 }
-                let failures = try Row.fetchAll(
-                    db,
-                    sql: "SELECT f.record_name, f.version, f.code, f.message \(GatewayTables.currentFailuresSQL) ORDER BY f.record_name LIMIT ?",
-                    arguments: [StoreStatusSnapshot.failuresListed]
-                ).map { row in
-                    FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
-                }
+                let failures = try failedRecords(zone: zone, limit: StoreStatusSnapshot.failuresListed, db: db)
                 // A synced table whose capture triggers are gone was dropped and created again
                 // (a migration that rebuilt it): nothing captured what it changed.
                 let triggers = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))

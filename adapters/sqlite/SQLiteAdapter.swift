@@ -421,18 +421,17 @@ public final class SQLiteAdapter: ModelAdapter {
 
     public func failedRecords() async throws -> [FailedRecord] {
         let zone = zoneID
-        return try await read { db, _ in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT f.record_name, f.version, f.code, f.message \(GatewayTables.currentFailuresSQL)
-                    ORDER BY f.record_name
-                    """
-            ).map { row in
-                FailedRecord(
-                    recordID: RecordID(recordName: row[0], zoneID: zone),
-                    failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
-            }
+        return try await read { db, _ in try Self.failedRecords(zone: zone, db: db) }
+    }
+
+    /// The failure marks that still count (those of the change still pending), in name order;
+    /// at most `limit` of them when one is given.
+    static func failedRecords(zone: ZoneID, limit: Int? = nil, db: Database) throws -> [FailedRecord] {
+        try Row.fetchAll(
+            db, sql: "SELECT f.record_name, f.version, f.code, f.message \(GatewayTables.currentFailuresSQL) ORDER BY f.record_name LIMIT ?",
+            arguments: [limit ?? -1]
+        ).map { row in
+            FailedRecord(recordID: RecordID(recordName: row[0], zoneID: zone), failure: RecordFailure(version: row[1], code: row[2], message: row[3]))
         }
     }
 

@@ -83,7 +83,7 @@ public struct SyncSession: Sendable {
         }
         do {
             let checkFailures = startFailures
-            let outcomes = await GatewayStores.forEach(adapters) { adapter -> (OpenedAdapter, failure: String?) in
+            let outcomes = await GatewayStores.forEach(adapters) { adapter -> (opened: OpenedAdapter, failure: String?) in
                 if let failure = checkFailures[adapter.name] { return (OpenedAdapter(configuration: adapter, adapter: ReopeningAdapter(adapter)), failure) }
                 do {
                     let opened = try await GatewayStores.open([adapter])[0]
@@ -101,13 +101,13 @@ public struct SyncSession: Sendable {
                 var failures: [String: String] = [:]
                 for (adapter, failure) in opened { if let failure { failures[adapter.configuration.name] = failure } }
                 return SyncSession(
-                    deviceID: deviceID, cloud: cloud, adapters: opened.map(\.0),
+                    deviceID: deviceID, cloud: cloud, adapters: opened.map(\.opened),
                     shared: configuration.sharedTemplates.isEmpty ? nil : SharedZoneAdapters(configuration: configuration, cloud: cloud, logger: logger),
                     batchResolvers: configuration.startResolverProcesses(), startFailures: failures, processLock: processLock, stateLock: stateLock)
             }
             // One store failed to open: close those that did (their plugin processes and
             // connections), so a failed start leaves nothing running.
-            for case .success(let opened) in outcomes { await opened.0.adapter.close() }
+            for case .success(let outcome) in outcomes { await outcome.opened.adapter.close() }
             throw failure
         } catch {
             await stateLock?.release()
