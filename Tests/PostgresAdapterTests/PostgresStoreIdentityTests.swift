@@ -63,6 +63,12 @@ struct PostgresStoreIdentityTests {
         }
     }
 
+    /// What `gateway status` reads of the gateway over `tables` of `schema`.
+    static func status(_ schema: String, endpoint: PostgresEndpoint, tables: [String] = ["note"]) async throws -> StoreStatusSnapshot {
+        try await PostgresAdapter.readStatus(
+            PostgresAdapterConfiguration(name: schema, endpoint: endpoint, schema: schema, zoneID: zone, tables: tables.map { PostgresTableMapping(table: $0) }))
+    }
+
     /// Row id → title of table `note` in `schema`.
     static func titles(_ schema: String, pool: PostgresConnectionPool) async throws -> [Int64: String] {
         try await pool.withConnection(doing: "reading") { connection in
@@ -97,6 +103,11 @@ struct PostgresStoreIdentityTests {
         try await PostgresConnectionPool.execute(
             ["DROP TABLE a.note", create.replacingOccurrences(of: "%@", with: "a"), seed.replacingOccurrences(of: "%@", with: "a")],
             on: endpoint, doing: "restoring")
+        // Status sees it before the sync does: nothing captured the restore's changes.
+        let restored = try await Self.status("a", endpoint: endpoint)
+        #expect(restored.hasChanges)
+        #expect(restored.note?.contains("table note was created again since the last sync") == true, "\(restored)")
+        #expect(restored.note?.contains("--store-wins a") == true)
         let report = try await a.sync()
         #expect(report.succeeded)
         #expect(report.adapters[0].conflicts[.serverWon] == 1, "row 2 met the cloud without a common ancestor and the cloud's version won")
@@ -105,6 +116,15 @@ struct PostgresStoreIdentityTests {
         let expected: [Int64: String] = [1: "one", 2: "edited in b", 3: "three"]
         #expect(try await Self.titles("a", pool: pool) == expected)
         #expect(try await Self.titles("b", pool: pool) == expected)
+        let synced = try await Self.status("a", endpoint: endpoint)
+        #expect(synced.note == nil, "the sync put the capture back: \(synced)")
+        #expect(!synced.hasChanges)
+
+        // A table added to the configuration: none of its rows is synced yet.
+        try await PostgresConnectionPool.execute(["CREATE TABLE a.extra (id bigint PRIMARY KEY, title text)"], on: endpoint, doing: "adding")
+        let added = try await Self.status("a", endpoint: endpoint, tables: ["note", "extra"])
+        #expect(added.hasChanges)
+        #expect(added.note == "table extra is configured but not synced yet: the next sync installs its change capture and syncs every row", "\(added)")
         await adapterA.close()
         await adapterB.close()
         await pool.close()
@@ -126,6 +146,10 @@ struct PostgresStoreIdentityTests {
         // An edit that never left a, then the restore of the dump taken before row 4 existed.
         try await PostgresConnectionPool.execute(["UPDATE a.note SET title = 'four, unsent' WHERE id = 4"], on: endpoint, doing: "editing a")
         try await PostgresTestServer.runScript(directory.path("a-note.sql"), on: endpoint)
+        // The dump put capture triggers back, on a table with another object id.
+        let restored = try await Self.status("a", endpoint: endpoint)
+        #expect(restored.hasChanges)
+        #expect(restored.note?.contains("table note was created again since the last sync") == true, "\(restored)")
 
         let report = try await a.sync()
         #expect(report.succeeded)

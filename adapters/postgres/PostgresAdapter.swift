@@ -153,9 +153,12 @@ public final class PostgresAdapter: ModelAdapter {
                         zoneState: zoneState, hasChanges: pending > 0, pendingChanges: pending, failedRecords: failed,
                         note: "set up by an earlier release of the gateway; the next sync upgrades its tables", failures: listed)
                 }
+                let notes = try await tableNotes(configuration, state: state, connection)
+                let changed = try await hasChanges(state, connection)
                 return StoreStatusSnapshot(
-                    zoneState: zoneState, hasChanges: try await hasChanges(state, connection),
-                    pendingChanges: try await pendingChangeCount(state, connection), failedRecords: failed, failures: listed)
+                    zoneState: zoneState, hasChanges: !notes.isEmpty || changed,
+                    pendingChanges: try await pendingChangeCount(state, connection), failedRecords: failed,
+                    note: notes.isEmpty ? nil : notes.joined(separator: "; "), failures: listed)
             }
             await adapter.close()
             return snapshot
@@ -163,6 +166,44 @@ public final class PostgresAdapter: ModelAdapter {
             await adapter.close()
             throw adapter.adapterError(error)
         }
+    }
+
+    /// What status says of configured tables whose changes no trigger captured: a synced table
+    /// dropped and created again (its capture triggers gone, or on a table with another object
+    /// id) and a table configured since the last sync. Both have changes: the next sync compares
+    /// the first with the zone as a store joining it, and queues every row of the second.
+    private static func tableNotes(
+        _ configuration: PostgresAdapterConfiguration, state: PostgresGatewaySchema, _ connection: PooledConnection
+    ) async throws -> [String] {
+        let names = configuration.tables.map(\.table)
+        let qualified = names.map { SQLQuoting.identifier(configuration.schema) + "." + SQLQuoting.identifier($0) }
+        let triggers = PostgresGatewaySchema.retiredTriggers + PostgresGatewaySchema.triggers.map(\.name)
+        // `table_oid` through `to_jsonb`: state of an earlier release lacks the column, and a
+        // read-only status does not upgrade it.
+        let rows = try await connection.query(
+            """
+            SELECT m.name, t.table_name IS NOT NULL,
+                   t.table_name IS NOT NULL AND to_regclass(m.qualified) IS NOT NULL AND (
+                       COALESCE((to_jsonb(t) ->> 'table_oid')::bigint <> to_regclass(m.qualified)::oid::bigint, false)
+                       OR NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(m.qualified) AND g.tgname = ANY(\(triggers))))
+            FROM unnest(\(names)::text[], \(qualified)::text[]) AS m(name, qualified)
+            LEFT JOIN \(unescaped: state.tables) t ON t.scope = \(state.scope) AND t.table_name = m.name
+            ORDER BY m.name
+            """, logger: connection.logger)
+        var (recreated, added) = ([String](), [String]())
+        for try await (name, installed, isRecreated) in rows.decode((String, Bool, Bool).self) {
+            if !installed { added.append(name) } else if isRecreated { recreated.append(name) }
+        }
+        var notes: [String] = []
+        if !recreated.isEmpty {
+            notes.append(
+                "table \(recreated.joined(separator: ", ")) was created again since the last sync, so its changes were not captured: the next sync compares it with the zone as a store joining it, where the cloud's version wins a row both hold unless you sync it with --store-wins \(configuration.name)"
+            )
+        }
+        if !added.isEmpty {
+            notes.append("table \(added.joined(separator: ", ")) is configured but not synced yet: the next sync installs its change capture and syncs every row")
+        }
+        return notes
     }
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {
