@@ -267,6 +267,8 @@ struct JSONFilesBehaviourTests {
         let failed = try await adapter.failedRecords()
         #expect(failed.map(\.recordID.recordName) == ["with space"])
         #expect(failed.first?.failure.message.contains("Article/with%20space.json holds record with space, which Article/with space.json holds already") == true)
+        #expect(failed.first?.failure.code == "duplicateRecordName")
+        #expect(failed.first?.failure.message.hasSuffix("rename or remove one of them; the record is not uploaded until then") == true, "\(failed)")
 
         try FileManager.default.removeItem(at: folder.appendingPathComponent("Article/with%20space.json"))
         #expect(try await sync.sync().adapters[0].uploaded == 1)

@@ -47,6 +47,9 @@ public enum JSONFilesAdapterErrorCode: String, Sendable, CaseIterable, CustomStr
     case folderMissing
     /// A document is not what the layout needs (not an object, an entry not an object).
     case invalidDocument
+    /// Two files stand for one record name (`a b.json` and `a%20b.json`, or a record in two
+    /// collections): the second one is not synced until one of them goes.
+    case duplicateRecordName
     /// A record from the cloud has a name no file can carry (NUL).
     case unwritableName
     /// A document or the file index cannot be read or written (disk full, permissions).

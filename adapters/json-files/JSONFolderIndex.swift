@@ -53,6 +53,11 @@ struct JSONFolderIndex: Sendable {
         try db.execute(
             sql: "INSERT OR IGNORE INTO generation (id, value, identity, problems_changed) VALUES (1, 1, ?, 1)",
             arguments: [UUID().uuidString])
+        // A problem's code (NULL: the file does not parse, `invalidJSON`); an index of an earlier
+        // release gains the column, its problems read as they did.
+        if try !Row.fetchAll(db, sql: "PRAGMA table_info(files)").contains(where: { $0["name"] == "problem_code" }) {
+            try db.execute(sql: "ALTER TABLE files ADD COLUMN problem_code TEXT")
+        }
     }
 
     typealias Stamp = (size: Int64, mtime: Int64)
@@ -95,10 +100,12 @@ struct JSONFolderIndex: Sendable {
             .map { ($0[0], $0[1], $0[2]) }
     }
 
-    static func setFile(_ path: String, stamp: Stamp, problem: String?, db: Database) throws {
+    /// Records a file's stamp and its problem (`nil`: none), with the problem's code when it is
+    /// not `invalidJSON`.
+    static func setFile(_ path: String, stamp: Stamp, problem: String?, code: String? = nil, db: Database) throws {
         if try file(path, db: db)?.problem != problem { try noteProblemsChanged(db) }
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO files (path, size, mtime, problem) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [path, stamp.size, stamp.mtime, problem])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO files (path, size, mtime, problem, problem_code) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [path, stamp.size, stamp.mtime, problem, problem == nil ? nil : code])
     }
 
     /// Forgets a file and the records it held.

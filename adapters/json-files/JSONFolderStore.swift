@@ -72,11 +72,13 @@ public struct JSONFolderStore: KitStore {
                     db, sql: "SELECT r.record_name FROM removed r WHERE r.generation > ? AND NOT EXISTS (SELECT 1 FROM records x WHERE x.record_name = r.record_name)",
                     arguments: [since!])
             var problems: [KitProblem] = []
-            for row in try Row.fetchAll(db, sql: "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path") {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT path, problem, COALESCE(problem_code, 'invalidJSON') FROM files WHERE problem IS NOT NULL ORDER BY path")
+            {
                 let path: String = row[0]
                 let names = store.layout == .filePerRecord ? try Array(JSONFolderIndex.records(in: path, db: db).keys) : []
                 for name in names.isEmpty ? [store.recordName(forFile: path)] : names {
-                    problems.append(KitProblem(recordName: name, code: "invalidJSON", message: row[1]))
+                    problems.append(KitProblem(recordName: name, code: row[2], message: row[1]))
                 }
             }
             try JSONFolderIndex.reportRolledBack(&entries, db: db)
@@ -301,7 +303,10 @@ public struct JSONFolderStore: KitStore {
         if let parse = error as? JSONParseError {
             return "\(path) line \(parse.line) column \(parse.column): \(parse.reason); fix the file, it is not synced until then"
         }
-        if let adapterError = error as? JSONFilesAdapterError { return adapterError.message + "; fix the file, it is not synced until then" }
+        if let adapterError = error as? JSONFilesAdapterError {
+            // A twin's message says what to do already.
+            return adapterError.message + (adapterError.code == .duplicateRecordName ? "; the record is not uploaded until then" : "; fix the file, it is not synced until then")
+        }
         if let mapping = error as? JSONFieldMapping.Problem { return "\(path): \(mapping.message); fix the file, it is not synced until then" }
         return "\(path) cannot be read; fix the file, it is not synced until then"
     }
@@ -359,7 +364,8 @@ public struct JSONFolderStore: KitStore {
             for object in objects.values { _ = try mapping.fields(of: object) }
             try refuseTwin(of: objects.keys, in: path, db: db)
         } catch {
-            try JSONFolderIndex.setFile(path, stamp: stamp, problem: Self.problem(error, path: path), db: db)
+            let twin = (error as? JSONFilesAdapterError)?.code == .duplicateRecordName
+            try JSONFolderIndex.setFile(path, stamp: stamp, problem: Self.problem(error, path: path), code: twin ? "duplicateRecordName" : nil, db: db)
             return nil
         }
         let hashes = objects.mapValues(Self.hash)
@@ -381,7 +387,7 @@ public struct JSONFolderStore: KitStore {
         for name in names {
             guard let holder = try JSONFolderIndex.place(of: name, db: db)?.path, !ExactText.equal(holder, path), stamp(holder) != nil else { continue }
             throw JSONFilesAdapterError(
-                .invalidDocument,
+                .duplicateRecordName,
                 "\(path) holds record \(name), which \(holder) holds already (two file names can stand for one record name, such as 'a b.json' and 'a%20b.json'); rename or remove one of them")
         }
     }
