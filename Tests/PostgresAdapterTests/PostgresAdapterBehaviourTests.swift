@@ -109,6 +109,68 @@ struct PostgresAdapterBehaviourTests {
         await pool.close()
     }
 
+    @Test("values no field holds exactly come back as they were: arrays of several dimensions, with NULLs, of json, NULL; timestamps finer than a millisecond, at a day's end, infinite; and a download of another field's edit keeps them")
+    func valuesFieldsCannotHoldExactly() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("exact_values")
+        let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
+        let columns = """
+            id int PRIMARY KEY, title text, tags text[], grid text[][], docs jsonb[], holes int[], amounts numeric[], shifted int[], empty text[],
+            stamp timestamptz, plain timestamp, forever timestamptz, never date
+            """
+        try await PostgresConnectionPool.execute(
+            [
+                "CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (\(columns))", "CREATE TABLE b.note (\(columns))",
+                """
+                INSERT INTO a.note VALUES
+                  (1, 'x', NULL, '{{a,b},{c,d}}', ARRAY['{"k": 1}'::jsonb, '[1, 2.50]'], '{NULL,2}', '{1.50,2}', '[0:1]={7,8}', '{}',
+                   '2024-06-01 12:34:56.789012+00', '2024-01-01 23:59:59.9999', 'infinity', '-infinity'),
+                  (2, 'y', '{NULL,x}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '-infinity', 'infinity')
+                """,
+            ], on: endpoint, doing: "setting up")
+        let directory = try TemporaryDirectory(prefix: "pg-exact")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        func gateway(_ schema: String) async throws -> (Synchronizer, PostgresAdapter) {
+            let adapter = try await PostgresAdapter.open(
+                PostgresAdapterConfiguration(name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+            return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "gateway")), adapter)
+        }
+        let (a, adapterA) = try await gateway("a")
+        let (b, adapterB) = try await gateway("b")
+        func rows(_ schema: String, _ columns: String) async throws -> [String] {
+            try await pool.withConnection(doing: "reading") { connection in
+                let rows = try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT row_to_json(t)::text FROM (SELECT \(columns) FROM \(schema).note ORDER BY id) t"), logger: connection.logger)
+                var texts: [String] = []
+                for try await (value) in rows.decode(String.self) { texts.append(value) }
+                return texts
+            }
+        }
+        let exact = "id, title, tags, grid, docs, holes, amounts, shifted, empty, forever, never"
+        let before = try await rows("a", exact + ", stamp, plain")
+        #expect(try await a.sync().succeeded)
+        #expect(try await b.sync().succeeded)
+        #expect(try await rows("b", exact) == rows("a", exact), "every value but a timestamp's finer part arrives as it was")
+        let stamps = try await rows("b", "stamp, plain")
+        #expect(stamps.first == #"{"stamp":"2024-06-01T12:34:56.789+00:00","plain":"2024-01-01T23:59:59.999"}"#, "milliseconds, rounded down: \(stamps)")
+        #expect(stamps.last == #"{"stamp":null,"plain":null}"#)
+
+        // b edits the title only; a downloads the record and keeps every other value as it was.
+        try await PostgresConnectionPool.execute(["UPDATE b.note SET title = 'edited in b'"], on: endpoint, doing: "editing")
+        #expect(try await b.sync().succeeded)
+        let report = try await a.sync()
+        #expect(report.succeeded)
+        #expect(report.adapters[0].downloaded == 2)
+        #expect(try await rows("a", "title") == [#"{"title":"edited in b"}"#, #"{"title":"edited in b"}"#])
+        let after = try await rows("a", exact + ", stamp, plain")
+        #expect(after == before.map { $0.replacingOccurrences(of: #""title":"x""#, with: #""title":"edited in b""#).replacingOccurrences(of: #""title":"y""#, with: #""title":"edited in b""#) })
+        #expect(try await adapterA.hasChanges() == false)
+        #expect(try await a.sync().adapters[0].uploaded == 0, "nothing a download kept looks like an edit")
+        await adapterA.close()
+        await adapterB.close()
+        await pool.close()
+    }
+
     @Test("rows whose keys differ only in Unicode normalization sync as separate records, by COPY and by statement")
     func canonicallyEquivalentKeys() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("nfc_nfd")

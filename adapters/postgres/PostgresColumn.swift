@@ -17,15 +17,19 @@ struct PostgresColumn: Sendable, Equatable {
         case boolean
         /// bytea → `bytes`.
         case bytes
-        /// timestamp with time zone → `timestamp`.
+        /// timestamp with time zone → `timestamp` (milliseconds, the finer part dropped: a
+        /// download that brings the same millisecond keeps the row's value); `infinity` and
+        /// `-infinity` → `string`.
         case timestampWithZone
-        /// timestamp without time zone, taken as UTC → `timestamp`.
+        /// timestamp without time zone, taken as UTC → `timestamp`, as `timestampWithZone`.
         case timestamp
         /// date, midnight UTC → `timestamp`.
         case date
         /// json, jsonb → `string` holding the JSON text.
         case json
-        /// An array of another kind → `list`.
+        /// An array of another kind → `list` when a list holds it exactly (one dimension from 1,
+        /// no NULL element); any other array → `string` holding its text form (`{{1,2},{3,4}}`),
+        /// which the column reads back as it was.
         case array(Kind)
         /// text, varchar, char, uuid, enums and any other type, through its text form → `string`.
         case text
@@ -61,21 +65,54 @@ struct PostgresColumn: Sendable, Equatable {
         let value = "\(row).\(quoted)"
         switch kind {
         case .bytes: return "encode(\(value), 'hex')"
-        case .timestampWithZone, .timestamp, .date: return "(extract(epoch from \(value)) * 1000)::bigint::text"
-        case .array: return "to_jsonb(\(value))::text"
+        case .timestampWithZone, .timestamp:
+            // Milliseconds rounded down, never up: 23:59:59.9999 stays on its day. (Truncated
+            // first, so the product is exact whether `extract` gives numeric or float8.)
+            return
+                "CASE WHEN isfinite(\(value)) THEN round(extract(epoch from date_trunc('milliseconds', \(value))) * 1000)::bigint::text ELSE \(value)::text END"
+        case .date: return "CASE WHEN isfinite(\(value)) THEN (extract(epoch from \(value)) * 1000)::bigint::text ELSE \(value)::text END"
+        case .array(let element):
+            // `L` and a JSON list for what a list holds exactly; `T` and the array's own text form
+            // for the rest (several dimensions, NULL elements, bounds other than 1), checked in
+            // order (`array_position` refuses several dimensions). Elements a JSON number or
+            // object would change (numeric's scale, json's text) travel as their text.
+            let elements = [Kind.numeric, .json, .text].contains(element) ? "\(value)::text[]" : value
+            return "CASE WHEN \(value) IS NULL THEN NULL WHEN cardinality(\(value)) = 0 THEN 'L[]'"
+                + " WHEN array_ndims(\(value)) <> 1 OR array_lower(\(value), 1) <> 1 THEN 'T' || \(value)::text"
+                + " WHEN array_position(\(value), NULL) IS NOT NULL THEN 'T' || \(value)::text"
+                + " ELSE 'L' || to_jsonb(\(elements))::text END"
         default: return "\(value)::text"
         }
     }
 
     /// SQL turning the text `parameter` (such as `$3`) into a value of this column.
     func writeSQL(_ parameter: String) -> String {
+        // A timestamp comes as milliseconds, or as text the type reads itself (`infinity`, a
+        // date and time from another store).
+        let milliseconds = "\(parameter) ~ '^-?[0-9]+$'"
         switch kind {
         case .bytes: return "decode(\(parameter), 'hex')"
-        case .timestampWithZone: return "to_timestamp(\(parameter)::float8 / 1000)"
-        case .timestamp: return "(to_timestamp(\(parameter)::float8 / 1000) AT TIME ZONE 'UTC')"
-        case .date: return "(to_timestamp(\(parameter)::float8 / 1000) AT TIME ZONE 'UTC')::date"
-        case .array: return "ARRAY(SELECT jsonb_array_elements_text(\(parameter)::jsonb))::\(sqlType)"
+        case .timestampWithZone:
+            return "CASE WHEN \(milliseconds) THEN to_timestamp(\(parameter)::float8 / 1000) ELSE \(parameter)::timestamptz END"
+        case .timestamp:
+            return "CASE WHEN \(milliseconds) THEN (to_timestamp(\(parameter)::float8 / 1000) AT TIME ZONE 'UTC') ELSE \(parameter)::timestamp END"
+        case .date:
+            return "CASE WHEN \(milliseconds) THEN (to_timestamp(\(parameter)::float8 / 1000) AT TIME ZONE 'UTC')::date ELSE \(parameter)::date END"
+        case .array:
+            return "CASE WHEN left(\(parameter), 1) = 'L' THEN ARRAY(SELECT jsonb_array_elements_text(substr(\(parameter), 2)::jsonb))::\(sqlType)"
+                + " ELSE substr(\(parameter), 2)::\(sqlType) END"
         default: return "\(parameter)::\(sqlType)"
+        }
+    }
+
+    /// SQL for the value an update leaves in this column of the existing row `existing` (such as
+    /// `t."stamp"`) when the download brings `incoming`: a timestamp whose finer part the field
+    /// could not carry keeps it while the field holds the same millisecond.
+    func updateSQL(existing: String, incoming: String) -> String {
+        switch kind {
+        case .timestampWithZone, .timestamp:
+            return "CASE WHEN date_trunc('milliseconds', \(existing)) IS NOT DISTINCT FROM \(incoming) THEN \(existing) ELSE \(incoming) END"
+        default: return incoming
         }
     }
 
@@ -102,11 +139,17 @@ struct PostgresColumn: Sendable, Equatable {
         case .real: return Double(text).map(FieldValue.double)
         case .boolean: return .int64(text == "true" || text == "t" ? 1 : 0)
         case .bytes: return Data(hex: text).map(FieldValue.bytes)
-        case .timestampWithZone, .timestamp, .date: return Int64(text).map { .timestamp(Timestamp(millisecondsSince1970: $0)) }
+        case .timestampWithZone, .timestamp, .date:
+            // `infinity` and `-infinity` have no millisecond: they travel as their text.
+            return Int64(text).map { .timestamp(Timestamp(millisecondsSince1970: $0)) } ?? .string(text)
         case .numeric, .json, .text: return .string(text)
         case .array(let element):
-            guard let values = try? JSONDecoder().decode([JSONScalar?].self, from: Data(text.utf8)) else { return nil }
-            return .list(values.compactMap { $0?.field(kind: element) })
+            // See ``readSQL(_:)``: `L` and a JSON list, or `T` and the array's text form.
+            if text.hasPrefix("T") { return .string(String(text.dropFirst())) }
+            guard text.hasPrefix("L"), let values = try? JSONDecoder().decode([JSONScalar].self, from: Data(text.utf8.dropFirst())) else {
+                return nil
+            }
+            return .list(values.compactMap { $0.field(kind: element) })
         }
     }
 
@@ -142,6 +185,12 @@ struct PostgresColumn: Sendable, Equatable {
     /// The text parameter for a field value (`nil` for SQL NULL).
     func text(for field: FieldValue?) -> String? {
         guard let field else { return nil }
+        if case .array = kind {
+            // Marked as ``writeSQL(_:)`` reads it: a list as JSON, anything else as the array's
+            // text form.
+            if case .list = field { return "L" + Self.json(field) }
+            return "T" + (PostgresColumn(name: name, kind: .text, sqlType: "text").text(for: field) ?? "")
+        }
         switch field {
         case .string(let string): return string
         case .int64(let int):

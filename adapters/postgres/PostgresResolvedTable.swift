@@ -115,7 +115,8 @@ struct PostgresResolvedTable: Sendable {
         let conflict = keyColumns.map(\.quoted).joined(separator: ", ")
         let update =
             valueColumns.isEmpty
-            ? "NOTHING" : "UPDATE SET " + valueColumns.map { "\($0.quoted) = excluded.\($0.quoted)" }.joined(separator: ", ")
+            ? "NOTHING"
+            : "UPDATE SET " + valueColumns.map { "\($0.quoted) = \($0.updateSQL(existing: "t.\($0.quoted)", incoming: "excluded.\($0.quoted)"))" }.joined(separator: ", ")
         return insertManySQL + "\nON CONFLICT (\(conflict)) DO \(update)"
     }
 
@@ -129,7 +130,7 @@ struct PostgresResolvedTable: Sendable {
         let values = zip(keyColumns, keyNames).map { $0.keyFromTextSQL("u.\($1)") }
             + zip(valueColumns, valueNames).map { $0.writeSQL("u.\($1)") }
         return """
-            INSERT INTO \(qualifiedName) (\((keyColumns + valueColumns).map(\.quoted).joined(separator: ", ")))
+            INSERT INTO \(qualifiedName) AS t (\((keyColumns + valueColumns).map(\.quoted).joined(separator: ", ")))
             SELECT \(values.joined(separator: ", ")) FROM unnest(\(arrays)) AS u(\((keyNames + valueNames).joined(separator: ", ")))
             """
     }
