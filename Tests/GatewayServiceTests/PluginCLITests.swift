@@ -111,7 +111,9 @@ struct PluginCLITests {
         #expect(result.stdout.contains("does not confirm it keeps its data there"), "\(result)")
         #expect(result.stdout.hasSuffix("0 of 22 case(s) passed\n"), "\(result)")
         let store = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv")
-        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("Note.csv").path), "no made-up record reached the configured store")
+        // Its start creates the file, header only (so a file moved away later is noticed).
+        let written = (try? String(contentsOf: store.appendingPathComponent("Note.csv"), encoding: .utf8)) ?? ""
+        #expect(written.isEmpty || written == "recordName\n", "no made-up record reached the configured store: \(written)")
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".gateway-store.json").path), "its identity marker was not written")
     }
 
@@ -161,6 +163,72 @@ struct PluginCLITests {
         #expect(!text.contains("\nNote.3,"), "the row deleted in SQLite is gone from the CSV file")
         let fourth = try await clone.gateway("sync", "--config", Self.config)
         #expect(fourth.stdout == "Nothing to do: all 2 adapters are in sync.\n", "\(fourth)")
+    }
+
+    @Test("hand edits of the CSV example lose nothing: a file saved without its last newline, a malformed row, a file moved away")
+    func csvHandEdits() async throws {
+        let clone = try CLITests.FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync", "--config", Self.config).status == 0)
+        let folder = clone.url.appendingPathComponent(".gateway/examples/csv-folder/csv")
+        let csv = folder.appendingPathComponent("Note.csv")
+        let database = try DatabaseQueue(path: clone.url.appendingPathComponent(".gateway/examples/csv-folder/notes.sqlite").path)
+        func count() async throws -> Int { try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes") ?? 0 } }
+        func title(_ id: Int) async throws -> String? {
+            try await database.read { db in try String.fetchOne(db, sql: "SELECT title FROM notes WHERE id = ?", arguments: [id]) }
+        }
+        #expect(try await count() == 50)
+
+        // Saved by an editor without the last line's newline; then a row is added in SQLite.
+        var text = try String(contentsOf: csv, encoding: .utf8)
+        try String(text.dropLast()).write(to: csv, atomically: true, encoding: .utf8)
+        try await database.write { db in try db.execute(sql: "INSERT INTO notes (id, title, body, created_at) VALUES (51, 'Added in SQLite', 'b', '2026-01-01T00:00:00Z')") }
+        #expect(try await clone.gateway("sync", "--config", Self.config).status == 0)
+        let afterAppend = try await clone.gateway("sync", "--config", Self.config)
+        #expect(afterAppend.stdout == "Nothing to do: all 2 adapters are in sync.\n", "the appended row was read back as written: \(afterAppend)")
+        #expect(try await count() == 51)
+        text = try String(contentsOf: csv, encoding: .utf8)
+        #expect(text.split(separator: "\n").count == 52, "a header and 51 rows, each on its line")
+        #expect(text.split(separator: "\n").contains { $0.hasPrefix("Note.51,") })
+
+        // A row that lost a cell: a failed record naming the line, uploaded as nothing.
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let rowIndex = try #require(lines.firstIndex { $0.hasPrefix("Note.7,") })
+        let originalRow = lines[rowIndex]
+        let titleBefore = try await title(7)
+        lines[rowIndex] = "Note.7,short"
+        try lines.joined(separator: "\n").write(to: csv, atomically: true, encoding: .utf8)
+        let broken = try await clone.gateway("sync", "--config", Self.config)
+        #expect(broken.stdout.contains("Note.7: Note.csv line \(rowIndex + 1) has 2 cells where its header has"), "\(broken)")
+        #expect(broken.stdout.contains("(invalidRow)"), "\(broken)")
+        #expect(try await title(7) == titleBefore, "nothing of the malformed row reached SQLite")
+        #expect(try await count() == 51)
+        let listed = try await clone.gateway("status", "--config", Self.config, "--failed", "--adapter", "notes-csv")
+        #expect(listed.stdout.contains("Note.7"), "\(listed)")
+        // A change from SQLite meanwhile is not written into the file around the bad row.
+        try await database.write { db in try db.execute(sql: "UPDATE notes SET title = 'Edited in SQLite' WHERE id = 8") }
+        let refused = try await clone.gateway("sync", "--config", Self.config)
+        #expect(refused.status != 0, "\(refused)")
+        #expect(refused.stdout.contains("invalidRows") || refused.stderr.contains("invalidRows"), "\(refused)")
+        #expect(try String(contentsOf: csv, encoding: .utf8).contains("Note.7,short\n"), "the row is left for its owner to fix")
+        lines[rowIndex] = originalRow
+        try lines.joined(separator: "\n").write(to: csv, atomically: true, encoding: .utf8)
+        let fixed = try await clone.gateway("sync", "--config", Self.config)
+        #expect(fixed.status == 0, "\(fixed)")
+        #expect(Self.holdsCell(try String(contentsOf: csv, encoding: .utf8), "Edited in SQLite"))
+        #expect(try await title(7) == titleBefore)
+
+        // The file moved away (to edit it elsewhere): an error, not every record deleted.
+        let moved = clone.url.appendingPathComponent(".gateway/examples/csv-folder/Note-away.csv")
+        try FileManager.default.moveItem(at: csv, to: moved)
+        let missing = try await clone.gateway("sync", "--config", Self.config)
+        #expect(missing.status != 0, "\(missing)")
+        #expect((missing.stdout + missing.stderr).contains("Note.csv is missing: put it back"), "\(missing)")
+        #expect(try await count() == 51)
+        try FileManager.default.moveItem(at: moved, to: csv)
+        let back = try await clone.gateway("sync", "--config", Self.config)
+        #expect(back.status == 0, "\(back)")
+        #expect(try await count() == 51)
     }
 
     @Test("a CSV plugin folder restored from an older copy joins the zone: the newer edit made in SQLite survives")

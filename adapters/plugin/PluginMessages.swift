@@ -163,6 +163,15 @@ enum PluginMessages {
         guard PluginStore.isSendable(name) else {
             throw MessageProblem("a record whose name is empty, longer than 255 bytes or holds control characters")
         }
+        if let problem = members["problem"], problem != .null {
+            // The store holds the record but cannot offer it (a row it cannot read): the kit keeps
+            // what it last read, so it is neither uploaded nor taken for deleted.
+            guard let message = problem["message"]?.stringValue else {
+                throw MessageProblem("a record problem without a string message")
+            }
+            let code = problem["code"]?.stringValue ?? "storeProblem"
+            return .problem(KitProblem(recordName: name, code: code.isEmpty ? "storeProblem" : code, message: message))
+        }
         guard let type = members["recordType"]?.stringValue else {
             return .problem(KitProblem(recordName: name, code: "invalidRecord", message: "the plugin sent record \(name) without a recordType"))
         }

@@ -8,7 +8,9 @@ is). A column is added, typed by its first value, when a record brings a new fie
 is no value, so an empty string (or one that starts like a field object, `{"type"…`) is kept as a
 field object.
 
-Only the Python standard library is used. The gateway keeps all sync state; this program only
+Only the Python standard library is used. Rows it cannot read (a wrong number of cells, a cell that
+is not its column's type, a name two rows hold) are reported as problems, never as deletions,
+and a file it created that goes missing is an error until it is back. The gateway keeps all sync state; this program only
 lists, reads and writes rows, and keeps the gateway's identity marker in
 `<directory>/.gateway-store.json` (so a restored copy of the folder is recognised as one). It
 offers a cursor: while no other program touched the files since the last listing, a list answers
@@ -46,7 +48,36 @@ class Folder:
         self.issued = 0  # the number in the last cursor handed out
         self.trusted = {}  # record type -> stamp of a file state the gateway has seen whole
         self.listed = {}  # record type -> stamp of the file state the paged listing was made of
+        self.problems = {}  # record type -> ({record name: why its row cannot be read}, why the whole file cannot be)
         os.makedirs(directory, exist_ok=True)
+        self.create_files()
+
+    def create_files(self):
+        """Creates, holding only a header, the file of each record type this folder never had, and
+        remembers which it made in `.csv-folder.json`. A remembered file that is missing later was
+        moved or deleted: listing it as empty would delete every record of its type everywhere, so
+        it is an error until the file is back (or created again, header only, to delete them)."""
+        known_path = os.path.join(self.directory, ".csv-folder.json")
+        try:
+            with open(known_path) as handle:
+                known = set(json.load(handle).get("files", []))
+        except (FileNotFoundError, ValueError):
+            known = set()
+        made = [record_type for record_type in self.record_types if record_type not in known]
+        if not made:
+            return
+        for record_type in made:
+            if self.stamp(record_type) is None:
+                with open(self.path(record_type), "w", newline="", encoding="utf-8") as handle:
+                    handle.write("recordName\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".csv-folder.")
+        with os.fdopen(handle, "w") as out:
+            json.dump({"files": sorted(known | set(made))}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, known_path)
 
     def stamp(self, record_type):
         try:
@@ -65,21 +96,57 @@ class Folder:
         path = self.path(record_type)
         stamp = self.stamp(record_type)
         if stamp is None:
+            missing = record_type + ".csv is missing: put it back (or create it holding only its header line to delete every " + record_type + " record)"
+            self.problems[record_type] = ({}, missing)
             return [], {}
         cached = self.cache.get(record_type)
         if cached and cached[0] == stamp:
             return cached[1], cached[2]
+        file_name = record_type + ".csv"
         with open(path, newline="", encoding="utf-8") as handle:
             reader = csv.reader(handle)
             header = next(reader, None) or ["recordName"]
             columns = [parse_column(text) for text in header[1:]]
             rows = {}
+            lines = {}  # record name -> the lines holding it
+            bad = {}  # record name -> why its row cannot be read
+            whole = None
             for cells in reader:
-                if cells and cells[0]:
-                    rows[cells[0]] = cells[1:] + [""] * (len(columns) - len(cells) + 1)
+                if not cells or cells == [""]:
+                    continue
+                name = cells[0]
+                if not name:
+                    # A row that lost its name cannot be told from one deleted: nothing is listed
+                    # until it has one again.
+                    whole = "%s line %d has no recordName: give the row its name back or remove it" % (file_name, reader.line_num)
+                    continue
+                lines.setdefault(name, []).append(reader.line_num)
+                if len(cells) - 1 != len(columns):
+                    bad[name] = "%s line %d has %d cells where its header has %d: fix the row" % (file_name, reader.line_num, len(cells), len(columns) + 1)
+                else:
+                    for (column, kind), cell in zip(columns, cells[1:]):
+                        if cell != "" and not cell_is_readable(kind, cell):
+                            bad[name] = "%s line %d, column %s: the cell is not a valid %s value: fix it" % (file_name, reader.line_num, column, kind)
+                            break
+                rows[name] = cells[1:] + [""] * (len(columns) - len(cells) + 1)
+            for name, at in lines.items():
+                if len(at) > 1:
+                    bad[name] = "%s lines %s all hold record %s: keep one of them" % (file_name, ", ".join(map(str, at)), name)
+        self.problems[record_type] = (bad, whole)
         self.cache[record_type] = (stamp, columns, rows)
         self.versions.pop(record_type, None)
         return columns, rows
+
+    def check_readable(self, record_type):
+        """Raises when the whole file cannot be listed."""
+        self.load(record_type)
+        whole = self.problems.get(record_type, ({}, None))[1]
+        if whole is not None:
+            raise PluginFailure("invalidFile", whole)
+
+    def problem(self, record_type, name):
+        """Why the row of `name` cannot be read, or None."""
+        return self.problems.get(record_type, ({}, None))[0].get(name)
 
     def versions_of(self, record_type):
         """Each row's version, computed once per state of the file."""
@@ -106,8 +173,14 @@ class Folder:
             self.listed = {}
             for record_type in self.record_types:
                 before = self.stamp(record_type)
+                self.check_readable(record_type)
                 for name, row_version in self.versions_of(record_type).items():
-                    self.snapshot.append({"recordName": name, "recordType": record_type, "version": row_version})
+                    why = self.problem(record_type, name)
+                    if why is None:
+                        self.snapshot.append({"recordName": name, "recordType": record_type, "version": row_version})
+                    else:
+                        # Not offered, and not deleted either: the gateway keeps what it last read.
+                        self.snapshot.append({"recordName": name, "recordType": record_type, "problem": {"code": "invalidRow", "message": why}})
                 # Trusted only if the file did not change while it was read.
                 if before == self.stamp(record_type):
                     self.listed[record_type] = before
@@ -137,7 +210,10 @@ class Folder:
                 loaded[record_type] = self.load(record_type) if record_type in self.record_types else ([], {})
             columns, rows = loaded[record_type]
             cells = rows.get(key["recordName"])
-            if cells is not None:
+            why = self.problem(record_type, key["recordName"])
+            if why is not None:
+                found.append({"recordName": key["recordName"], "recordType": record_type, "problem": {"code": "invalidRow", "message": why}})
+            elif cells is not None:
                 found.append(self.record(key["recordType"], key["recordName"], columns, cells))
         return {"records": found}
 
@@ -177,6 +253,14 @@ class Folder:
             keeps_trust = not edit and record_type in self.trusted and self.trusted[record_type] == self.stamp(record_type)
             self.trusted.pop(record_type, None)
             old_columns, rows = self.load(record_type)
+            # A rewrite would drop what cannot be read (a short row is padded, a twin row goes):
+            # nothing is written to the file until it is fixed.
+            bad, whole = self.problems.get(record_type, ({}, None))
+            if whole is not None:
+                raise PluginFailure("invalidFile", whole + "; nothing is written to it until then")
+            if bad:
+                first = sorted(bad.values())[0]
+                raise PluginFailure("invalidRows", "%s.csv has %d row(s) that cannot be read (%s); nothing is written to it until then" % (record_type, len(bad), first))
             columns = list(old_columns)
             known = {name for name, _ in columns}
             for record in type_saves:
@@ -239,6 +323,13 @@ class Folder:
     def append(self, record_type, columns, rows, names):
         path = self.path(record_type)
         with open(path, "a", newline="", encoding="utf-8") as handle:
+            # A file saved without its last line's newline (as many editors do) would join that
+            # line and the first appended row into one.
+            if handle.tell() > 0:
+                with open(path, "rb") as tail:
+                    tail.seek(-1, os.SEEK_END)
+                    if tail.read(1) not in (b"\n", b"\r"):
+                        handle.write("\n")
             writer = csv.writer(handle, lineterminator="\n")
             for name in names:
                 writer.writerow([name] + rows[name])
@@ -341,6 +432,15 @@ def cell_encoder(kind, declared):
     return str
 
 
+def cell_is_readable(kind, cell):
+    """Whether a non-empty cell reads as a value of its column's kind (what decode_cell needs)."""
+    try:
+        decode_cell(kind, cell)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
 def decode_cell(kind, cell):
     if cell.startswith("{") and (kind == "json" or cell.startswith('{"type"') or cell.startswith('{"value"')):
         return json.loads(cell)
@@ -399,8 +499,12 @@ def main():
             answer = {"id": ident, "result": result}
         except PluginFailure as failure:
             answer = {"id": ident, "error": {"code": failure.code, "message": failure.message}}
-        except (OSError, ValueError) as failure:
+        except OSError as failure:
+            # An OSError names a file and the system's reason, never a value.
             answer = {"id": ident, "error": {"code": "storeFailed", "message": type(failure).__name__ + ": " + str(failure)}}
+        except ValueError as failure:
+            # A ValueError's text may quote the value it could not read: only its kind is told.
+            answer = {"id": ident, "error": {"code": "storeFailed", "message": "a value could not be read or written (" + type(failure).__name__ + ")"}}
         out.write(json.dumps(answer, separators=(",", ":")) + "\n")
         out.flush()
 
