@@ -334,6 +334,31 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("TRUNCATE is captured: every synced row reads as deleted unless written again after it, also under session_replication_role = replica")
+    func truncateCapture() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("truncate_capture", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
+        try await PostgresConnectionPool.execute(
+            ["INSERT INTO public.note SELECT i, 'n' || i FROM generate_series(1, 5) AS i"], on: endpoint, doing: "writing")
+        #expect(try await adapter.markPendingSavesUploaded().count == 5)
+        #expect(try await adapter.hasChanges() == false)
+
+        try await PostgresConnectionPool.execute(
+            ["TRUNCATE public.note", "INSERT INTO public.note VALUES (2, 'two again')"], on: endpoint, doing: "truncating")
+        #expect(try await adapter.hasChanges())
+        #expect(try await adapter.pendingChangeCount() == 5, "the five synced rows, row 2 counted once")
+        let pending = try await adapter.pendingChanges(limit: 100)
+        #expect(Set(pending.deletes.map(\.recordID.recordName)) == ["1", "3", "4", "5"])
+        #expect(pending.saves.map(\.record.id.recordName) == ["2"])
+        _ = try await adapter.markPendingSavesUploaded()
+
+        // A write made as a replication subscriber applies it is the store's change too.
+        try await PostgresConnectionPool.execute(
+            ["SET session_replication_role = replica", "UPDATE public.note SET title = 'replicated' WHERE id = 2", "RESET session_replication_role"],
+            on: endpoint, doing: "replicating")
+        #expect(try await adapter.pendingChanges(limit: 100).saves.map(\.record.id.recordName) == ["2"])
+        await adapter.close()
+    }
+
     @Test("captured changes wait in the log until the adapter moves them; an edit still in the log is kept by an apply and outlives an upload's settling")
     func captureLog() async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("capture_log", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
@@ -414,7 +439,7 @@ struct PostgresAdapterBehaviourTests {
             for try await value in rows.decode(Int.self) { found.append(value) }
             return found
         }
-        #expect(version == [5])
+        #expect(version == [6], "the current trigger version")
         await reopened.close()
     }
 

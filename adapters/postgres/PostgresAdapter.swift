@@ -106,8 +106,15 @@ public final class PostgresAdapter: ModelAdapter {
         let rows = try await connection.query(
             """
             SELECT (SELECT count(*) FROM \(unescaped: state.changes) WHERE scope = \(state.scope))
-                + (SELECT count(DISTINCT l.record_name) FROM \(unescaped: state.changeLog) l WHERE l.scope = \(state.scope)
-                   AND NOT EXISTS (SELECT 1 FROM \(unescaped: state.changes) c WHERE c.scope = l.scope AND c.record_name = l.record_name))
+                + (SELECT count(*) FROM (
+                       SELECT l.record_name FROM \(unescaped: state.changeLog) l
+                       WHERE l.scope = \(state.scope) AND l.record_name <> \(PostgresGatewaySchema.truncatedMark)
+                       UNION
+                       SELECT r.record_name FROM \(unescaped: state.records) r
+                       WHERE r.scope = \(state.scope) AND r.table_name IN (
+                           SELECT table_name FROM \(unescaped: state.changeLog)
+                           WHERE scope = \(state.scope) AND record_name = \(PostgresGatewaySchema.truncatedMark))) AS logged
+                   WHERE NOT EXISTS (SELECT 1 FROM \(unescaped: state.changes) c WHERE c.scope = \(state.scope) AND c.record_name = logged.record_name))
             """, logger: connection.logger)
         for try await (value) in rows.decode(Int64.self) { return Int(value) }
         return 0

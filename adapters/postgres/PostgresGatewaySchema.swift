@@ -21,14 +21,20 @@ import PostgresSupport
 struct PostgresGatewaySchema: Sendable {
     /// Bump when the tables or the trigger bodies change; installed triggers are then replaced.
     /// 3: statement-level triggers upserting into `changes`. 4: they append to `change_log`.
-    /// 5: with the object id of the table they capture (`relid`).
-    static let version = 5
-    /// The capture triggers, one per event, each with the transition tables its event has.
-    static let triggers: [(name: String, event: String, transitionTables: String)] = [
+    /// 5: with the object id of the table they capture (`relid`). 6: `TRUNCATE` captured, every
+    /// trigger enabled `ALWAYS` (it fires under `session_replication_role = replica` too).
+    static let version = 6
+    /// The capture triggers, one per event, each with the transition tables its event has
+    /// (`TRUNCATE` has none).
+    static let triggers: [(name: String, event: String, transitionTables: String?)] = [
         ("_gateway_capture_insert", "INSERT", "NEW TABLE AS new_rows"),
         ("_gateway_capture_update", "UPDATE", "NEW TABLE AS new_rows OLD TABLE AS old_rows"),
         ("_gateway_capture_delete", "DELETE", "OLD TABLE AS old_rows"),
+        ("_gateway_capture_truncate", "TRUNCATE", nil),
     ]
+    /// The name a `TRUNCATE` logs in `change_log`: every record of its table synced before is
+    /// queued when the log is moved (``compactLog(_:)``). No record has an empty name.
+    static let truncatedMark = ""
     /// Trigger names of earlier versions, dropped when the triggers are replaced.
     static let retiredTriggers = ["_gateway_capture"]
     /// The channel triggers notify, with the scope as payload.
@@ -209,6 +215,8 @@ struct PostgresGatewaySchema: Sendable {
                             \(log(newNames))
                         ELSIF TG_OP = 'UPDATE' THEN
                             \(log("\(newNames) UNION \(oldNames)"))
+                        ELSIF TG_OP = 'TRUNCATE' THEN
+                            \(log("SELECT \(SQLQuoting.literal(Self.truncatedMark))"))
                         ELSE
                             \(log(oldNames))
                         END IF;
@@ -226,10 +234,15 @@ struct PostgresGatewaySchema: Sendable {
                 PostgresQuery(
                     unsafeSQL: """
                         CREATE TRIGGER \(SQLQuoting.identifier(trigger.name)) AFTER \(trigger.event) ON \(table.qualifiedName)
-                        REFERENCING \(trigger.transitionTables) FOR EACH STATEMENT
+                        \(trigger.transitionTables.map { "REFERENCING \($0)" } ?? "") FOR EACH STATEMENT
                         WHEN (current_setting('gateway.applying', true) IS DISTINCT FROM 'on')
                         EXECUTE FUNCTION \(function)()
                         """), logger: connection.logger)
+            // Changes a logical replication subscriber or a restore under
+            // `session_replication_role = replica` makes are the store's changes too.
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "ALTER TABLE \(table.qualifiedName) ENABLE ALWAYS TRIGGER \(SQLQuoting.identifier(trigger.name))"),
+                logger: connection.logger)
         }
         if let installed, !installed.present {
             // No capture trigger at all, or triggers on a table with another object id: the
@@ -444,13 +457,22 @@ struct PostgresGatewaySchema: Sendable {
     func compactLog(_ connection: PooledConnection) async throws {
         try await connection.query(
             "SELECT pg_advisory_xact_lock(\(Self.compactionLock), hashtext(\(scope)))", logger: connection.logger)
+        // A `TRUNCATE`'s mark stands for every record of its table the gateway synced: each is
+        // queued at the truncate's place in the order, and reads as deleted unless a later
+        // statement wrote its row again.
         try await connection.query(
             """
-            WITH moved AS (DELETE FROM \(unescaped: changeLog) WHERE scope = \(scope) RETURNING record_name, table_name, statement)
+            WITH moved AS (DELETE FROM \(unescaped: changeLog) WHERE scope = \(scope) RETURNING record_name, table_name, statement),
+            expanded AS (
+                SELECT record_name, table_name, statement FROM moved WHERE record_name <> \(Self.truncatedMark)
+                UNION ALL
+                SELECT r.record_name, r.table_name, m.statement FROM moved m
+                JOIN \(unescaped: records) r ON r.scope = \(scope) AND r.table_name = m.table_name
+                WHERE m.record_name = \(Self.truncatedMark))
             INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)
             SELECT \(scope), ordered.record_name, ordered.table_name, nextval(\(versions)::regclass)
             FROM (SELECT latest.record_name, latest.table_name
-                  FROM (SELECT DISTINCT ON (record_name) record_name, table_name, statement FROM moved
+                  FROM (SELECT DISTINCT ON (record_name) record_name, table_name, statement FROM expanded
                         ORDER BY record_name, statement DESC) AS latest
                   ORDER BY latest.statement, latest.record_name) AS ordered
             ON CONFLICT (scope, record_name) DO UPDATE SET version = excluded.version, table_name = excluded.table_name
