@@ -359,6 +359,23 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("a downloaded value the table cannot take fails the apply with a message naming the table and the kind of refusal, never the value")
+    func refusedValueMessage() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("refused_value", table: "CREATE TABLE public.note (id integer PRIMARY KEY, qty integer, code text UNIQUE)")
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (1, 1, 'a')"], on: endpoint, doing: "writing")
+        _ = try await adapter.markPendingSavesUploaded()
+        func apply(_ fields: [String: FieldValue], name: String) async throws {
+            let record = Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: "note", fields: fields)
+            try await adapter.apply(DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data("z".utf8))))
+        }
+        let badCast = await #expect(throws: PostgresAdapterError.self) { try await apply(["qty": .string("twelve-SECRET")], name: "2") }
+        #expect(badCast?.message.contains("into table note was refused: a value is not valid input for its column's type") == true, "\(String(describing: badCast))")
+        #expect(badCast?.message.contains("SECRET") == false)
+        let duplicate = await #expect(throws: PostgresAdapterError.self) { try await apply(["qty": .int64(2), "code": .string("a")], name: "3") }
+        #expect(duplicate?.message.contains("a unique index already holds that key (table note, constraint note_code_key)") == true, "\(String(describing: duplicate))")
+        await adapter.close()
+    }
+
     @Test("captured changes wait in the log until the adapter moves them; an edit still in the log is kept by an apply and outlives an upload's settling")
     func captureLog() async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("capture_log", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")

@@ -383,8 +383,10 @@ public final class PostgresAdapter: ModelAdapter {
                 if !new.isEmpty, let rows = try table.copyRows(for: changes.writes, at: new) {
                     // New rows go in with COPY, PostgreSQL's bulk path: no statement to plan, no
                     // arrays to unnest, values read by each type's own input function.
-                    try await connection.copy(
-                        into: table.table, of: table.schema, columns: table.copyColumns, data: rows.buffer, logger: connection.logger)
+                    try await Self.writing(into: table) {
+                        try await connection.copy(
+                            into: table.table, of: table.schema, columns: table.copyColumns, data: rows.buffer, logger: connection.logger)
+                    }
                 } else if !new.isEmpty {
                     try await Self.write(new.map { changes.writes[$0] }, with: table.insertManySQL, of: table, connection: connection)
                 }
@@ -529,7 +531,24 @@ public final class PostgresAdapter: ModelAdapter {
     private static func write(_ records: [Record], with sql: String, of table: PostgresResolvedTable, connection: PooledConnection) async throws {
         var bindings = PostgresBindings()
         for column in try table.upsertManyArguments(for: records) { bindings.append(column) }
-        try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger)
+        try await writing(into: table) {
+            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger)
+        }
+    }
+
+    /// Runs a write of downloaded records into `table`; a value the table cannot take is reported
+    /// naming the table and the kind of refusal (a cast that fails names no column; the value
+    /// itself is never shown).
+    private static func writing(into table: PostgresResolvedTable, _ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let error as PSQLError {
+            guard let state = error.serverInfo?[.sqlState], state.hasPrefix("22") || state.hasPrefix("23") else { throw error }
+            throw PostgresAdapterError(
+                .databaseFailed,
+                "writing downloaded records into table \(table.table) was refused: \(PostgresFailure.dataProblem(state))\(PostgresFailure.dataPlace(error)) (SQLSTATE \(state)); a record the zone holds has a value this table cannot take: change the record, or the column's type or constraint",
+                underlying: error)
+        }
     }
 
     /// A record written by an apply: its table, and whether it was inserted without a conflict

@@ -1,4 +1,5 @@
 import GatewayCore
+import PostgresNIO
 import PostgresSupport
 
 /// A PostgreSQL store that does not fit its configuration, or that failed. Messages name the
@@ -26,7 +27,9 @@ public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
     public var isMappingMismatch: Bool { code != .databaseFailed }
 
     /// Whether a unique constraint refused a row (SQLSTATE 23505).
-    var isUniqueViolation: Bool { (underlying as? PostgresFailure)?.sqlState == "23505" }
+    var isUniqueViolation: Bool {
+        (underlying as? PostgresFailure)?.sqlState == "23505" || (underlying as? PSQLError)?.serverInfo?[.sqlState] == "23505"
+    }
 }
 
 

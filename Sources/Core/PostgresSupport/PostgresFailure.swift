@@ -78,8 +78,10 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
                 return PostgresFailure(
                     .connectionFailed, "\(what) on \(endpoint) failed: \(serverMessage)", sqlState: state, underlying: error)
             case "22", "23":
+                // The server's message may quote the value; the objects it names do not.
+                let place = dataPlace(error)
                 return PostgresFailure(
-                    .statementFailed, "\(what) on \(endpoint) was refused by a data check (SQLSTATE \(state ?? "?"))",
+                    .statementFailed, "\(what) on \(endpoint) was refused: \(dataProblem(state))\(place) (SQLSTATE \(state ?? "?"))",
                     sqlState: state, underlying: error)
             default:
                 return PostgresFailure(
@@ -100,6 +102,32 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
             return PostgresFailure(
                 .connectionFailed, "\(what) on \(endpoint) failed: \(error.code); is the server running and reachable?", underlying: error)
         }
+    }
+
+    /// What a data error (SQLSTATE classes 22 and 23) means, without the value.
+    public static func dataProblem(_ state: String?) -> String {
+        switch state {
+        case "22P02", "22007", "22008", "22P05": return "a value is not valid input for its column's type"
+        case "22001": return "a value is too long for its column"
+        case "22003": return "a number is out of its column's range"
+        case "22012": return "a division by zero"
+        case "22004", "23502": return "a column that takes no NULL got none"
+        case "23505": return "a unique index already holds that key"
+        case "23503": return "a foreign key refers to a row that does not exist, or a row others refer to was removed"
+        case "23514": return "a check constraint refused a row"
+        case "23P01": return "an exclusion constraint refused a row"
+        default: return state?.hasPrefix("23") == true ? "a constraint refused a row" : "a value the database cannot take"
+        }
+    }
+
+    /// The objects a data error names (table, column, constraint: never the value), as
+    /// ` (table t, column c)`, or empty.
+    public static func dataPlace(_ error: PSQLError) -> String {
+        let objects = [
+            error.serverInfo?[.tableName].map { "table \($0)" }, error.serverInfo?[.columnName].map { "column \($0)" },
+            error.serverInfo?[.constraintName].map { "constraint \($0)" },
+        ].compactMap { $0 }
+        return objects.isEmpty ? "" : " (\(objects.joined(separator: ", ")))"
     }
 
     /// Why a connection could not be made, in a few words (the networking library's own
