@@ -383,6 +383,36 @@ struct CLITests {
         #expect(other.status == 0)
     }
 
+    @Test("a key replaced by another under the same id is refused before anything is encrypted with it; keygen shows a key file's fingerprint")
+    func keyReplacedUnderItsId() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        let first = Data(repeating: 7, count: 32).base64EncodedString()
+        let other = Data(repeating: 9, count: 32).base64EncodedString()
+        let synced = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": first])
+        #expect(synced.status == 0, "\(synced)")
+        let record = clone.url.appendingPathComponent(".gateway/encrypted/key-fingerprints.json")
+        let recorded = try String(contentsOf: record, encoding: .utf8)
+        #expect(recorded.contains("\"notes-2026\""), "\(recorded)")
+
+        let refused = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": other])
+        #expect(refused.status == 2, "\(refused)")
+        #expect(refused.stderr.contains("key notes-2026 in examples/encrypted.yaml is not the key this gateway used under that id"), "\(refused)")
+        #expect(!refused.stderr.contains(other) && !refused.stderr.contains(first), "no key in the message")
+        #expect(try String(contentsOf: record, encoding: .utf8) == recorded, "the record keeps the key that was used")
+        let again = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": first])
+        #expect(again.status == 0, "\(again)")
+
+        // The fingerprint an operator compares across machines is the one the record holds.
+        let keyFile = clone.url.appendingPathComponent("first.key")
+        try Data((first + "\n").utf8).write(to: keyFile)
+        let shown = try await clone.gateway("keygen", "--fingerprint", "first.key")
+        #expect(shown.status == 0, "\(shown)")
+        let fingerprint = try #require(shown.stdout.split(separator: " ").first.map(String.init))
+        #expect(fingerprint.count == 8)
+        #expect(recorded.contains("\"\(fingerprint)\""), "\(recorded) \(shown)")
+    }
+
     @Test("reset resyncs an adapter in full without duplicating anything")
     func reset() async throws {
         let clone = try FreshClone()

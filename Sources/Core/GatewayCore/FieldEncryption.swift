@@ -12,6 +12,9 @@ import Darwin
 public struct EncryptionKey: Sendable {
     /// The key's name, stored in every ciphertext it seals so the ring can find it again.
     public let id: String
+    /// Eight hex digits that tell keys apart without revealing them (an HMAC of a constant under
+    /// the key): two gateways hold the same key for an id when their fingerprints agree.
+    public let fingerprint: String
     let key: PreparedAESGCMKey
     let idBytes: [UInt8]
 
@@ -25,6 +28,8 @@ public struct EncryptionKey: Sendable {
         self.id = id
         self.key = try PreparedAESGCMKey(rawKey: rawKey)
         self.idBytes = Array(id.utf8)
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("sync-gateway key fingerprint".utf8), using: SymmetricKey(data: rawKey))
+        self.fingerprint = mac.prefix(4).map { String(format: "%02x", $0) }.joined()
     }
 }
 
@@ -126,7 +131,8 @@ public struct KeyRing: Sendable {
         }
         guard let value else {
             throw FieldEncryptionError(
-                .tampered, "key \(key.id) cannot decrypt it: the ciphertext was altered, or belongs to another field or record")
+                .tampered,
+                "key \(key.id) (fingerprint \(key.fingerprint)) cannot decrypt it: it was encrypted with another key under the same id (every gateway must hold the same key for an id: compare `gateway keygen --fingerprint` of each key file), or the ciphertext was altered or belongs to another field or record")
         }
         return value
     }

@@ -11,7 +11,14 @@ struct KeygenCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The file to write; default .gateway/keys/<id>.key. An existing file is never replaced.")
     var output: String?
 
+    @Option(name: .long, help: "Print the fingerprint of this existing key file instead (gateways that share an id must show the same one).")
+    var fingerprint: String?
+
     func run() async throws {
+        if let fingerprint {
+            Console.out("\(try KeyFile.fingerprint(at: fingerprint))  \(fingerprint)\n")
+            return
+        }
         guard ConfigName.isValid(id) else {
             throw ValidationError("key ids use 1 to 64 letters, digits, '-', '_' or '.'")
         }
@@ -19,7 +26,7 @@ struct KeygenCommand: AsyncParsableCommand {
         try KeyFile.create(at: path)
         Console.out(
             """
-            wrote a new key to \(path) (mode 0600); add it first in the key ring to encrypt with it:
+            wrote a new key to \(path) (mode 0600, fingerprint \(try KeyFile.fingerprint(at: path))); add it first in the key ring to encrypt with it:
             encryption:
               keys:
                 - { id: \(id), file: \(path) }

@@ -62,6 +62,10 @@ extension KeySource {
         switch origin {
         case .file(let path):
             let resolved = context.resolve(path)
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: resolved, isDirectory: &isFolder), isFolder.boolValue {
+                throw id.problem(.unreadableFile, "key file \(path) is a folder; point 'file' at the key file inside it")
+            }
             guard let data = FileManager.default.contents(atPath: resolved) else {
                 throw id.problem(
                     .unreadableFile, "key file \(path) cannot be read; create it with `gateway keygen --id \(id.value) --output \(path)`")

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayCore
 
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,18 @@ public enum KeyFile {
         var generator = SystemRandomNumberGenerator()
         let key = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         try createSecret(at: path, text: Data(key).base64EncodedString() + "\n")
+    }
+
+    /// The fingerprint of the key in the file at `path` (``EncryptionKey/fingerprint``), to compare
+    /// the key files of several gateways without showing the keys.
+    /// - Throws: ``GatewayError/Code/stateUnavailable`` when the file cannot be read or is not a key.
+    public static func fingerprint(at path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path),
+            let raw = Data(base64Encoded: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32
+        else {
+            throw GatewayError(.stateUnavailable, "\(path) cannot be read as a key file (the base64 of 32 bytes, as `gateway keygen` writes)")
+        }
+        return try EncryptionKey(id: "key", rawKey: raw).fingerprint
     }
 
     /// Writes `text` to a new file of mode 0600 (its folder 0700), never replacing a file.

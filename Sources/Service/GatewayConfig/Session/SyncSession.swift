@@ -71,6 +71,7 @@ public struct SyncSession: Sendable {
         }
         try GatewayStores.prepareStateDirectory(configuration)
         let processLock = try ProcessLock(stateDirectory: configuration.context.stateDirectory)
+        try KeyFingerprints.check(configuration)
         let deviceID = try DeviceIdentity.load(
             configured: configuration.settings.deviceID?.value, stateDirectory: configuration.context.stateDirectory)
         let stateLock = try await GatewayStores.lockGatewayState(configuration, deviceID: deviceID)
