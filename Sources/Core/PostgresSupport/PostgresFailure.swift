@@ -107,7 +107,7 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
     /// What a data error (SQLSTATE classes 22 and 23) means, without the value.
     public static func dataProblem(_ state: String?) -> String {
         switch state {
-        case "22P02", "22007", "22008", "22P05": return "a value is not valid input for its column's type"
+        case "22P02", "22007", "22008", "22P05", "22023": return "a value is not valid input for its column's type"
         case "22001": return "a value is too long for its column"
         case "22003": return "a number is out of its column's range"
         case "22012": return "a division by zero"
