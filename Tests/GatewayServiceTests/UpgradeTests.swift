@@ -81,7 +81,7 @@ struct UpgradeTests {
         #expect(try await Self.postgresScalars(store, "SELECT record_name FROM gateway.changes ORDER BY record_name") == ["1001", "1002", "900"])
         #expect(
             try await Self.postgresScalars(store, "SELECT tgname::text FROM pg_trigger WHERE tgrelid = 'public.note'::regclass ORDER BY tgname")
-                == ["_gateway_capture_delete", "_gateway_capture_insert", "_gateway_capture_update"])
+                == ["_gateway_capture_delete", "_gateway_capture_insert", "_gateway_capture_truncate", "_gateway_capture_update"])
 
         let first = try await GatewayCLI.run(["sync", "--progress", "none"], in: directory.url, environment: environment)
         #expect(first.status == 0, "\(first)")
