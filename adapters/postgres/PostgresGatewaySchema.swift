@@ -459,7 +459,8 @@ struct PostgresGatewaySchema: Sendable {
             "SELECT pg_advisory_xact_lock(\(Self.compactionLock), hashtext(\(scope)))", logger: connection.logger)
         // A `TRUNCATE`'s mark stands for every record of its table the gateway synced: each is
         // queued at the truncate's place in the order, and reads as deleted unless a later
-        // statement wrote its row again.
+        // statement wrote its row again. `LATERAL`, so `records` is read only for a mark: joined,
+        // the planner read all of it on every move, marks or not.
         try await connection.query(
             """
             WITH moved AS (DELETE FROM \(unescaped: changeLog) WHERE scope = \(scope) RETURNING record_name, table_name, statement),
@@ -467,7 +468,8 @@ struct PostgresGatewaySchema: Sendable {
                 SELECT record_name, table_name, statement FROM moved WHERE record_name <> \(Self.truncatedMark)
                 UNION ALL
                 SELECT r.record_name, r.table_name, m.statement FROM moved m
-                JOIN \(unescaped: records) r ON r.scope = \(scope) AND r.table_name = m.table_name
+                CROSS JOIN LATERAL (SELECT record_name, table_name FROM \(unescaped: records)
+                                    WHERE scope = \(scope) AND table_name = m.table_name) AS r
                 WHERE m.record_name = \(Self.truncatedMark))
             INSERT INTO \(unescaped: changes) (scope, record_name, table_name, version)
             SELECT \(scope), ordered.record_name, ordered.table_name, nextval(\(versions)::regclass)
