@@ -69,15 +69,23 @@ struct JSONReaderTests {
         }
     }
 
-    @Test("integers are exact to the 64-bit bounds; beyond them they are doubles")
+    @Test("integers are exact to the 64-bit bounds; beyond them they are doubles from CloudKit clients, and an error in documents people edit")
     func integerBounds() throws {
-        let cases: [(String, JSONValue)] = [
+        let exact: [(String, JSONValue)] = [
             ("9223372036854775807", .integer(.max)), ("-9223372036854775808", .integer(.min)), ("-0", .integer(0)), ("0", .integer(0)),
+            ("9.223372036854775808e18", .double(9_223_372_036_854_775_808)),
+        ]
+        for (text, expected) in exact {
+            #expect(try JSONValue.parse(Data(text.utf8), numbers: .exact) == expected, "\(text)")
+        }
+        let beyond: [(String, JSONValue)] = [
             ("9223372036854775808", .double(9_223_372_036_854_775_808)), ("-9223372036854775809", .double(-9.223372036854775808e18)),
             ("18446744073709551616", .double(18_446_744_073_709_551_616)), ("12345678901234567890123", .double(1.2345678901234568e22)),
         ]
-        for (text, expected) in cases {
-            #expect(try JSONValue.parse(Data(text.utf8), numbers: .exact) == expected, "\(text)")
+        for (text, expected) in beyond {
+            #expect(try JSONValue.parse(Data(text.utf8), numbers: .wholeDoublesAsIntegers) == expected, "\(text)")
+            let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(Data("[1, \(text)]".utf8), numbers: .exact) }
+            #expect(error?.column == 5, "the error points at the number: \(String(describing: error))")
         }
     }
 

@@ -250,6 +250,26 @@ struct JSONFilesBehaviourTests {
         #expect(fixed.saves.map(\.record.id.recordName).contains("broken"), "a fixed file syncs")
     }
 
+    @Test("a whole number beyond the 64-bit range is a problem naming its place, never a double that another write would put in its stead")
+    func wholeNumberBeyondInt64() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-bigint")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let text = "{\"title\": \"x\",\n \"n\": 12345678901234567890}"
+        try Self.write(text, to: folder.appendingPathComponent("Article/big.json"))
+        try Self.write("{\"title\": \"fine\", \"n\": -9223372036854775808, \"d\": 1e300}", to: folder.appendingPathComponent("Article/edge.json"))
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let adapter = try Self.adapter(folder)
+        let sync = Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: "json"))
+        #expect(try await sync.sync().adapters[0].uploaded == 1, "only the document every number of which a field holds")
+        let contents = try await zoneContents(of: cloud, zone: Self.zone)
+        #expect(contents["edge"]?["n"] == .int64(.min))
+        let failed = try await adapter.failedRecords()
+        #expect(failed.map(\.recordID.recordName) == ["big"])
+        #expect(failed.first?.failure.message.contains("Article/big.json line 2 column 7: a whole number beyond the 64-bit integer range") == true, "\(failed)")
+        #expect(try String(contentsOf: folder.appendingPathComponent("Article/big.json"), encoding: .utf8) == text, "left as it is")
+    }
+
     @Test("two files that stand for one record name are a problem naming both, and nothing of that record syncs until one goes")
     func twinFileNames() async throws {
         let directory = try TemporaryDirectory(prefix: "json-twins")

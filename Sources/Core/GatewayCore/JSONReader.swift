@@ -254,6 +254,12 @@ public struct JSONReader {
             if !negative, magnitude <= UInt64(Int64.max) { return .integer(Int64(magnitude)) }
             if negative, magnitude <= UInt64(Int64.max) + 1 { return .integer(magnitude == UInt64(Int64.max) + 1 ? .min : -Int64(magnitude)) }
         }
+        if isInteger && numbers == .exact {
+            // Read as a double it would be another number, which a write of the record (another
+            // field's edit) would then put in the file in its place.
+            position = start
+            throw failure("a whole number beyond the 64-bit integer range, which no field holds exactly (write it as a string)")
+        }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
         guard let double = Double(text), double.isFinite else { throw failure("a number out of range") }
         // A whole number written with a fraction or exponent (35.0, 1e3) is an integer, as

@@ -3,7 +3,8 @@ import Foundation
 /// How whole numbers written with a fraction or exponent (`35.0`, `1e3`) are read and written.
 public enum JSONNumberStyle: Sendable {
     /// As written: `35.0` is a double, and doubles are written with a fraction. For documents
-    /// people edit, so a file's `35.0` stays `35.0`.
+    /// people edit, so a file's `35.0` stays `35.0`; a whole number beyond the 64-bit integer
+    /// range is an error rather than a double that is another number.
     case exact
     /// As integers when they are whole and exact in a double (`35.0` reads and writes as `35`):
     /// CloudKit Web Services' rule, for clients that write every number as a double.
