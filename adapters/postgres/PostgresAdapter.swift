@@ -201,16 +201,7 @@ public final class PostgresAdapter: ModelAdapter {
         for try await (name, installed, isRecreated) in rows.decode((String, Bool, Bool).self) {
             if !installed { added.append(name) } else if isRecreated { recreated.append(name) }
         }
-        var notes: [String] = []
-        if !recreated.isEmpty {
-            notes.append(
-                "table \(recreated.joined(separator: ", ")) was created again since the last sync, so its changes were not captured: the next sync compares it with the zone as a store joining it, where the cloud's version wins a row both hold unless you sync it with --store-wins \(configuration.name)"
-            )
-        }
-        if !added.isEmpty {
-            notes.append("table \(added.joined(separator: ", ")) is configured but not synced yet: the next sync installs its change capture and syncs every row")
-        }
-        return notes
+        return StoreStatusSnapshot.uncapturedTableNotes(recreated: recreated, added: added, adapter: configuration.name)
     }
 
     public func pendingChanges(limit: Int, after: Int64?) async throws -> PendingChanges {

@@ -58,15 +58,7 @@ extension SQLiteAdapter {
                 }
                 // A table added to the configuration since the last sync: none of its rows is synced.
                 let added = configuration.tables.map(\.table).filter { !installed.contains($0) }.sorted()
-                var notes: [String] = []
-                if !recreated.isEmpty {
-                    notes.append(
-                        "table \(recreated.joined(separator: ", ")) was created again since the last sync, so its changes were not captured: the next sync compares it with the zone as a store joining it, where the cloud's version wins a row both hold unless you sync it with --store-wins \(configuration.name)"
-                    )
-                }
-                if !added.isEmpty {
-                    notes.append("table \(added.joined(separator: ", ")) is configured but not synced yet: the next sync installs its change capture and syncs every row")
-                }
+                let notes = StoreStatusSnapshot.uncapturedTableNotes(recreated: recreated, added: added, adapter: configuration.name)
                 let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
                 return StoreStatusSnapshot(
                     zoneState: state, hasChanges: try !notes.isEmpty || (Bool.fetchOne(db, sql: GatewayTables.hasChangesSQL) ?? false),

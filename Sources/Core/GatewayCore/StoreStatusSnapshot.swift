@@ -56,4 +56,20 @@ public struct StoreStatusSnapshot: Sendable, Equatable {
     public static func listed(_ failed: [FailedRecord]) -> [FailedRecord] {
         Array(failed.sorted { Array($0.recordID.recordName.utf8).lexicographicallyPrecedes($1.recordID.recordName.utf8) }.prefix(failuresListed))
     }
+
+    /// The notes a SQL store's status gives tables whose changes no trigger captured: tables
+    /// created again since the last sync (`recreated`) and tables configured since (`added`),
+    /// for the adapter named `adapter`. Empty when both are.
+    public static func uncapturedTableNotes(recreated: [String], added: [String], adapter: String) -> [String] {
+        var notes: [String] = []
+        if !recreated.isEmpty {
+            notes.append(
+                "table \(recreated.joined(separator: ", ")) was created again since the last sync, so its changes were not captured: the next sync compares it with the zone as a store joining it, where the cloud's version wins a row both hold unless you sync it with --store-wins \(adapter)"
+            )
+        }
+        if !added.isEmpty {
+            notes.append("table \(added.joined(separator: ", ")) is configured but not synced yet: the next sync installs its change capture and syncs every row")
+        }
+        return notes
+    }
 }
