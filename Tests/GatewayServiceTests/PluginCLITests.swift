@@ -165,7 +165,7 @@ struct PluginCLITests {
         #expect(fourth.stdout == "Nothing to do: all 2 adapters are in sync.\n", "\(fourth)")
     }
 
-    @Test("hand edits of the CSV example lose nothing: a file saved without its last newline, a malformed row, a file moved away")
+    @Test("hand edits of the CSV example lose nothing: a file saved without its last newline, a malformed row, a file moved away, emptied or without its header")
     func csvHandEdits() async throws {
         let clone = try CLITests.FreshClone()
         defer { clone.directory.remove() }
@@ -225,6 +225,15 @@ struct PluginCLITests {
         #expect(missing.status != 0, "\(missing)")
         #expect((missing.stdout + missing.stderr).contains("Note.csv is missing: put it back"), "\(missing)")
         #expect(try await count() == 51)
+        // Emptied by a save that failed, or with its header line gone: an error too.
+        for broken in ["", String(try String(contentsOf: moved, encoding: .utf8).drop { $0 != "\n" }.dropFirst())] {
+            try broken.write(to: csv, atomically: true, encoding: .utf8)
+            let refusedFile = try await clone.gateway("sync", "--config", Self.config)
+            #expect(refusedFile.status != 0, "\(refusedFile)")
+            #expect((refusedFile.stdout + refusedFile.stderr).contains("Note.csv has no header line starting with recordName"), "\(refusedFile)")
+            #expect(try await count() == 51)
+            try FileManager.default.removeItem(at: csv)
+        }
         try FileManager.default.moveItem(at: moved, to: csv)
         let back = try await clone.gateway("sync", "--config", Self.config)
         #expect(back.status == 0, "\(back)")

@@ -115,7 +115,7 @@ struct PostgresAdapterBehaviourTests {
         let pool = PostgresConnectionPool(endpoint: endpoint, maximumConnections: 1)
         let columns = """
             id int PRIMARY KEY, title text, tags text[], grid text[][], docs jsonb[], holes int[], amounts numeric[], shifted int[], empty text[],
-            stamp timestamptz, plain timestamp, forever timestamptz, never date
+            stamp timestamptz, plain timestamp, forever timestamptz, never date, zeros float8[]
             """
         try await PostgresConnectionPool.execute(
             [
@@ -123,8 +123,8 @@ struct PostgresAdapterBehaviourTests {
                 """
                 INSERT INTO a.note VALUES
                   (1, 'x', NULL, '{{a,b},{c,d}}', ARRAY['{"k": 1}'::jsonb, '[1, 2.50]'], '{NULL,2}', '{1.50,2}', '[0:1]={7,8}', '{}',
-                   '2024-06-01 12:34:56.789012+00', '2024-01-01 23:59:59.9999', 'infinity', '-infinity'),
-                  (2, 'y', '{NULL,x}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '-infinity', 'infinity')
+                   '2024-06-01 12:34:56.789012+00', '2024-01-01 23:59:59.9999', 'infinity', '-infinity', '{-0,1.5,NaN}'),
+                  (2, 'y', '{NULL,x}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '-infinity', 'infinity', '{0,2}')
                 """,
             ], on: endpoint, doing: "setting up")
         let directory = try TemporaryDirectory(prefix: "pg-exact")
@@ -146,7 +146,7 @@ struct PostgresAdapterBehaviourTests {
                 return texts
             }
         }
-        let exact = "id, title, tags, grid, docs, holes, amounts, shifted, empty, forever, never"
+        let exact = "id, title, tags, grid, docs, holes, amounts, shifted, empty, forever, never, zeros::text"
         let before = try await rows("a", exact + ", stamp, plain")
         #expect(try await a.sync().succeeded)
         #expect(try await b.sync().succeeded)
@@ -166,6 +166,12 @@ struct PostgresAdapterBehaviourTests {
         #expect(after == before.map { $0.replacingOccurrences(of: #""title":"x""#, with: #""title":"edited in b""#).replacingOccurrences(of: #""title":"y""#, with: #""title":"edited in b""#) })
         #expect(try await adapterA.hasChanges() == false)
         #expect(try await a.sync().adapters[0].uploaded == 0, "nothing a download kept looks like an edit")
+
+        // A list as a store without arrays keeps it (SQLite: its JSON text) goes back into the array.
+        let fromSQLite = Record(
+            id: RecordID(recordName: "3", zoneID: Self.zone), recordType: "note", fields: ["tags": .string(#"["a","b c"]"#), "shifted": .string("[0:1]={7,8}")])
+        try await adapterA.apply(DownloadedChanges(writes: [fromSQLite], state: SyncStateUpdate(zoneState: try await adapterA.loadZoneState() ?? Data())))
+        #expect(try await rows("a", "tags, shifted::text AS shifted").last == #"{"tags":["a","b c"],"shifted":"[0:1]={7,8}"}"#)
         await adapterA.close()
         await adapterB.close()
         await pool.close()

@@ -77,9 +77,11 @@ struct PostgresColumn: Sendable, Equatable {
             // order (`array_position` refuses several dimensions). Elements a JSON number or
             // object would change (numeric's scale, json's text) travel as their text.
             let elements = [Kind.numeric, .json, .text].contains(element) ? "\(value)::text[]" : value
+            // A JSON number reads `-0` as the integer 0: such an array keeps its text form too.
+            let negativeZero = element == .real ? " WHEN array_position(\(value)::text[], '-0') IS NOT NULL THEN 'T' || \(value)::text" : ""
             return "CASE WHEN \(value) IS NULL THEN NULL WHEN cardinality(\(value)) = 0 THEN 'L[]'"
                 + " WHEN array_ndims(\(value)) <> 1 OR array_lower(\(value), 1) <> 1 THEN 'T' || \(value)::text"
-                + " WHEN array_position(\(value), NULL) IS NOT NULL THEN 'T' || \(value)::text"
+                + " WHEN array_position(\(value), NULL) IS NOT NULL THEN 'T' || \(value)::text" + negativeZero
                 + " ELSE 'L' || to_jsonb(\(elements))::text END"
         default: return "\(value)::text"
         }
@@ -99,7 +101,11 @@ struct PostgresColumn: Sendable, Equatable {
         case .date:
             return "CASE WHEN \(milliseconds) THEN (to_timestamp(\(parameter)::float8 / 1000) AT TIME ZONE 'UTC')::date ELSE \(parameter)::date END"
         case .array:
-            return "CASE WHEN left(\(parameter), 1) = 'L' THEN ARRAY(SELECT jsonb_array_elements_text(substr(\(parameter), 2)::jsonb))::\(sqlType)"
+            // A list, or text holding a JSON array (what a store without arrays, such as SQLite,
+            // keeps of a list and sends back), goes through JSON; other text is the array's own
+            // form (`{…}`, or `[0:1]={…}` with bounds).
+            return "CASE WHEN left(\(parameter), 1) = 'L' OR (left(\(parameter), 2) = 'T[' AND substr(\(parameter), 2) !~ '^\\[-?[0-9]+:')"
+                + " THEN ARRAY(SELECT jsonb_array_elements_text(substr(\(parameter), 2)::jsonb))::\(sqlType)"
                 + " ELSE substr(\(parameter), 2)::\(sqlType) END"
         default: return "\(parameter)::\(sqlType)"
         }

@@ -103,15 +103,41 @@ class Folder:
         if cached and cached[0] == stamp:
             return cached[1], cached[2]
         file_name = record_type + ".csv"
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle)
-            header = next(reader, None) or ["recordName"]
+        try:
+            columns, rows, bad, whole = self.parse(path, file_name)
+        except UnicodeDecodeError as failure:
+            columns, rows, bad = [], {}, {}
+            whole = "%s is not UTF-8 text (byte %d): save it as UTF-8" % (file_name, failure.start)
+        except csv.Error as failure:
+            # Strict reading: a quote left open would otherwise take every later row into one cell.
+            columns, rows, bad = [], {}, {}
+            whole = "%s cannot be read as CSV (%s): fix the file" % (file_name, failure)
+        if whole is not None and not rows:
+            # Nothing of it is listed or written until it is fixed; what the gateway knows stays.
+            self.problems[record_type] = ({}, whole)
+            return [], {}
+        self.problems[record_type] = (bad, whole)
+        self.cache[record_type] = (stamp, columns, rows)
+        self.versions.pop(record_type, None)
+        return columns, rows
+
+    def parse(self, path, file_name):
+        """The columns, rows, unreadable rows and whole-file problem of one CSV file."""
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle, strict=True)
+            header = next(reader, None)
+            if not header or header[0] != "recordName":
+                # An empty file (a save that failed, `> Note.csv`) or one whose header went: its
+                # rows cannot be told apart from deletions, or the first one would name fields.
+                return [], {}, {}, (
+                    "%s has no header line starting with recordName (%s): put the header back; to delete every record of the type, leave only the header"
+                    % (file_name, "the file is empty" if not header else "its first line is a row"))
             columns = [parse_column(text) for text in header[1:]]
             rows = {}
             lines = {}  # record name -> the lines holding it
             bad = {}  # record name -> why its row cannot be read
             whole = None
-            for cells in reader:
+            for cells in checked(reader):
                 if not cells or cells == [""]:
                     continue
                 name = cells[0]
@@ -132,10 +158,7 @@ class Folder:
             for name, at in lines.items():
                 if len(at) > 1:
                     bad[name] = "%s lines %s all hold record %s: keep one of them" % (file_name, ", ".join(map(str, at)), name)
-        self.problems[record_type] = (bad, whole)
-        self.cache[record_type] = (stamp, columns, rows)
-        self.versions.pop(record_type, None)
-        return columns, rows
+        return columns, rows, bad, whole
 
     def check_readable(self, record_type):
         """Raises when the whole file cannot be listed."""
@@ -430,6 +453,18 @@ def cell_encoder(kind, declared):
             return text if plain_cell(text) else json.dumps({"type": declared, "value": value}, separators=(",", ":"), sort_keys=True)
         return encode_text
     return str
+
+
+def checked(reader):
+    """The reader's rows; a row it cannot read raises csv.Error naming the line it ended on."""
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as failure:
+            raise csv.Error("line %d: %s" % (reader.line_num, failure)) from None
+        yield cells
 
 
 def cell_is_readable(kind, cell):
