@@ -397,11 +397,27 @@ struct CLITests {
 
         let refused = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": other])
         #expect(refused.status == 2, "\(refused)")
-        #expect(refused.stderr.contains("key notes-2026 in examples/encrypted.yaml is not the key this gateway used under that id"), "\(refused)")
+        #expect(refused.stderr.contains("key notes-2026 in examples/encrypted.yaml is not the key this gateway synced with under that id"), "\(refused)")
+        let validated = try await clone.gateway("validate", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": other])
+        #expect(validated.status == 2, "validate refuses it too: \(validated)")
         #expect(!refused.stderr.contains(other) && !refused.stderr.contains(first), "no key in the message")
         #expect(try String(contentsOf: record, encoding: .utf8) == recorded, "the record keeps the key that was used")
         let again = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": first])
         #expect(again.status == 0, "\(again)")
+
+        // A gateway whose first sync meets values its key cannot open records nothing: the right
+        // key, put back, is taken.
+        // (A new gateway on the same cloud: everything but the cloud file goes.)
+        let state = clone.url.appendingPathComponent(".gateway/encrypted")
+        for name in try FileManager.default.contentsOfDirectory(atPath: state.path) where name != "cloud.sqlite" {
+            try FileManager.default.removeItem(at: state.appendingPathComponent(name))
+        }
+        let wrongFirst = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": other])
+        #expect(wrongFirst.status != 0, "\(wrongFirst)")
+        let afterWrongKey = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
+        #expect(!afterWrongKey.contains("notes-2026"), "a key that opened nothing is not recorded: \(afterWrongKey)")
+        let right = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": first])
+        #expect(right.status == 0, "\(right)")
 
         // The fingerprint an operator compares across machines is the one the record holds.
         let keyFile = clone.url.appendingPathComponent("first.key")

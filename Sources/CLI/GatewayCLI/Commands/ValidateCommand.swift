@@ -12,6 +12,7 @@ struct ValidateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.load()
+        try KeyFingerprints.check(configuration)
         try await GatewayStores.check(configuration, adapters: configuration.adapters, cloud: true)
         try await GatewayStores.checkResolvers(configuration)
         // Templates are checked with the zones shared with the user now: their stores exist, or

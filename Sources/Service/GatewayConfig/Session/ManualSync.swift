@@ -41,6 +41,7 @@ public enum ManualSync {
                 report.adapters[index].failingRecordCount = all.count
                 report.adapters[index].failingRecords = Array(all.sorted { $0.recordID.recordName < $1.recordID.recordName }.prefix(3))
             }
+            KeyFingerprints.record(configuration, after: report)
             await session.end()
             return report
         } catch {

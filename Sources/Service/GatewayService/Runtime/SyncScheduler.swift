@@ -254,6 +254,7 @@ public struct SyncScheduler: Service {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
             backoff.record(report, at: clock.now)
             monitor.syncFinished(report, error: nil)
+            KeyFingerprints.record(configuration, after: report)
             // What each store still holds after the sync; `nil` where the store cannot be read
             // (a read cut short by shutdown says nothing about the store: left out).
             var pendingByAdapter: [String: Int?] = [:]
