@@ -270,6 +270,28 @@ struct JSONFilesBehaviourTests {
         #expect(try String(contentsOf: folder.appendingPathComponent("Article/big.json"), encoding: .utf8) == text, "left as it is")
     }
 
+    @Test("doubles no JSON number holds (NaN, the infinities) are written as $double and read back as they were, in lists too")
+    func nonFiniteDoubles() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-nan")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let adapter = try Self.adapter(folder)
+        let record = Record(
+            id: RecordID(recordName: "n", zoneID: Self.zone), recordType: "Article",
+            fields: ["f": .double(.nan), "g": .double(.infinity), "l": .list([.double(-.infinity), .double(1.5)])])
+        try await adapter.apply(Self.download([record]))
+        let text = try String(contentsOf: folder.appendingPathComponent("Article/n.json"), encoding: .utf8)
+        #expect(text.contains(#""$double" : "NaN""#) || text.contains(#""$double": "NaN""#), "\(text)")
+        #expect(!text.contains("null"), "\(text)")
+        try Self.write(text.replacingOccurrences(of: "{\n", with: "{\n  \"title\": \"edited\",\n", options: [], range: text.range(of: "{\n")), to: folder.appendingPathComponent("Article/n.json"))
+        let edited = try #require(try await adapter.pendingChanges(limit: 10).saves.first?.record)
+        #expect(edited["f"].map { if case .double(let value) = $0 { value.isNaN } else { false } } == true, "\(edited)")
+        #expect(edited["g"] == .double(.infinity))
+        #expect(edited["l"] == .list([.double(-.infinity), .double(1.5)]))
+        #expect(edited["title"] == .string("edited"))
+    }
+
     @Test("two files that stand for one record name are a problem naming both, and nothing of that record syncs until one goes")
     func twinFileNames() async throws {
         let directory = try TemporaryDirectory(prefix: "json-twins")

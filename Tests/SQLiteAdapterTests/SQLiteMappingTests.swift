@@ -85,6 +85,26 @@ struct SQLiteMappingTests {
         #expect(row[6] as Int64 == 1_714_566_600 && row[7] as Int64 == 1_714_566_600_123)
     }
 
+    @Test("a NaN, which SQLite would store as NULL, is kept as the text NaN that a real column reads back as NaN; infinities stay doubles")
+    func notANumber() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let schema = "CREATE TABLE thing (id INTEGER PRIMARY KEY, x REAL, y REAL, s TEXT);"
+        let source = try SQLiteFile(directory, schema: schema)
+        try source.execute("INSERT INTO thing VALUES (1, 0, 0, 'a')")
+        let adapter = try Self.adapter(source, [TableMapping(table: "thing")])
+        var record = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        record.fields = ["x": .double(.nan), "y": .double(-.infinity), "s": .string("NaN")]
+        try await adapter.apply(DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data())))
+        let row = try #require(try source.rows("SELECT typeof(x), x, y, s FROM thing").first)
+        #expect(row[0] as String == "text" && row[1] as String == "NaN" && row[2] as Double == -.infinity && row[3] as String == "NaN")
+        try source.execute("UPDATE thing SET x = x WHERE id = 1")
+        let read = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        #expect(read["x"].map { if case .double(let value) = $0 { value.isNaN } else { false } } == true, "\(read)")
+        #expect(read["y"] == .double(-.infinity))
+        #expect(read["s"] == .string("NaN"), "a text column keeps the text")
+    }
+
     @Test("included and excluded columns: excluded data is neither sent nor overwritten")
     func includeExclude() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

@@ -8,6 +8,7 @@ import GatewayCore
 /// `null` is a null field (a key the document lacks is an unknown one); arrays are lists; an object that is not tagged is kept as its JSON
 /// text and written back as an object where the document had one. Tagged objects:
 /// `{"$date": "ISO-8601"}` (or milliseconds), `{"$bytes": base64}`, `{"$ref": "name"}`,
+/// `{"$double": "NaN"}` (or `"Infinity"`, `"-Infinity"`: doubles no JSON number holds),
 /// `{"$location": {"latitude", "longitude"}}` and `{"$file": "relative/path"}`, whose file's bytes
 /// are the field (sent as an asset) and are written back to that file.
 struct JSONFieldMapping {
@@ -66,6 +67,12 @@ struct JSONFieldMapping {
             return .timestamp(timestamp)
         case ("$date", .integer(let milliseconds)):
             return .timestamp(Timestamp(millisecondsSince1970: milliseconds))
+        case ("$double", .string(let text)):
+            // What no JSON number holds: NaN and the infinities a double field may have.
+            guard let number = Double(text), !number.isFinite else {
+                throw Problem(message: "field \(name): $double holds NaN, Infinity or -Infinity (other numbers are plain)")
+            }
+            return .double(number)
         case ("$bytes", .string(let text)):
             guard let data = Data(base64Encoded: text) else { throw Problem(message: "field \(name): $bytes is not base64") }
             return .bytes(data)
@@ -134,7 +141,9 @@ struct JSONFieldMapping {
         case .int64(let number):
             if case .bool? = previous, number == 0 || number == 1 { return .bool(number == 1) }
             return .integer(number)
-        case .double(let number): return .double(number)
+        case .double(let number):
+            guard number.isFinite else { return .object(["$double": .string(number.isNaN ? "NaN" : number > 0 ? "Infinity" : "-Infinity")]) }
+            return .double(number)
         case .timestamp(let timestamp): return .object(["$date": .string(ISO8601Timestamps.format(timestamp))])
         case .bytes(let data):
             if case .object(let members)? = previous, case .string(let path)? = members["$file"], members.count == 1,

@@ -6,7 +6,8 @@ import GatewayCore
 ///
 /// Reading keeps SQLite's storage class (an integer stored in a TEXT column stays an integer);
 /// only date kinds turn values into timestamps. Values SQLite cannot hold natively (lists,
-/// locations) are stored as JSON text, references as the referenced record's name.
+/// locations) are stored as JSON text, references as the referenced record's name; a NaN as the
+/// text `NaN`, which a `real` column reads back as NaN.
 enum ValueMapping {
     static func field(_ value: DatabaseValue, kind: ColumnKind) -> FieldValue? {
         switch value.storage {
@@ -26,6 +27,8 @@ enum ValueMapping {
             }
         case .string(let string):
             if kind == .iso8601, let timestamp = ISO8601Timestamps.parse(string) { return .timestamp(timestamp) }
+            // SQLite stores a NaN as NULL: a real column keeps it as this text (see below).
+            if kind == .real, string == "NaN" { return .double(.nan) }
             return .string(string)
         case .blob(let data):
             return .bytes(data)
@@ -37,7 +40,10 @@ enum ValueMapping {
         switch field {
         case .string(let string): return string.databaseValue
         case .int64(let int): return int.databaseValue
-        case .double(let double): return double.databaseValue
+        case .double(let double):
+            // Bound as a double, NaN would be stored as NULL: an empty field, which the next
+            // upload of the row would send as a cleared one.
+            return double.isNaN ? "NaN".databaseValue : double.databaseValue
         case .bytes(let data), .encrypted(let data): return data.databaseValue
         case .timestamp(let timestamp):
             let milliseconds = timestamp.millisecondsSince1970
