@@ -382,6 +382,42 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("a page writes parents before their children and deletes children before their parents, whatever the order of its records")
+    func foreignKeyOrder() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("foreign_keys")
+        try await PostgresConnectionPool.execute(
+            [
+                "CREATE TABLE public.child (id int PRIMARY KEY, parent_id int NOT NULL REFERENCES public.parent (id), title text)",
+                "CREATE TABLE public.parent (id int PRIMARY KEY, title text)",
+            ].reversed(), on: endpoint, doing: "setting up")
+        // The child table first in the configuration, as its records come first in the page.
+        let adapter = try await PostgresAdapter.open(
+            PostgresAdapterConfiguration(
+                name: "family", endpoint: endpoint, zoneID: Self.zone,
+                tables: [PostgresTableMapping(table: "child", recordName: "<Type>.<pk>"), PostgresTableMapping(table: "parent", recordName: "<Type>.<pk>")]))
+        func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: Self.zone) }
+        let child = Record(id: id("child.1"), recordType: "child", fields: ["parent_id": .int64(1), "title": .string("c")])
+        let parent = Record(id: id("parent.1"), recordType: "parent", fields: ["title": .string("p")])
+        var synced = SyncStateUpdate(zoneState: Data("z".utf8))
+        for record in [child, parent] { synced.metadata[record.id] = RecordMetadata(syncedRecord: record).encoded() }
+        var page = DownloadedChanges(writes: [child, parent], state: synced)
+        page.absentLocally = [child.id, parent.id]
+        try await adapter.apply(page)
+        try await adapter.apply(DownloadedChanges(writes: [child, parent], state: SyncStateUpdate(zoneState: Data("z".utf8))))
+        try await adapter.apply(DownloadedChanges(deletes: [parent.id, child.id], state: SyncStateUpdate(zoneState: Data("z".utf8))))
+        let left = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting") { connection in
+            var count: Int64 = -1
+            for try await value in try await connection.query("SELECT (SELECT count(*) FROM public.parent) + (SELECT count(*) FROM public.child)", logger: connection.logger)
+                .decode(Int64.self)
+            {
+                count = value
+            }
+            return count
+        }
+        #expect(left == 0)
+        await adapter.close()
+    }
+
     @Test("captured changes wait in the log until the adapter moves them; an edit still in the log is kept by an apply and outlives an upload's settling")
     func captureLog() async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("capture_log", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")

@@ -28,6 +28,10 @@ public final class PostgresAdapter: ModelAdapter {
     struct TableCatalog: Sendable {
         var byTable: [String: PostgresResolvedTable] = [:]
         var byType: [String: PostgresResolvedTable] = [:]
+        /// The tables, each after the synced tables its foreign keys refer to: a page's rows are
+        /// written in this order and deleted in the reverse one, so a parent row goes in before
+        /// its children and out after them (the rest in configuration order).
+        var writeOrder: [String] = []
     }
 
     private init(configuration: PostgresAdapterConfiguration) {
@@ -368,8 +372,10 @@ public final class PostgresAdapter: ModelAdapter {
                     writes[table.table, default: ([], [])].known.append(index)
                 }
             }
-            // One statement per table for the whole page (two when it has new and known records).
-            for (tableName, (new, known)) in writes {
+            // One statement per table for the whole page (two when it has new and known records),
+            // parents before their children.
+            for tableName in catalog.writeOrder {
+                guard let (new, known) = writes[tableName] else { continue }
                 let table = catalog.byTable[tableName]!
                 if !new.isEmpty, let rows = try table.copyRows(for: changes.writes, at: new) {
                     // New rows go in with COPY, PostgreSQL's bulk path: no statement to plan, no
@@ -404,7 +410,8 @@ public final class PostgresAdapter: ModelAdapter {
                     for (index, text) in texts.enumerated() { columns[index].append(text) }
                     keys[table.table] = columns
                 }
-                for (tableName, columns) in keys {
+                for tableName in catalog.writeOrder.reversed() {
+                    guard let columns = keys[tableName] else { continue }
                     var bindings = PostgresBindings()
                     for column in columns { bindings.append(column) }
                     try await connection.query(
@@ -656,7 +663,35 @@ public final class PostgresAdapter: ModelAdapter {
             catalog.byTable[table.table] = table
             catalog.byType[table.recordType] = table
         }
+        catalog.writeOrder = try await writeOrder(configuration, connection: connection)
         return catalog
+    }
+
+    /// The configured tables with every table after those its foreign keys refer to (a cycle
+    /// keeps configuration order for the tables in it).
+    private static func writeOrder(_ configuration: PostgresAdapterConfiguration, connection: PooledConnection) async throws -> [String] {
+        let names = configuration.tables.map(\.table)
+        let rows = try await connection.query(
+            """
+            SELECT child.relname::text, parent.relname::text FROM pg_constraint c
+            JOIN pg_class child ON child.oid = c.conrelid JOIN pg_class parent ON parent.oid = c.confrelid
+            JOIN pg_namespace n ON n.oid = child.relnamespace AND n.oid = parent.relnamespace
+            WHERE c.contype = 'f' AND n.nspname = \(configuration.schema) AND child.relname = ANY(\(names)) AND parent.relname = ANY(\(names))
+              AND child.oid <> parent.oid
+            """, logger: connection.logger)
+        var parents: [String: Set<String>] = [:]
+        for try await (child, parent) in rows.decode((String, String).self) { parents[child, default: []].insert(parent) }
+        var ordered: [String] = []
+        var placed = Set<String>()
+        while ordered.count < names.count {
+            let ready = names.filter { !placed.contains($0) && (parents[$0] ?? []).isSubset(of: placed) }
+            // A cycle: the first unplaced table in configuration order goes next.
+            for name in ready.isEmpty ? [names.first { !placed.contains($0) }!] : ready {
+                ordered.append(name)
+                placed.insert(name)
+            }
+        }
+        return ordered
     }
 
     private func install(_ catalog: TableCatalog, connection: PooledConnection) async throws {
