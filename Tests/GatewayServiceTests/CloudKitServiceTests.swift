@@ -269,7 +269,8 @@ struct CloudKitServiceTests {
         let upload = try await GatewayCLI.run(["sync"], in: first.url)
         #expect(upload.status == 0, "\(upload)")
         try await service.waitFor("the row reaching the running gateway") { try await Self.notes(in: second) == ["1 pushed 0"] }
-        #expect(service.log().contains(#"[\"cloud\"]"#), "the sync was asked for by the cloud's notification:\n\(service.log())")
+        // (With the store's own signal after the first sync, the two asks may share one sync.)
+        #expect(service.log().contains(#"\"cloud\""#), "the sync was asked for by the cloud's notification:\n\(service.log())")
         service.process.terminate()
         #expect(try await service.process.wait(timeout: .seconds(30)) == 0, "\(service.log())")
         #expect(try await endpoint.stop() == 0)
