@@ -382,19 +382,22 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
-    @Test("a page writes parents before their children and deletes children before their parents, whatever the order of its records")
+    @Test("parents first: a first sync queues a parent table's rows first, and a page writes parents before their children and deletes children first, whatever the order of its records")
     func foreignKeyOrder() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("foreign_keys")
         try await PostgresConnectionPool.execute(
             [
                 "CREATE TABLE public.child (id int PRIMARY KEY, parent_id int NOT NULL REFERENCES public.parent (id), title text)",
                 "CREATE TABLE public.parent (id int PRIMARY KEY, title text)",
-            ].reversed(), on: endpoint, doing: "setting up")
+            ].reversed() + ["INSERT INTO public.parent VALUES (10, 'p')", "INSERT INTO public.child VALUES (10, 10, 'c')"],
+            on: endpoint, doing: "setting up")
         // The child table first in the configuration, as its records come first in the page.
         let adapter = try await PostgresAdapter.open(
             PostgresAdapterConfiguration(
                 name: "family", endpoint: endpoint, zoneID: Self.zone,
                 tables: [PostgresTableMapping(table: "child", recordName: "<Type>.<pk>"), PostgresTableMapping(table: "parent", recordName: "<Type>.<pk>")]))
+        // The rows the first sync queues upload parents first, so they reach other stores first.
+        #expect(try await adapter.pendingChanges(limit: 10).saves.map(\.record.id.recordName) == ["parent.10", "child.10"])
         func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: Self.zone) }
         let child = Record(id: id("child.1"), recordType: "child", fields: ["parent_id": .int64(1), "title": .string("c")])
         let parent = Record(id: id("parent.1"), recordType: "parent", fields: ["title": .string("p")])
@@ -407,7 +410,7 @@ struct PostgresAdapterBehaviourTests {
         try await adapter.apply(DownloadedChanges(deletes: [parent.id, child.id], state: SyncStateUpdate(zoneState: Data("z".utf8))))
         let left = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting") { connection in
             var count: Int64 = -1
-            for try await value in try await connection.query("SELECT (SELECT count(*) FROM public.parent) + (SELECT count(*) FROM public.child)", logger: connection.logger)
+            for try await value in try await connection.query("SELECT (SELECT count(*) FROM public.parent WHERE id = 1) + (SELECT count(*) FROM public.child WHERE id = 1)", logger: connection.logger)
                 .decode(Int64.self)
             {
                 count = value

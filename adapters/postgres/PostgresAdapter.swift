@@ -696,7 +696,10 @@ public final class PostgresAdapter: ModelAdapter {
 
     private func install(_ catalog: TableCatalog, connection: PooledConnection) async throws {
         try await state.createTables(connection)
-        for table in catalog.byTable.values.sorted(by: { $0.table < $1.table }) {
+        // Parents first: the rows a first sync queues get their versions in this order, so they
+        // upload, and reach other stores, before the rows that refer to them.
+        for name in catalog.writeOrder {
+            guard let table = catalog.byTable[name] else { continue }
             try await state.install(table, zoneID: zoneID, connection: connection)
         }
         let rows = try await connection.query(
