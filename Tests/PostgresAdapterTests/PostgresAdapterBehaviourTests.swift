@@ -169,9 +169,15 @@ struct PostgresAdapterBehaviourTests {
 
         // A list as a store without arrays keeps it (SQLite: its JSON text) goes back into the array.
         let fromSQLite = Record(
-            id: RecordID(recordName: "3", zoneID: Self.zone), recordType: "note", fields: ["tags": .string(#"["a","b c"]"#), "shifted": .string("[0:1]={7,8}")])
+            id: RecordID(recordName: "3", zoneID: Self.zone), recordType: "note",
+            fields: [
+                "tags": .string(#"["a","b c"]"#), "shifted": .string("[0:1]={7,8}"),
+                "zeros": .list([.double(.nan), .double(2), .double(-.infinity)]),
+            ])
         try await adapterA.apply(DownloadedChanges(writes: [fromSQLite], state: SyncStateUpdate(zoneState: try await adapterA.loadZoneState() ?? Data())))
-        #expect(try await rows("a", "tags, shifted::text AS shifted").last == #"{"tags":["a","b c"],"shifted":"[0:1]={7,8}"}"#)
+        #expect(
+            try await rows("a", "tags, shifted::text AS shifted, zeros::text AS zeros").last
+                == #"{"tags":["a","b c"],"shifted":"[0:1]={7,8}","zeros":"{NaN,2,-Infinity}"}"#, "a list's NaN and infinities too")
         await adapterA.close()
         await adapterB.close()
         await pool.close()

@@ -69,7 +69,7 @@ struct JSONFieldMapping {
             return .timestamp(Timestamp(millisecondsSince1970: milliseconds))
         case ("$double", .string(let text)):
             // What no JSON number holds: NaN and the infinities a double field may have.
-            guard let number = Double(text), !number.isFinite else {
+            guard ["NaN", "Infinity", "-Infinity"].contains(text), let number = Double(text) else {
                 throw Problem(message: "field \(name): $double holds NaN, Infinity or -Infinity (other numbers are plain)")
             }
             return .double(number)

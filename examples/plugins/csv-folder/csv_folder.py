@@ -105,9 +105,16 @@ class Folder:
         file_name = record_type + ".csv"
         try:
             columns, rows, bad, whole = self.parse(path, file_name)
-        except UnicodeDecodeError as failure:
+        except UnicodeDecodeError:
             columns, rows, bad = [], {}, {}
-            whole = "%s is not UTF-8 text (byte %d): save it as UTF-8" % (file_name, failure.start)
+            with open(path, "rb") as raw:
+                data = raw.read()
+            try:
+                data.decode("utf-8")
+                at = "somewhere"
+            except UnicodeDecodeError as failure:
+                at = "line %d" % (data[:failure.start].count(b"\n") + 1)
+            whole = "%s is not UTF-8 text (%s): save it as UTF-8" % (file_name, at)
         except csv.Error as failure:
             # Strict reading: a quote left open would otherwise take every later row into one cell.
             columns, rows, bad = [], {}, {}
@@ -133,6 +140,12 @@ class Folder:
                     "%s has no header line starting with recordName (%s): put the header back; to delete every record of the type, leave only the header"
                     % (file_name, "the file is empty" if not header else "its first line is a row"))
             columns = [parse_column(text) for text in header[1:]]
+            names = [name for name, _ in columns]
+            for index, name in enumerate(names):
+                if name != "" and name in names[:index]:
+                    # A repeated name would let the last column take the field's value.
+                    return [], {}, {}, "%s header column %d repeats %s: name each column once" % (file_name, index + 2, name)
+            nameless = [index for index, name in enumerate(names) if name == ""]
             rows = {}
             lines = {}  # record name -> the lines holding it
             bad = {}  # record name -> why its row cannot be read
@@ -155,6 +168,11 @@ class Folder:
                             bad[name] = "%s line %d, column %s: the cell is not a valid %s value: fix it" % (file_name, reader.line_num, column, kind)
                             break
                 rows[name] = cells[1:] + [""] * (len(columns) - len(cells) + 1)
+            for index in nameless:
+                # A column without a name (a spreadsheet's trailing comma) is harmless while empty;
+                # values in it would sync nowhere.
+                if any(cells[index] != "" for cells in rows.values()):
+                    return [], {}, {}, "%s header column %d has no name but holds values: name it" % (file_name, index + 2)
             for name, at in lines.items():
                 if len(at) > 1:
                     bad[name] = "%s lines %s all hold record %s: keep one of them" % (file_name, ", ".join(map(str, at)), name)
