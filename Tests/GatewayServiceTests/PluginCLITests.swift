@@ -238,6 +238,22 @@ struct PluginCLITests {
         let back = try await clone.gateway("sync", "--config", Self.config)
         #expect(back.status == 0, "\(back)")
         #expect(try await count() == 51)
+
+        // A quote opened in one row and closed three rows later: valid CSV that would swallow the
+        // rows between. They are failed records, not deletions.
+        let intact = try String(contentsOf: csv, encoding: .utf8)
+        var quoted = intact.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let opened = try #require(quoted.firstIndex { $0.hasPrefix("Note.10,") })
+        let closed = try #require(quoted.firstIndex { $0.hasPrefix("Note.13,") })
+        quoted[opened] = quoted[opened].replacingOccurrences(of: "Note.10,", with: "Note.10,\"")
+        quoted[closed] += "\""
+        try quoted.joined(separator: "\n").write(to: csv, atomically: true, encoding: .utf8)
+        let swallowed = try await clone.gateway("sync", "--config", Self.config)
+        #expect(swallowed.stdout.contains("a quote was probably left open there"), "\(swallowed)")
+        #expect(try await count() == 51, "no row deleted: \(swallowed)")
+        try intact.write(to: csv, atomically: true, encoding: .utf8)
+        #expect(try await clone.gateway("sync", "--config", Self.config).status == 0)
+        #expect(try await count() == 51)
     }
 
     @Test("a CSV plugin folder restored from an older copy joins the zone: the newer edit made in SQLite survives")

@@ -168,6 +168,26 @@ class Folder:
                             bad[name] = "%s line %d, column %s: the cell is not a valid %s value: fix it" % (file_name, reader.line_num, column, kind)
                             break
                 rows[name] = cells[1:] + [""] * (len(columns) - len(cells) + 1)
+            # A quote opened in one row and closed rows later is valid CSV: the rows between
+            # become one cell's text and would read as deleted. A cell holding a line that reads
+            # as a row of this file (its cell count, a name shaped like the file's names) is
+            # taken for that: the row and the names it swallowed are problems, kept as they were.
+            shapes = {name_shape(name) for name in rows}
+            for name, cells in list(rows.items()):
+                swallowed = []
+                for cell in cells:
+                    if "\n" not in cell:
+                        continue
+                    for line in cell.split("\n")[1:]:
+                        inner = next(csv.reader([line]), [])
+                        if len(inner) == len(columns) + 1 and inner[0] and inner[0] not in rows and name_shape(inner[0]) in shapes:
+                            swallowed.append(inner[0])
+                if swallowed:
+                    why = "%s: a quoted cell of %s holds lines that read as rows (%s): a quote was probably left open there; close it where the cell ends" % (
+                        file_name, name, ", ".join(swallowed[:3]) + (", …" if len(swallowed) > 3 else ""))
+                    bad[name] = why
+                    for other in swallowed:
+                        bad[other] = why
             for index in nameless:
                 # A column without a name (a spreadsheet's trailing comma) is harmless while empty;
                 # values in it would sync nowhere.
@@ -221,6 +241,11 @@ class Folder:
                         self.snapshot.append({"recordName": name, "recordType": record_type, "version": row_version})
                     else:
                         # Not offered, and not deleted either: the gateway keeps what it last read.
+                        self.snapshot.append({"recordName": name, "recordType": record_type, "problem": {"code": "invalidRow", "message": why}})
+                # Names a broken quote swallowed have no row of their own, and are not deleted.
+                rows = self.load(record_type)[1]
+                for name, why in sorted(self.problems.get(record_type, ({}, None))[0].items()):
+                    if name not in rows:
                         self.snapshot.append({"recordName": name, "recordType": record_type, "problem": {"code": "invalidRow", "message": why}})
                 # Trusted only if the file did not change while it was read.
                 if before == self.stamp(record_type):
@@ -483,6 +508,11 @@ def checked(reader):
         except csv.Error as failure:
             raise csv.Error("line %d: %s" % (reader.line_num, failure)) from None
         yield cells
+
+
+def name_shape(name):
+    """A record name with its digits as #: `Note.12` and `Note.7` have one shape."""
+    return "".join("#" if character.isdigit() else character for character in name)
 
 
 def cell_is_readable(kind, cell):
