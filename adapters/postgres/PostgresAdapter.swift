@@ -188,7 +188,7 @@ public final class PostgresAdapter: ModelAdapter {
     ) async throws -> [String] {
         let names = configuration.tables.map(\.table)
         let qualified = names.map { SQLQuoting.identifier(configuration.schema) + "." + SQLQuoting.identifier($0) }
-        let triggers = PostgresGatewaySchema.retiredTriggers + PostgresGatewaySchema.triggers.map(\.name)
+        let triggers = PostgresGatewaySchema.allTriggerNames
         // `table_oid` through `to_jsonb`: state of an earlier release lacks the column, and a
         // read-only status does not upgrade it.
         let rows = try await connection.query(

@@ -37,6 +37,8 @@ struct PostgresGatewaySchema: Sendable {
     static let truncatedMark = ""
     /// Trigger names of earlier versions, dropped when the triggers are replaced.
     static let retiredTriggers = ["_gateway_capture"]
+    /// Every capture trigger name, of this version and earlier ones.
+    static let allTriggerNames = retiredTriggers + triggers.map(\.name)
     /// The channel triggers notify, with the scope as payload.
     static let channel = "gateway_changes"
     /// Serializes installs of gateways starting together (an arbitrary constant: "gwadapt").
@@ -146,7 +148,7 @@ struct PostgresGatewaySchema: Sendable {
                    (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
                     AND g.tgname = ANY(\(Self.triggers.map(\.name)))) = \(Self.triggers.count),
                    EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = to_regclass(\(table.qualifiedName))
-                    AND g.tgname = ANY(\(Self.retiredTriggers + Self.triggers.map(\.name))))
+                    AND g.tgname = ANY(\(Self.allTriggerNames)))
             FROM \(unescaped: tables) t WHERE t.scope = \(scope) AND t.table_name = \(table.table)
             """,
             logger: connection.logger)
@@ -225,7 +227,7 @@ struct PostgresGatewaySchema: Sendable {
                     END
                     $gateway$
                     """), logger: connection.logger)
-        for trigger in Self.retiredTriggers + Self.triggers.map(\.name) {
+        for trigger in Self.allTriggerNames {
             try await connection.query(
                 PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(SQLQuoting.identifier(trigger)) ON \(table.qualifiedName)"), logger: connection.logger)
         }
@@ -430,7 +432,7 @@ struct PostgresGatewaySchema: Sendable {
     /// Removes the trigger of a table no longer synced, and its pending changes.
     func uninstall(table: String, syncedSchema: String, connection: PooledConnection) async throws {
         let qualified = SQLQuoting.identifier(syncedSchema) + "." + SQLQuoting.identifier(table)
-        for trigger in Self.retiredTriggers + Self.triggers.map(\.name) {
+        for trigger in Self.allTriggerNames {
             try await connection.query(
                 PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(SQLQuoting.identifier(trigger)) ON \(qualified)"), logger: connection.logger)
         }
