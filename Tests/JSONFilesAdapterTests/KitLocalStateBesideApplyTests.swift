@@ -77,6 +77,7 @@ final class HeldWriteStore: KitStore {
         var started: CheckedContinuation<Void, Never>?
         var writeHasStarted = false
         var finished = 0
+        var failing = false
     }
     private let state = Mutex(State())
 
@@ -104,6 +105,12 @@ final class HeldWriteStore: KitStore {
             if now { continuation.resume() }
         }
     }
+
+    /// The next write fails without writing anything, as a store that refuses it.
+    func failNextWrite() { state.withLock { $0.failing = true } }
+
+    /// The record the store holds under `name`.
+    func record(_ name: String) -> Record? { state.withLock { $0.records[name] } }
 
     /// How many writes have finished.
     var writesFinished: Int { state.withLock { $0.finished } }
@@ -141,7 +148,11 @@ final class HeldWriteStore: KitStore {
                 if now { continuation.resume() }
             }
         }
-        state.withLock { state in
+        try state.withLock { state in
+            if state.failing {
+                state.failing = false
+                throw KitAdapterError(.storeFailed, "the store refused the write")
+            }
             for record in saves { state.records[record.id.recordName] = record }
             for key in deletes { state.records.removeValue(forKey: key.recordName) }
             state.finished += 1

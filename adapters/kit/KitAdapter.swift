@@ -33,7 +33,9 @@ public struct KitAdapterConfiguration: Sendable {
 /// listings with what it saw. A download is journaled before the store is written and committed
 /// after, so a crash of the gateway between the two replays the same (idempotent) write instead
 /// of mistaking it for a local edit; a record edited in the store meanwhile is left alone and
-/// uploaded later. A write the store fails commits nothing.
+/// uploaded later. A write the store fails commits nothing. While a download has more pages to
+/// come, a page's state commits beside the next page's write, so the store and the state
+/// database work at once; until it commits, its journal stays.
 public final class KitAdapter: ModelAdapter {
     /// What the adapter was opened with.
     public let configuration: KitAdapterConfiguration
@@ -44,6 +46,25 @@ public final class KitAdapter: ModelAdapter {
     private let journalChecked = Mutex(false)
     /// Whether `apply` holds the gate, past the identity and journal checks.
     private let applyingPage = Mutex(false)
+    /// A page the store wrote whose state is not committed yet: it commits beside the next page's
+    /// write, or before any other operation (``commitWrittenPage()``).
+    private let writtenPage = Mutex<WrittenPage?>(nil)
+    /// The records of pages written and not yet committed (waiting, or committing beside a
+    /// write): their state is not read beside an apply.
+    private let uncommittedNames = Mutex<Set<RecordName>>([])
+
+    /// A page the store acknowledged, with what it answered, waiting for its state to commit.
+    private struct WrittenPage: Sendable {
+        var journal: KitJournal
+        var stored: [KitEntry]
+        var names: Set<RecordName>
+
+        init(journal: KitJournal, stored: [KitEntry]) {
+            self.journal = journal
+            self.stored = stored
+            names = journal.recordNames
+        }
+    }
 
     public var name: String { configuration.name }
     public var zoneID: ZoneID { configuration.zoneID }
@@ -151,6 +172,8 @@ public final class KitAdapter: ModelAdapter {
     /// `apply` compares the pending versions again. When the store holds one of the records, its
     /// current form must be read from the store: `nil`, and the caller waits for the gate.
     private func localStateBesideApply(for recordIDs: [RecordID]) async throws -> [RecordID: LocalRecordState]? {
+        // A record of a page written and not committed yet has state still to come.
+        guard uncommittedNames.withLock({ names in recordIDs.allSatisfy { !names.contains($0.name) } }) else { return nil }
         let names = KitStateDatabase.jsonArray(recordIDs.map(\.recordName))
         let rows = try await state.read { db -> [(name: String, metadata: Data?, version: Int64?)]? in
             let held = try Bool.fetchOne(
@@ -188,13 +211,15 @@ public final class KitAdapter: ModelAdapter {
 
     public func syncedRecordIDs() async throws -> [RecordID] {
         let zone = zoneID
-        return try await state.read { db in
-            try String.fetchAll(db, sql: "SELECT record_name FROM metadata").map { RecordID(recordName: $0, zoneID: zone) }
+        return try await exclusively {
+            try await self.state.read { db in
+                try String.fetchAll(db, sql: "SELECT record_name FROM metadata").map { RecordID(recordName: $0, zoneID: zone) }
+            }
         }
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {
-        try await exclusively {
+        try await exclusively(applying: true) {
             self.applyingPage.withLock { $0 = true }
             defer { self.applyingPage.withLock { $0 = false } }
             try await self.applyExclusively(changes)
@@ -257,27 +282,39 @@ public final class KitAdapter: ModelAdapter {
         }
     }
 
-    /// Stops the store and closes the state file (its WAL checkpointed and removed).
+    /// Commits a page written and not yet committed, stops the store and closes the state file
+    /// (its WAL checkpointed and removed). A page that cannot commit keeps its journal, replayed
+    /// when the adapter next opens.
     public func close() async {
+        _ = try? await gate.run { try await self.commitWrittenPage() }
         await store.close()
         try? state.queue.close()
     }
 
     // MARK: Operations
 
-    /// Runs `body` alone, after replaying a write a crash interrupted.
-    private func exclusively<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// Runs `body` alone, after committing a page written before (unless `applying` the next
+    /// page, which commits it beside its own write) and replaying a write a crash interrupted.
+    private func exclusively<T: Sendable>(applying: Bool = false, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         try await gate.run {
+            if !applying { try await commitWrittenPage() }
             // The identity first: a write interrupted in a store since replaced or restored
             // belongs to a store that is gone. Replayed into the copy, it would stamp the copy
             // with the current epoch and hide the restore.
             try await checkIdentity()
             if !journalChecked.withLock({ $0 }) {
-                try await replayJournal()
+                try await replayJournals()
                 journalChecked.withLock { $0 = true }
             }
             return try await body()
         }
+    }
+
+    /// Commits the state of the page the store wrote last, when it is not committed yet. When
+    /// that fails, its journal stays and the next operation replays it.
+    private func commitWrittenPage() async throws {
+        guard let page = writtenPage.withLock({ page in defer { page = nil }; return page }) else { return }
+        try await commit(page)
     }
 
     /// Lists the store and records what changed since the kit last looked.
@@ -322,6 +359,8 @@ public final class KitAdapter: ModelAdapter {
             if marker.epoch > known.epoch { try await advanceEpoch(past: marker.epoch) }
             return
         }
+        // A restore is judged against everything written before it.
+        try await commitWrittenPage()
         let fresh = KitStoreIdentity(store: UUID().uuidString.lowercased(), epoch: 1)
         let listing = known == nil ? nil : try await store.list(since: nil)
         // A copy of this same store (its identity, an older epoch) was taken after the kit last
@@ -359,7 +398,7 @@ public final class KitAdapter: ModelAdapter {
                 // What the kit keeps was present before the new identity's first epoch.
                 try db.execute(sql: "UPDATE records SET seen_epoch = 0")
                 // An interrupted write goes too: the download starts again from the beginning.
-                try db.execute(sql: "DELETE FROM zone; DELETE FROM failures; DELETE FROM cursor; DELETE FROM journal;")
+                try db.execute(sql: "DELETE FROM zone; DELETE FROM failures; DELETE FROM cursor; DELETE FROM journal; DELETE FROM journal_pages;")
             }
             try db.execute(sql: "INSERT OR REPLACE INTO identity (id, store, epoch) VALUES (1, ?, ?)", arguments: [fresh.store, fresh.epoch])
         }
@@ -395,6 +434,11 @@ public final class KitAdapter: ModelAdapter {
     }
 
     private func applyExclusively(_ changes: DownloadedChanges) async throws {
+        // A page sharing a record with the page written before it reads that record's state as
+        // committed.
+        if let earlier = writtenPage.withLock({ $0 }), !earlier.names.isDisjoint(with: changes.recordNames) {
+            try await commitWrittenPage()
+        }
         let deleteNames = changes.deletes.map(\.recordName)
         let deleteTypes = try await state.read { db in
             var types: [RecordName: String] = [:]
@@ -443,29 +487,50 @@ public final class KitAdapter: ModelAdapter {
                 held.forEachField { field, _ in names.insert(field) }
                 changedFields[name] = names.filter { record[$0] != held[$0] }.sorted()
             }
-            let journal = KitJournal(
+            var journal = KitJournal(
                 saves: saves, deletes: deleteKeys.filter { !skipped.contains($0.name) },
                 before: before, update: changes.state, skipped: skipped.map(\.text).sorted(), changedFields: changedFields)
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO journal (id, data) VALUES (1, ?)").execute(arguments: [journal.encoded()])
+            try journal.save(db)
             return journal
         }
-        try await finish(plan)
+        let earlier = writtenPage.withLock { page in defer { page = nil }; return page }
+        try await finish(plan, besides: earlier, deferringCommit: changes.moreComing)
     }
 
-    /// Writes a journaled download into the store and commits its state.
-    private func finish(_ journal: KitJournal) async throws {
-        let stored: [KitEntry]
-        if !journal.saves.isEmpty || !journal.deletes.isEmpty, try await store.keepsIdentity() { try await advanceEpoch() }
+    /// Writes a journaled download into the store and commits its state. `earlier`, a page the
+    /// store wrote before whose state is not committed yet, commits beside this write, so the
+    /// store and the state database work at once; pages still commit in the order they were
+    /// journaled. With `deferringCommit`, this page's state is left to commit beside the next
+    /// page's write (or before any other operation); its journal stays until then.
+    private func finish(_ journal: KitJournal, besides earlier: WrittenPage? = nil, deferringCommit: Bool = false) async throws {
+        async let committingEarlier: Void = commit(earlier)
+        let written: Result<[KitEntry], any Error>
         do {
-            stored = journal.saves.isEmpty && journal.deletes.isEmpty
-                ? [] : try await store.write(saves: journal.saves, deletes: journal.deletes)
+            let writes = !journal.saves.isEmpty || !journal.deletes.isEmpty
+            if writes, try await store.keepsIdentity() { try await advanceEpoch() }
+            written = .success(writes ? try await store.write(saves: journal.saves, deletes: journal.deletes) : [])
         } catch {
+            written = .failure(error)
+        }
+        // The earlier page's state first: whatever became of this write, it is the older page.
+        // When it cannot commit, both journals stay and the next operation replays them in order.
+        try await committingEarlier
+        switch written {
+        case .success(let stored):
+            let page = WrittenPage(journal: journal, stored: stored)
+            if deferringCommit {
+                uncommittedNames.withLock { $0.formUnion(page.names) }
+                writtenPage.withLock { $0 = page }
+            } else {
+                try await commit(page)
+            }
+        case .failure(let error):
             // The store refused, failed part way, or wrote everything and died before answering
             // (a plugin's crash, OOM kill or timeout): nothing of the page is committed. What it
             // did write is the gateway's own write, never the store's edit (DESIGN D4), so it is
             // looked up now and recorded as seen; the page downloads again. When the store cannot
             // be asked (a plugin that keeps dying), the journal stays and the next operation
-            // replays it first (``replayJournal()``), as after a crash of the gateway.
+            // replays it first (``replayJournals()``), as after a crash of the gateway.
             do {
                 try await reconcile(afterFailedWrite: journal)
             } catch {
@@ -473,41 +538,54 @@ public final class KitAdapter: ModelAdapter {
             }
             throw error
         }
-        try await state.write { db in
-            var observedAfter: [RecordName: String] = [:]
-            // Records the store left as they were keep their state, and a change: once the store
-            // can take them, what it holds is uploaded against the old ancestor and merged with
-            // the cloud's version instead of overwriting it (DESIGN D4).
-            var heldBack: [RecordName: String] = [:]
-            for entry in stored {
-                if entry.isHeldBack {
-                    heldBack[entry.key.name] = entry.key.recordType
-                } else if let observed = KitRecordObservation.observed(entry) {
-                    observedAfter[entry.key.name] = observed
+    }
+
+    /// Commits the state of a page the store wrote (nothing for `nil`) and drops its journal.
+    /// When the commit fails, the journal stays and the next operation replays it.
+    private func commit(_ page: WrittenPage?) async throws {
+        guard let page else { return }
+        defer { uncommittedNames.withLock { $0.subtract(page.names) } }
+        let (journal, stored) = (page.journal, page.stored)
+        do {
+            try await state.write { db in
+                var observedAfter: [RecordName: String] = [:]
+                // Records the store left as they were keep their state, and a change: once the
+                // store can take them, what it holds is uploaded against the old ancestor and
+                // merged with the cloud's version instead of overwriting it (DESIGN D4).
+                var heldBack: [RecordName: String] = [:]
+                for entry in stored {
+                    if entry.isHeldBack {
+                        heldBack[entry.key.name] = entry.key.recordType
+                    } else if let observed = KitRecordObservation.observed(entry) {
+                        observedAfter[entry.key.name] = observed
+                    }
                 }
+                var records = try KitStateDatabase.recordsWriter(db)
+                for record in journal.saves where heldBack[record.id.name] == nil {
+                    let name = record.id.recordName
+                    try records.add([.text(name), .text(record.recordType), .text(observedAfter[RecordName(name)] ?? KitRecordObservation.observed(record))])
+                }
+                try records.finish()
+                // A local delete that a merge turned into a record to keep (an edit beat it) is a
+                // save now: what stays pending is uploading the record as written.
+                if try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE record_type IS NULL)")) == true {
+                    let typed = BoundStatement(try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL"))
+                    for record in journal.saves { try typed.execute(.text(record.recordType), .text(record.id.recordName)) }
+                }
+                for key in journal.deletes where heldBack[key.name] == nil {
+                    try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
+                }
+                try KitStateDatabase.commit(
+                    journal.update, skipping: Set(journal.skipped.map { RecordName($0) }).union(heldBack.keys),
+                    advancingZone: !journal.keepsZonePosition, db: db)
+                for (name, type) in heldBack.sorted(by: { $0.key.text < $1.key.text }) {
+                    try KitStateDatabase.logChange(name.text, recordType: type, db: db)
+                }
+                try journal.remove(db)
             }
-            var records = try KitStateDatabase.recordsWriter(db)
-            for record in journal.saves where heldBack[record.id.name] == nil {
-                let name = record.id.recordName
-                try records.add([.text(name), .text(record.recordType), .text(observedAfter[RecordName(name)] ?? KitRecordObservation.observed(record))])
-            }
-            try records.finish()
-            // A local delete that a merge turned into a record to keep (an edit beat it) is a
-            // save now: what stays pending is uploading the record as written.
-            if try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE record_type IS NULL)")) == true {
-                let typed = BoundStatement(try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL"))
-                for record in journal.saves { try typed.execute(.text(record.recordType), .text(record.id.recordName)) }
-            }
-            for key in journal.deletes where heldBack[key.name] == nil {
-                try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
-            }
-            try KitStateDatabase.commit(
-                journal.update, skipping: Set(journal.skipped.map { RecordName($0) }).union(heldBack.keys), advancingZone: !journal.keepsZonePosition,
-                db: db)
-            for (name, type) in heldBack.sorted(by: { $0.key.text < $1.key.text }) {
-                try KitStateDatabase.logChange(name.text, recordType: type, db: db)
-            }
-            try db.execute(sql: "DELETE FROM journal")
+        } catch {
+            journalChecked.withLock { $0 = false }
+            throw error
         }
     }
 
@@ -538,17 +616,24 @@ public final class KitAdapter: ModelAdapter {
             }
             let skipped = Set(journal.skipped.map { RecordName($0) })
             try KitStateDatabase.commitRecords(of: journal.update, where: { confirmed.contains($0) && !skipped.contains($0) }, db: db)
-            try db.execute(sql: "DELETE FROM journal")
+            try journal.remove(db)
+        }
+    }
+
+    /// Finishes the downloads a crash interrupted between their journals and their commits, in
+    /// the order they were journaled.
+    private func replayJournals() async throws {
+        let (zone, path) = (zoneID, state.path)
+        for journal in try await state.read({ db in try KitJournal.saved(db, zone: zone, statePath: path) }) {
+            try await replay(journal)
         }
     }
 
     /// Finishes a download a crash interrupted between the journal and the commit. Records the
     /// store holds as they were before, or as the download left them, are written (again);
     /// others were edited in the store meanwhile: they are left alone, as a local change.
-    private func replayJournal() async throws {
-        let data = try await state.read { db in try Data.fetchOne(db, sql: "SELECT data FROM journal WHERE id = 1") }
-        guard let data else { return }
-        var journal = try KitJournal.decode(data, zone: zoneID, statePath: state.path)
+    private func replay(_ journal: KitJournal) async throws {
+        var journal = journal
         let keys = journal.saves.map { KitRecordKey(recordName: $0.id.recordName, recordType: $0.recordType) } + journal.deletes
         let current = Dictionary(try await store.read(keys).map { ($0.key.name, $0) }, uniquingKeysWith: { first, _ in first })
         var edited = Set<RecordName>()

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import GatewayCore
 
 /// A download about to be written into the store, kept in the sidecar until its state commits,
@@ -7,7 +8,7 @@ import GatewayCore
 struct KitJournal: Sendable {
     static let formatVersion: UInt8 = 1
 
-    var saves: [Record]
+    var saves: [GatewayCore.Record]
     var deletes: [KitRecordKey]
     /// What the store held of each record before the write (by name; absent: nothing).
     var before: [RecordName: String]
@@ -21,6 +22,47 @@ struct KitJournal: Sendable {
     /// Whether committing the journal leaves the zone state where it was, so the page downloads
     /// again (a replay that cannot tell what became of a record). Not stored.
     var keepsZonePosition = false
+    /// Where the journal is kept: its row in `journal_pages` (pages in the order they were
+    /// journaled), or `nil` for the single `journal` row an earlier release wrote. Not stored.
+    var sequence: Int64?
+
+    /// Keeps the journal in the state database, after any journaled before it.
+    mutating func save(_ db: Database) throws {
+        try db.cachedStatement(sql: "INSERT INTO journal_pages (data) VALUES (?)").execute(arguments: [encoded()])
+        sequence = db.lastInsertedRowID
+    }
+
+    /// Drops the journal from the state database: its page is committed or given up.
+    func remove(_ db: Database) throws {
+        if let sequence {
+            try db.cachedStatement(sql: "DELETE FROM journal_pages WHERE sequence = ?").execute(arguments: [sequence])
+        } else {
+            try db.execute(sql: "DELETE FROM journal")
+        }
+    }
+
+    /// The journals a crash left, oldest first: an earlier release's single one, then the pages.
+    static func saved(_ db: Database, zone: ZoneID, statePath: String) throws -> [KitJournal] {
+        var journals: [KitJournal] = []
+        if let data = try Data.fetchOne(db, sql: "SELECT data FROM journal WHERE id = 1") {
+            journals.append(try decode(data, zone: zone, statePath: statePath))
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT sequence, data FROM journal_pages ORDER BY sequence") {
+            var journal = try decode(row[1], zone: zone, statePath: statePath)
+            journal.sequence = row[0]
+            journals.append(journal)
+        }
+        return journals
+    }
+
+    /// Every name the journal writes, deletes or commits state for.
+    var recordNames: Set<RecordName> {
+        var names = Set(saves.map(\.id.name))
+        names.formUnion(deletes.map(\.name))
+        names.formUnion(skipped.map { RecordName($0) })
+        names.formUnion(update.recordNames)
+        return names
+    }
 
     func encoded() -> Data {
         var writer = BinaryWriter(capacity: 256 + saves.count * 160)
@@ -85,12 +127,12 @@ struct KitJournal: Sendable {
                 // A journal of another format version cannot be decoded: the reads below fail.
                 _ = try reader.readByte()
                 func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: zone) }
-                var saves: [Record] = []
+                var saves: [GatewayCore.Record] = []
                 for _ in 0..<(try reader.readLength()) {
                     let name = try reader.readString()
                     let type = try reader.readString()
                     let fields = try FieldCoding.decode([UInt8](try reader.readData()))
-                    saves.append(Record(id: id(name), recordType: type, fields: fields))
+                    saves.append(GatewayCore.Record(id: id(name), recordType: type, fields: fields))
                 }
                 var deletes: [KitRecordKey] = []
                 for _ in 0..<(try reader.readLength()) {
@@ -127,5 +169,29 @@ struct KitJournal: Sendable {
                 .corruptState, "the journal of an interrupted write in \(statePath) cannot be read (\(error)); reset the adapter's sync state",
                 underlying: error)
         }
+    }
+}
+
+extension SyncStateUpdate {
+    /// Every record the update commits state for.
+    var recordNames: Set<RecordName> {
+        var names = Set(metadata.keys.map(\.name))
+        names.formUnion(removedMetadata.map(\.name))
+        names.formUnion(settled.keys.map(\.name))
+        names.formUnion(failures.keys.map(\.name))
+        names.formUnion(sending.map(\.name))
+        names.formUnion(stillSending.map(\.name))
+        return names
+    }
+}
+
+extension DownloadedChanges {
+    /// Every record the page writes, deletes, checks or commits state for.
+    var recordNames: Set<RecordName> {
+        var names = state.recordNames
+        names.formUnion(writes.map(\.id.name))
+        names.formUnion(deletes.map(\.name))
+        names.formUnion(expectedPendingVersions.keys.map(\.name))
+        return names
     }
 }

@@ -47,6 +47,7 @@ struct KitStateDatabase: Sendable {
                 INSERT OR IGNORE INTO counter (id, version) VALUES (1, 0);
                 CREATE TABLE IF NOT EXISTS cursor (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY CHECK (id = 1), data BLOB NOT NULL);
+                CREATE TABLE IF NOT EXISTS journal_pages (sequence INTEGER PRIMARY KEY, data BLOB NOT NULL);
                 CREATE TABLE IF NOT EXISTS identity (id INTEGER PRIMARY KEY CHECK (id = 1), store TEXT NOT NULL, epoch INTEGER NOT NULL);
                 """)
         // The store's epoch when the kit last recorded each record present: a copy of the store

@@ -54,7 +54,9 @@ struct DownloadPass {
             let next = progress.received(records: page.incoming.lazy.filter { $0.record != nil }.map(\.id), token: page.token)
             if !page.isMerged { try context.merge(&page, local: try await context.localState(of: page.ids), zoneState: next) }
             await context.resolvingDeferred(&page)
-            let changes = context.takeChanges(of: &page, into: &report)
+            var taken = context.takeChanges(of: &page, into: &report)
+            taken.moreComing = page.moreComing
+            let changes = taken
             context.observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
             // The store writes this page while the next one is opened, looked up and merged, and
             // the one after it is fetched.

@@ -292,18 +292,24 @@ public struct DownloadedChanges: Sendable, Equatable {
     /// lets an adapter insert them without the conflict handling an update needs; another program
     /// may still have created such a row since, so the adapter must cope with one existing.
     public var absentLocally: Set<RecordID>
+    /// Whether the download that sent this page applies another one next. An adapter may then
+    /// finish committing this page's state beside the next page's write, provided it completes
+    /// that commit before any other operation, before a page that shares a record with this one,
+    /// and when it closes; until then a crash must leave the page to be replayed.
+    public var moreComing: Bool
 
     /// A page to apply: records to write and delete, the state to commit with them, and what the
     /// store must still hold for the writes to go ahead.
     public init(
         writes: [Record] = [], deletes: [RecordID] = [], state: SyncStateUpdate,
-        expectedPendingVersions: [RecordID: Int64] = [:], absentLocally: Set<RecordID> = []
+        expectedPendingVersions: [RecordID: Int64] = [:], absentLocally: Set<RecordID> = [], moreComing: Bool = false
     ) {
         self.writes = writes
         self.deletes = deletes
         self.state = state
         self.expectedPendingVersions = expectedPendingVersions
         self.absentLocally = absentLocally
+        self.moreComing = moreComing
     }
 }
 
