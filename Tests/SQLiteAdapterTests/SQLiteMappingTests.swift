@@ -105,6 +105,28 @@ struct SQLiteMappingTests {
         #expect(read["s"] == .string("NaN"), "a text column keeps the text")
     }
 
+    @Test("text holding a NUL character is read whole, on every path that reads a row (pending changes, local state)")
+    func textWithNul() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let source = try SQLiteFile(directory, schema: "CREATE TABLE thing (id TEXT PRIMARY KEY, s TEXT, n INTEGER);")
+        let adapter = try Self.adapter(source, [TableMapping(table: "thing")])
+        var record = try #require(try await { () async throws -> Record? in
+            try source.execute("INSERT INTO thing VALUES ('a', 'x', 1)")
+            return try await adapter.pendingChanges(limit: 1).saves.first?.record
+        }())
+        let whole = "h\u{e9}llo \u{0} nul \u{1F600}"
+        record.fields["s"] = .string(whole)
+        try await adapter.apply(DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data())))
+        #expect(try source.rows("SELECT hex(s) FROM thing").first?[0] as String? == Data(whole.utf8).map { String(format: "%02X", $0) }.joined())
+        // Another column edited: the row goes up again, with the text as the store holds it.
+        try source.execute("UPDATE thing SET n = 2")
+        let pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        #expect(pending["s"] == .string(whole))
+        let local = try await adapter.localState(for: [record.id])
+        #expect(local[record.id]?.record?["s"] == .string(whole))
+    }
+
     @Test("included and excluded columns: excluded data is neither sent nor overwritten")
     func includeExclude() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

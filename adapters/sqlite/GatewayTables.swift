@@ -206,9 +206,10 @@ enum GatewayTables {
     ) throws {
         let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
         let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
-        let rows = try Row.fetchCursor(db, sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)")
-        while let row = try rows.next() {
-            guard let name = row[0] as String?, let metadata = synced[name] else { continue }
+        // Through a bound statement, which reads a text value holding a NUL character whole.
+        let rows = BoundStatement(try db.makeStatement(sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)"))
+        try rows.forEachRow([]) { row in
+            guard let name = row.text(at: 0), let metadata = synced[name] else { return }
             // (The zone does not matter to the comparison.)
             try body(name, table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1), metadata)
         }

@@ -170,13 +170,9 @@ final class ResolvedTable: Sendable {
         }
     }
 
-    /// The record for a row selected with ``selectRowSQL`` (values from column `offset` on; 1
-    /// for ``selectRowsSQL``, whose first column is the key).
-    func record(from row: Row, id: RecordID, offset: Int = 0) -> Record {
-        record(id: id) { row[offset + $0] }
-    }
-
-    /// The record for a row of ``selectRowsSQL`` read through a ``BoundStatement``.
+    /// The record for a row read through a ``BoundStatement`` (values from column `offset` on: 0
+    /// for ``selectRowSQL``, 1 for ``selectRowsSQL``, whose first column is the key). Never
+    /// through GRDB's `Row`, which cuts text at a NUL character.
     func record(from row: StatementRow, id: RecordID, offset: Int) -> Record {
         record(id: id) { row[offset + $0] }
     }

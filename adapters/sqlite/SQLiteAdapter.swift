@@ -487,10 +487,12 @@ public final class SQLiteAdapter: ModelAdapter {
 
     private static func row(of id: RecordID, in table: ResolvedTable, db: Database) throws -> Record? {
         guard let keys = try? table.keyValues(of: id.recordName) else { return nil }
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: table.selectRowSQL), arguments: StatementArguments(keys)) else {
-            return nil
+        // Read through a bound statement: a text value holding a NUL character is read whole.
+        var record: Record?
+        try BoundStatement(db.cachedStatement(sql: table.selectRowSQL)).forEachRow(keys.map { .value($0) }) { row in
+            if record == nil { record = table.record(from: row, id: id, offset: 0) }
         }
-        return table.record(from: row, id: id)
+        return record
     }
 
     private static func hasPendingChanges(_ db: Database) throws -> Bool {

@@ -106,9 +106,11 @@ public struct BoundStatement {
 public struct StatementRow {
     fileprivate let handle: SQLiteStatement
 
-    /// The value of column `index` (from 0).
+    /// The value of column `index` (from 0). Text is read by its length: GRDB's own reading
+    /// stops at the first NUL character, which would cut a value that holds one.
     public subscript(index: Int) -> DatabaseValue {
-        DatabaseValue(sqliteStatement: handle, index: Int32(index))
+        if sqlite3_column_type(handle, Int32(index)) == SQLITE_TEXT, let text = text(at: index) { return text.databaseValue }
+        return DatabaseValue(sqliteStatement: handle, index: Int32(index))
     }
 
     /// The value of column `index` as text; `nil` for NULL (other values are converted by SQLite).
