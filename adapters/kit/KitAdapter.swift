@@ -493,25 +493,23 @@ public final class KitAdapter: ModelAdapter {
             try journal.save(db)
             return journal
         }
+        // Read before the earlier page's commit takes the state database.
+        let identity = try await store.keepsIdentity() ? try await knownIdentity() : nil
         let earlier = writtenPage.withLock { page in defer { page = nil }; return page }
-        try await finish(plan, besides: earlier, deferringCommit: changes.moreComing)
+        try await finish(plan, identity: identity, besides: earlier, deferringCommit: changes.moreComing)
     }
 
     /// Writes a journaled download into the store and commits its state. `earlier`, a page the
     /// store wrote before whose state is not committed yet, commits beside this write, so the
     /// store and the state database work at once; pages still commit in the order they were
     /// journaled. With `deferringCommit`, this page's state is left to commit beside the next
-    /// page's write (or before any other operation); its journal stays until then.
-    private func finish(_ journal: KitJournal, besides earlier: WrittenPage? = nil, deferringCommit: Bool = false) async throws {
+    /// page's write (or before any other operation); its journal stays until then. `identity` is
+    /// the one the kit recorded, for a store that keeps one.
+    private func finish(
+        _ journal: KitJournal, identity: KitStoreIdentity?, besides earlier: WrittenPage? = nil, deferringCommit: Bool = false
+    ) async throws {
         async let committingEarlier: Void = commit(earlier)
-        let written: Result<[KitEntry], any Error>
-        do {
-            let writes = !journal.saves.isEmpty || !journal.deletes.isEmpty
-            if writes, try await store.keepsIdentity() { try await advanceEpoch() }
-            written = .success(writes ? try await store.write(saves: journal.saves, deletes: journal.deletes) : [])
-        } catch {
-            written = .failure(error)
-        }
+        let written = await write(journal, movingEpochOf: identity)
         // The earlier page's state first: whatever became of this write, it is the older page.
         // When it cannot commit, both journals stay and the next operation replays them in order.
         try await committingEarlier
@@ -538,6 +536,40 @@ public final class KitAdapter: ModelAdapter {
             }
             throw error
         }
+    }
+
+    /// The store's write of the journal's page, after the store's epoch moves on (when it keeps an
+    /// identity): a copy taken before the write holds an older epoch than the state. The state
+    /// records the new epoch beside the write, so the write does not wait for the state database
+    /// (busy with the earlier page's commit); a crash before it records leaves the store ahead,
+    /// which is no sign of a restore.
+    private func write(_ journal: KitJournal, movingEpochOf identity: KitStoreIdentity?) async -> Result<[KitEntry], any Error> {
+        guard !journal.saves.isEmpty || !journal.deletes.isEmpty else { return .success([]) }
+        do {
+            var epoch: Int64?
+            if let identity {
+                let next = KitStoreIdentity(store: identity.store, epoch: identity.epoch + 1)
+                try await store.writeIdentity(next)
+                epoch = next.epoch
+            }
+            async let recording: Void = record(epoch: epoch)
+            let stored: Result<[KitEntry], any Error>
+            do {
+                stored = .success(try await store.write(saves: journal.saves, deletes: journal.deletes))
+            } catch {
+                stored = .failure(error)
+            }
+            try await recording
+            return stored
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Records the store's new epoch in the state (nothing for `nil`).
+    private func record(epoch: Int64?) async throws {
+        guard let epoch else { return }
+        try await state.write { db in try db.execute(sql: "UPDATE identity SET epoch = ? WHERE id = 1", arguments: [epoch]) }
     }
 
     /// Commits the state of a page the store wrote (nothing for `nil`) and drops its journal.
@@ -689,6 +721,6 @@ public final class KitAdapter: ModelAdapter {
             journal.deletes.removeAll { edited.contains($0.name) }
             journal.skipped += edited.map(\.text).sorted()
         }
-        try await finish(journal)
+        try await finish(journal, identity: try await store.keepsIdentity() ? try await knownIdentity() : nil)
     }
 }
