@@ -116,6 +116,37 @@ struct RecoveryTests {
         #expect(resumed.outcome == .synced && resumed.uploaded == 2)
     }
 
+    @Test("a zone deleted and created again between two syncs is a deleted zone: pause keeps local data, recreate uploads it again, nothing is deleted locally")
+    func zoneDeletedAndCreatedAgain() async throws {
+        for policy in [ZoneDeletedPolicy.pause, .recreate] {
+            let fixture = try SyncFixture()
+            let a = fixture.adapter("a")
+            for index in 0..<3 { await a.save(F.note("n\(index)", ["rank": .int64(Int64(index))])) }
+            let options = AdapterSyncOptions(onZoneDeleted: policy)
+            try await fixture.sync(a, options: options)
+            try await fixture.embedded.deleteZone(SyncFixture.zone)
+            try await fixture.embedded.createZone(SyncFixture.zone)
+            let other = fixture.adapter("other")
+            await other.save(F.note("new", ["rank": .int64(9)]))
+            try await fixture.sync(other)
+
+            let report = try await fixture.sync(a, options: options)
+            #expect(report.deletedLocally == 0, "\(policy)")
+            #expect(await a.values.count == (policy == .pause ? 3 : 4), "\(policy): local data kept")
+            if policy == .pause {
+                guard case .paused(let reason) = report.outcome else {
+                    Issue.record("expected paused, got \(report.outcome)")
+                    continue
+                }
+                #expect(reason.contains("created again"))
+            } else {
+                #expect(report.outcome == .synced)
+                #expect(report.uploaded == 3)
+                #expect(try await fixture.cloudRecords().count == 4)
+            }
+        }
+    }
+
     @Test("a deleted zone under mirror: local data goes too")
     func zoneDeletedMirror() async throws {
         let fixture = try SyncFixture()

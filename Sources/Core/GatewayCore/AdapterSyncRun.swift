@@ -50,7 +50,7 @@ struct AdapterSyncRun {
             var upload = UploadPass(context: context, state: download.state, report: download.report)
             defer { (download.state, download.report) = (upload.state, upload.report) }
             try await upload.run()
-        } catch let error as CloudError where error.code == .zoneNotFound || error.code == .userDeletedZone {
+        } catch let error as CloudError where error.code == .zoneNotFound || error.code == .userDeletedZone || error.code == .zoneRecreated {
             guard zone.ownerName == ZoneID.defaultOwnerName else {
                 // A shared zone gone means the share went, or the owner deleted the zone: neither
                 // is this gateway's to recreate, and the local copy stays as it is.
@@ -81,8 +81,8 @@ struct AdapterSyncRun {
             try await context.retrying("creating the zone") { try await context.cloud.createZone(zone) }
             try await syncZone(mayRecoverZone: false)
         case .pause:
-            let reason =
-                "zone \(zone) was deleted in the cloud (\(error.code)); local data is untouched. Reset the adapter to upload everything again"
+            let what = error.code == .zoneRecreated ? "deleted and created again in the cloud since the last sync" : "deleted in the cloud"
+            let reason = "zone \(zone) was \(what) (\(error.code)); local data is untouched. Reset the adapter to upload everything again"
             state.pausedReason = reason
             let zoneState = state.encoded()
             try await context.store("committing the zone state") { try await context.adapter.commit(SyncStateUpdate(zoneState: zoneState)) }

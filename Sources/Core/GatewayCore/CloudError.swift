@@ -15,8 +15,13 @@ public struct CloudError: Error, Sendable, CustomStringConvertible {
         case zoneNotFound
         /// The user deleted the zone (through another client or the iCloud settings).
         case userDeletedZone
-        /// The change token is from before the zone was recreated, or older than the tombstones kept.
+        /// The change token is older than the tombstones kept, or from before the zone was
+        /// recreated when the cloud cannot tell (CloudKit).
         case changeTokenExpired
+        /// The change token is from before the zone was deleted and created again: the records it
+        /// had seen went with the zone, not one by one. The embedded and PostgreSQL clouds (and
+        /// the endpoint serving them) tell it from ``changeTokenExpired``; CloudKit answers that.
+        case zoneRecreated
         /// Too many requests; wait ``CloudError/retryAfter``.
         case requestRateLimited
         /// The zone is busy with other writes; retry.

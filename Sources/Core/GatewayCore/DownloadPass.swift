@@ -43,7 +43,9 @@ struct DownloadPass {
                     page = try await open(try await feed.next(since: progress.cursor, context: context, in: &fetches), applying: nil, after: progress.state)
                 }
                 prefetched = nil
-            } catch let error as CloudError where error.code == .changeTokenExpired {
+            } catch let error as CloudError where error.code == .changeTokenExpired || (error.code == .zoneRecreated && !context.ownsZone) {
+                // A zone another user recreated is theirs: its copy follows the new zone. Its
+                // owner's zone recreated is a deletion this gateway missed (`on_zone_deleted`).
                 // The expired fetch was the only one in flight: a page is fetched ahead only after
                 // the page before it arrived.
                 prefetched = nil

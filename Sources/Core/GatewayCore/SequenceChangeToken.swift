@@ -63,7 +63,7 @@ package struct SequenceChangeToken: Equatable, Sendable {
     package func check(zone: ZoneID, generation current: Data, purgedSequence: Int64, lastSequence: Int64) throws(CloudError) {
         guard generation == current else {
             throw CloudError(
-                .changeTokenExpired,
+                .zoneRecreated,
                 "the change token is from before zone \(zone) was deleted and recreated; fetch the zone again from the start")
         }
         guard isCovered(byPurgedSequence: purgedSequence) else {

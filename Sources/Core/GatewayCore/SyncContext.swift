@@ -33,6 +33,8 @@ struct SyncContext: Sendable {
 
     var name: String { adapter.name }
     var zone: ZoneID { adapter.zoneID }
+    /// Whether the zone is this gateway's user's own, not another user's shared with it.
+    var ownsZone: Bool { zone.ownerName == ZoneID.defaultOwnerName }
 
     /// Runs a cloud call, retrying transient failures as the retry policy says.
     func retrying<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
