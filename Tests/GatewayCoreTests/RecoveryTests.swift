@@ -141,6 +141,7 @@ struct RecoveryTests {
                 #expect(reason.contains("created again"))
             } else {
                 #expect(report.outcome == .synced)
+                #expect(report.zoneRecovery?.contains("deleted and created again") == true, "the operator is told")
                 #expect(report.uploaded == 3)
                 #expect(try await fixture.cloudRecords().count == 4)
             }

@@ -74,14 +74,19 @@ struct AdapterSyncRun {
 
     private mutating func recoverDeletedZone(_ error: CloudError) async throws {
         let (context, zone) = (context, zone)
+        let what = error.code == .zoneRecreated ? "deleted and created again in the cloud since the last sync" : "deleted in the cloud"
         switch context.options.onZoneDeleted {
         case .recreate, .mirror:
             let keepData = context.options.onZoneDeleted == .recreate
+            report.zoneRecovery =
+                "zone \(zone) was \(what) (\(error.code)); "
+                + (keepData
+                    ? "it is created again with every local record uploaded (on_zone_deleted: recreate)"
+                    : "local data is deleted too and the zone followed from empty (on_zone_deleted: mirror)")
             try await context.store("resetting the sync state") { try await context.adapter.resetSyncState(keepData: keepData) }
             try await context.retrying("creating the zone") { try await context.cloud.createZone(zone) }
             try await syncZone(mayRecoverZone: false)
         case .pause:
-            let what = error.code == .zoneRecreated ? "deleted and created again in the cloud since the last sync" : "deleted in the cloud"
             let reason = "zone \(zone) was \(what) (\(error.code)); local data is untouched. Reset the adapter to upload everything again"
             state.pausedReason = reason
             let zoneState = state.encoded()

@@ -70,6 +70,11 @@ public struct AdapterSyncReport: Sendable {
     /// Whether the upload stopped at its bound (twice what was pending when it began) while
     /// local changes kept arriving: the rest wait for the next sync.
     public var uploadBounded = false
+    /// What became of the adapter's zone when this sync found it deleted in the cloud and
+    /// `on_zone_deleted` recreated it (or mirrored it); `nil` otherwise. Logged as a warning and
+    /// shown under the summary: someone deleted every record of the zone, and the gateway put
+    /// them back (or removed them locally).
+    public var zoneRecovery: String?
     /// The full error, for logs, when the outcome is failed.
     public var error: SyncError?
 

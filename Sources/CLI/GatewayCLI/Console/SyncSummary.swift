@@ -46,6 +46,9 @@ public enum SyncSummary {
             } else if case .paused(let reason) = adapter.outcome {
                 text += "paused: adapter \(adapter.adapter): \(reason)\n"
             }
+            if let recovery = adapter.zoneRecovery {
+                text += "warning: adapter \(adapter.adapter): \(recovery)\n"
+            }
             if adapter.refusedEdits > 0 {
                 text += "note: adapter \(adapter.adapter): \(adapter.refusedEdits) local edit(s) refused by a read-only share were replaced by the owner's version; they are kept in the state folder's refused/\(adapter.adapter).jsonl\n"
             }

@@ -283,6 +283,9 @@ public struct SyncScheduler: Service {
                     metadata["health"] = "\(health(after: adapter, pending: pending, adapters: adapters))"
                 }
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
+                if let recovery = adapter.zoneRecovery {
+                    logger.warning("\(recovery)", metadata: ["adapter": "\(adapter.adapter)"])
+                }
                 if adapter.refusedEdits > 0 {
                     metadata["refused_edits"] = "\(adapter.refusedEdits)"
                     logger.warning(
