@@ -127,6 +127,51 @@ struct SQLiteMappingTests {
         #expect(local[record.id]?.record?["s"] == .string(whole))
     }
 
+    @Test("lists, locations, references and timestamps a text column holds as text go back up as the cloud sent them while the cell is unchanged")
+    func typedCellsKeepTheirValues() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let source = try SQLiteFile(directory, schema: "CREATE TABLE thing (id TEXT PRIMARY KEY, tags TEXT, place TEXT, parent TEXT, at TEXT, n INTEGER);")
+        let adapter = try Self.adapter(source, [TableMapping(table: "thing")])
+        try source.execute("INSERT INTO thing (id, n) VALUES ('a', 1)")
+        var record = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        let sent: [String: FieldValue] = [
+            "tags": .list([.string("x"), .int64(2)]),
+            "place": .location(Location(latitude: 48.85, longitude: 2.35, horizontalAccuracy: 5, altitude: 35.5)),
+            "parent": .reference(Reference(recordID: RecordID(recordName: "p", zoneID: Self.zone), action: .deleteSelf)),
+            "at": .timestamp(Timestamp(millisecondsSince1970: 1_700_000_000_123)),
+            "n": .int64(1),
+        ]
+        record.fields = sent
+        try await adapter.apply(DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data())))
+        #expect(try source.rows("SELECT typeof(tags), typeof(place), typeof(parent), typeof(at) FROM thing").first.map { row in
+            (0..<4).map { row[$0] as String }
+        } == ["text", "text", "text", "text"], "the application sees text")
+
+        // Another column edited: every typed value goes up as the cloud sent it.
+        try source.execute("UPDATE thing SET n = 2")
+        var pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        for field in ["tags", "place", "parent", "at"] { #expect(pending[field] == sent[field], "\(field)") }
+        #expect(pending["n"] == .int64(2))
+        let local = try await adapter.localState(for: [record.id])
+        #expect(local[record.id]?.record?["place"] == sent["place"])
+
+        // The application rewrote one cell: that cell is what it holds now; the others keep theirs.
+        try source.execute("UPDATE thing SET tags = '[\"y\"]'")
+        pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        #expect(pending["tags"] == .string("[\"y\"]"))
+        #expect(pending["place"] == sent["place"])
+
+        // A later download of plain text forgets the kept value.
+        var plain = record
+        plain.fields = ["place": .string("Paris"), "n": .int64(3)]
+        try await adapter.apply(DownloadedChanges(writes: [plain], state: SyncStateUpdate(zoneState: Data())))
+        try source.execute("UPDATE thing SET n = 4")
+        pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        #expect(pending["place"] == .string("Paris"))
+        #expect(pending["tags"] == nil)
+    }
+
     @Test("included and excluded columns: excluded data is neither sent nor overwritten")
     func includeExclude() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

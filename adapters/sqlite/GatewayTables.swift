@@ -66,6 +66,7 @@ enum GatewayTables {
                 CREATE TABLE IF NOT EXISTS "_gateway_applying" (flag INTEGER);
                 """)
         try db.execute(sql: IntentJournal.createTableSQL)
+        try db.execute(sql: TypedCells.createTableSQL)
         // The synced columns of each table, as last installed: a column added since gets the
         // cloud's values through a fresh download. Files of earlier releases lack the column.
         let columns = try Row.fetchAll(db, sql: #"PRAGMA table_info("_gateway_tables")"#).map { $0["name"] as String }
@@ -207,11 +208,13 @@ enum GatewayTables {
         let nameSQL = table.template.sqlExpression(keyColumns: table.keyColumns, row: table.quotedTable)
         let values = table.valueColumns.map { "\(table.quotedTable).\(SQLQuoting.identifier($0.name))" }
         // Through a bound statement, which reads a text value holding a NUL character whole.
+        let typed = try TypedCells.any(db)
         let rows = BoundStatement(try db.makeStatement(sql: "SELECT \(([nameSQL] + values).joined(separator: ", ")) FROM \(table.quotedTable)"))
         try rows.forEachRow([]) { row in
             guard let name = row.text(at: 0), let metadata = synced[name] else { return }
             // (The zone does not matter to the comparison.)
-            try body(name, table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1), metadata)
+            let record = table.record(from: row, id: RecordID(recordName: name, zoneID: ZoneID(zoneName: "")), offset: 1)
+            try body(name, typed ? try TypedCells.restore(record, db: db) ?? record : record, metadata)
         }
     }
 

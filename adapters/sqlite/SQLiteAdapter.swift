@@ -234,6 +234,7 @@ public final class SQLiteAdapter: ModelAdapter {
         } else {
             rows = try Self.rows(of: entries, catalog: catalog, zone: zone, db: db)
         }
+        try TypedCells.restore(&rows, db: db)
         var pending = PendingChanges()
         pending.saves.reserveCapacity(entries.count)
         for (entry, record) in zip(entries, rows) where catalog.byTable[entry.table] != nil {
@@ -364,6 +365,8 @@ public final class SQLiteAdapter: ModelAdapter {
                 skipped.insert(id)
             }
             var tables: [RecordID: String] = [:]
+            var kept: [TypedCells.Kept] = []
+            var touched: [String] = []
             var mapped: (layout: RecordLayout, table: ResolvedTable, mapping: LayoutMapping, upserts: ManyRowStatement)?
             for record in changes.writes where !skipped.contains(record.id) {
                 guard let table = catalog.byType[record.recordType] else {
@@ -387,6 +390,8 @@ public final class SQLiteAdapter: ModelAdapter {
                 }
                 try mapped!.upserts.add(values)
                 tables[record.id] = table.table
+                touched.append(record.id.recordName)
+                kept += TypedCells.kept(in: record, table: table, mapping: mapped!.mapping)
             }
             try mapped?.upserts.finish()
             for id in changes.deletes where !skipped.contains(id) {
@@ -394,7 +399,9 @@ public final class SQLiteAdapter: ModelAdapter {
                     let keys = try? table.keyValues(of: id.recordName)
                 else { continue }
                 try db.cachedStatement(sql: table.deleteRowSQL).execute(arguments: StatementArguments(keys))
+                touched.append(id.recordName)
             }
+            try TypedCells.replace(written: touched, with: kept, db: db)
             try Self.commit(
                 changes.state, zone: zone, skipping: skipped, tableOf: { id in tables[id] ?? catalog.table(ofRecordNamed: id.recordName) }, db: db)
             try db.cachedStatement(sql: #"DELETE FROM "_gateway_applying""#).execute()
@@ -492,7 +499,7 @@ public final class SQLiteAdapter: ModelAdapter {
         try BoundStatement(db.cachedStatement(sql: table.selectRowSQL)).forEachRow(keys.map { .value($0) }) { row in
             if record == nil { record = table.record(from: row, id: id, offset: 0) }
         }
-        return record
+        return try TypedCells.restore(record, db: db)
     }
 
     private static func hasPendingChanges(_ db: Database) throws -> Bool {
