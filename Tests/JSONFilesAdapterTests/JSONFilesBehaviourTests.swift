@@ -120,6 +120,34 @@ struct JSONFilesBehaviourTests {
         #expect(try await adapter.hasChanges() == false, "the adapter's own writes are not local changes")
     }
 
+    @Test("a location with every part and a reference with an action are written whole and read back as they were")
+    func wholeLocationsAndReferenceActions() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-tags")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let adapter = try Self.adapter(folder)
+        let place = FieldValue.location(
+            Location(
+                latitude: 48.85, longitude: 2.35, horizontalAccuracy: 5, verticalAccuracy: 3, altitude: 35.5, speed: 1.25, course: 90,
+                timestamp: Timestamp(millisecondsSince1970: 1_700_000_000_123)))
+        let parent = FieldValue.reference(Reference(recordID: RecordID(recordName: "p", zoneID: Self.zone), action: .deleteSelf))
+        let record = Record(
+            id: RecordID(recordName: "a", zoneID: Self.zone), recordType: "Article",
+            fields: ["place": place, "parent": parent, "title": .string("T")])
+        try await adapter.apply(Self.download([record]))
+        let document = folder.appendingPathComponent("Article/a.json")
+        let written = try String(contentsOf: document, encoding: .utf8)
+        #expect(written.contains("\"altitude\" : 35.5") || written.contains("\"altitude\": 35.5"), "\(written)")
+        #expect(written.contains("DELETE_SELF"))
+
+        // Another field edited in the document: both go up as they came.
+        try Self.write(written.replacingOccurrences(of: "\"T\"", with: "\"edited\""), to: document)
+        let pending = try #require(try await adapter.pendingChanges(limit: 10).saves.first?.record)
+        #expect(pending["title"] == .string("edited"))
+        #expect(pending["place"] == place)
+        #expect(pending["parent"] == parent)
+    }
+
     @Test(
         "record names from the cloud never write outside the folder, and come back unchanged",
         arguments: [

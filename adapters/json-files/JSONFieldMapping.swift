@@ -7,10 +7,11 @@ import GatewayCore
 /// `true`/`false` become 1/0 and are written back as booleans where the document had a boolean;
 /// `null` is a null field (a key the document lacks is an unknown one); arrays are lists; an object that is not tagged is kept as its JSON
 /// text and written back as an object where the document had one. Tagged objects:
-/// `{"$date": "ISO-8601"}` (or milliseconds), `{"$bytes": base64}`, `{"$ref": "name"}`,
-/// `{"$double": "NaN"}` (or `"Infinity"`, `"-Infinity"`: doubles no JSON number holds),
-/// `{"$location": {"latitude", "longitude"}}` and `{"$file": "relative/path"}`, whose file's bytes
-/// are the field (sent as an asset) and are written back to that file.
+/// `{"$date": "ISO-8601"}` (or milliseconds), `{"$bytes": base64}`, `{"$ref": "name"}` (with an
+/// action: `{"$ref": {"recordName", "action"}}`), `{"$double": "NaN"}` (or `"Infinity"`,
+/// `"-Infinity"`: doubles no JSON number holds), `{"$location": {"latitude", "longitude", …}}`
+/// (with every part the location has) and `{"$file": "relative/path"}`, whose file's bytes are the
+/// field (sent as an asset) and are written back to that file.
 struct JSONFieldMapping {
     /// The adapter's folder; `$file` paths are relative to it and may not leave it.
     let directory: URL
@@ -78,11 +79,40 @@ struct JSONFieldMapping {
             return .bytes(data)
         case ("$ref", .string(let target)):
             return .reference(Reference(recordID: RecordID(recordName: target, zoneID: zoneID)))
+        case ("$ref", .object(let members)):
+            // A reference with an action: {"recordName": …, "action": "DELETE_SELF" or "VALIDATE"}.
+            guard case .string(let target)? = members["recordName"] else {
+                throw Problem(message: "field \(name): $ref needs a recordName")
+            }
+            var action = Reference.Action.none
+            if let value = members["action"] {
+                guard case .string(let text) = value, let known = Reference.Action(rawValue: text) else {
+                    throw Problem(message: "field \(name): $ref's action is NONE, DELETE_SELF or VALIDATE")
+                }
+                action = known
+            }
+            return .reference(Reference(recordID: RecordID(recordName: target, zoneID: zoneID), action: action))
         case ("$location", .object(let members)):
             guard case .double(let latitude)? = members["latitude"].map(Self.asDouble),
                 case .double(let longitude)? = members["longitude"].map(Self.asDouble)
             else { throw Problem(message: "field \(name): $location needs latitude and longitude") }
-            return .location(Location(latitude: latitude, longitude: longitude))
+            func optional(_ key: String) throws(Problem) -> Double? {
+                guard let value = members[key] else { return nil }
+                guard case .double(let number) = Self.asDouble(value) else { throw Problem(message: "field \(name): $location's \(key) is not a number") }
+                return number
+            }
+            var timestamp: Timestamp?
+            if let value = members["timestamp"] {
+                guard case .string(let text) = value, let parsed = ISO8601Timestamps.parse(text) else {
+                    throw Problem(message: "field \(name): $location's timestamp is not ISO-8601")
+                }
+                timestamp = parsed
+            }
+            return .location(
+                Location(
+                    latitude: latitude, longitude: longitude, horizontalAccuracy: try optional("horizontalAccuracy"),
+                    verticalAccuracy: try optional("verticalAccuracy"), altitude: try optional("altitude"), speed: try optional("speed"),
+                    course: try optional("course"), timestamp: timestamp))
         case ("$file", .string(let path)):
             guard let url = resolve(path) else {
                 throw Problem(message: "field \(name): $file must be a relative path inside the folder")
@@ -153,9 +183,19 @@ struct JSONFieldMapping {
                 return .object(["$file": .string(path)])
             }
             return .object(["$bytes": .string(data.base64EncodedString())])
-        case .reference(let reference): return .object(["$ref": .string(reference.recordID.recordName)])
+        case .reference(let reference):
+            guard reference.action != .none else { return .object(["$ref": .string(reference.recordID.recordName)]) }
+            return .object(["$ref": .object(["recordName": .string(reference.recordID.recordName), "action": .string(reference.action.rawValue)])])
         case .location(let location):
-            return .object(["$location": .object(["latitude": .double(location.latitude), "longitude": .double(location.longitude)])])
+            // Every part the location has: one written back without them would lose them everywhere.
+            var members: [String: JSONValue] = ["latitude": .double(location.latitude), "longitude": .double(location.longitude)]
+            let optional: [(String, Double?)] = [
+                ("horizontalAccuracy", location.horizontalAccuracy), ("verticalAccuracy", location.verticalAccuracy),
+                ("altitude", location.altitude), ("speed", location.speed), ("course", location.course),
+            ]
+            for case (let key, let value?) in optional { members[key] = .double(value) }
+            if let timestamp = location.timestamp { members["timestamp"] = .string(ISO8601Timestamps.format(timestamp)) }
+            return .object(["$location": .object(members)])
         case .list(let values):
             return .array(try values.map { try json($0, previous: nil) })
         case .asset(let reference):
