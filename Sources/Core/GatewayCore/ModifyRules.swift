@@ -20,10 +20,13 @@ package enum ModifyRules {
     package struct StoredState: Sendable {
         package var changeTag: String?
         package var isDeleted: Bool
+        /// The stored record's type (`nil`: not known to the caller).
+        package var recordType: String?
 
-        package init(changeTag: String?, isDeleted: Bool) {
+        package init(changeTag: String?, isDeleted: Bool, recordType: String? = nil) {
             self.changeTag = changeTag
             self.isDeleted = isDeleted
+            self.recordType = recordType
         }
 
         var isLive: Bool { !isDeleted }
@@ -129,6 +132,13 @@ package enum ModifyRules {
     /// Decides one operation against what the store holds (`nil`: the record never existed).
     package static func decide(_ operation: RecordOperation, stored: StoredState?) -> Decision {
         let live = stored?.isLive == true
+        // A live record keeps its type, as in CloudKit: a save under another type would leave the
+        // stores that hold it under the old type with a record they can no longer place.
+        if live, let record = operation.record, !record.recordType.isEmpty, let storedType = stored?.recordType, storedType != record.recordType {
+            return .fail(
+                .invalidArguments,
+                "record \(record.id) is of type \(storedType); a record cannot change its type (delete it and save the new one, or use another name)")
+        }
         switch operation {
         case .create:
             return live ? .conflict("record already exists") : .save

@@ -76,6 +76,22 @@ extension CloudConformanceSuite {
             try expectEqual(stored[0]?.fields["title"], .string("forced"), "overwritten record")
             try expectEqual(stored[1]?.fields["title"], .string("new"), "created record")
         },
+        CloudConformanceCase("a live record keeps its type: a save under another type fails alone with invalidArguments") { harness in
+            let cloud = try await freshCloud(harness)
+            let v1 = try await create([note("a", title: "v1")], in: cloud)[0]
+            var retyped = note("a", title: "other")
+            retyped.recordType = "Other"
+            for operation in [RecordOperation.forceReplace(retyped), .forceUpdate(retyped)] {
+                let results = try await cloud.modify([operation, .forceReplace(note("b", title: "new"))], in: zone, atomic: false)
+                guard case .failed(_, let error) = results[0], error.code == .invalidArguments else {
+                    throw ConformanceFailure("a save under another type: expected invalidArguments, got \(results[0])")
+                }
+                _ = try saved(results[1])
+            }
+            let stored = try unwrap(try await cloud.lookup([v1.id])[0], "the record exists")
+            try expectEqual(stored.recordType, "Note", "the stored type")
+            try expectEqual(stored.fields["title"], .string("v1"), "the stored fields")
+        },
         CloudConformanceCase("delete needs the current change tag; forceDelete does not") { harness in
             let cloud = try await freshCloud(harness)
             let records = try await create([note("a", title: "a"), note("b", title: "b")], in: cloud)

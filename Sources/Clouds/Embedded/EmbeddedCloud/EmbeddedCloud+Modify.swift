@@ -130,7 +130,7 @@ extension EmbeddedCloud {
         var prepared = prepared
         let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { id in
             guard let row = current[id.name] else { return nil }
-            return ModifyRules.Stored(state: .init(changeTag: row[0], isDeleted: row[1])) { try record(fromCurrentRow: row, id: id) }
+            return ModifyRules.Stored(state: .init(changeTag: row[0], isDeleted: row[1], recordType: row[2])) { try record(fromCurrentRow: row, id: id) }
         } missingAsset: { record in
             try missingAsset(in: record, db: db)
         }

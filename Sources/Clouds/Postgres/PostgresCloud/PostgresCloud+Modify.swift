@@ -64,7 +64,7 @@ extension PostgresCloud {
         var prepared = prepared
         let (decisions, failures) = try ModifyRules.decideAll(&prepared, limits: limits) { id in
             guard let row = current[id.name] else { return nil }
-            return ModifyRules.Stored(state: .init(changeTag: row.changeTag, isDeleted: row.isDeleted)) { try record(from: row, id: id) }
+            return ModifyRules.Stored(state: .init(changeTag: row.changeTag, isDeleted: row.isDeleted, recordType: row.recordType)) { try record(from: row, id: id) }
         } missingAsset: { record in
             record.assetReferences.first { storedAssets[$0.checksum] != $0.size }
         }
