@@ -46,6 +46,36 @@ struct PostgresAdapterBehaviourTests {
         return (endpoint, adapter)
     }
 
+    @Test("lists, locations, references and timestamps a text or jsonb column holds as text go back up as the cloud sent them while the cell is unchanged")
+    func typedCellsKeepTheirValues() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter(
+            "typed_cells", table: "CREATE TABLE public.note (id bigint PRIMARY KEY, tags text, place jsonb, parent text, at text, n bigint)")
+        defer { Task { await adapter.close() } }
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note (id, n) VALUES (1, 1)"], on: endpoint, doing: "inserting")
+        var record = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        let sent: [String: FieldValue] = [
+            "tags": .list([.string("x"), .int64(2)]),
+            "place": .location(Location(latitude: 48.85, longitude: 2.35, horizontalAccuracy: 5, altitude: 35.5)),
+            "parent": .reference(Reference(recordID: RecordID(recordName: "p", zoneID: Self.zone), action: .deleteSelf)),
+            "at": .timestamp(Timestamp(millisecondsSince1970: 1_700_000_000_123)),
+            "n": .int64(1),
+        ]
+        record.fields = sent
+        try await adapter.apply(DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data())))
+
+        // Another column edited: every typed value goes up as the cloud sent it.
+        try await PostgresConnectionPool.execute(["UPDATE public.note SET n = 2"], on: endpoint, doing: "editing")
+        var pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        for field in ["tags", "place", "parent", "at"] { #expect(pending[field] == sent[field], "\(field)") }
+        #expect(pending["n"] == .int64(2))
+
+        // The application rewrote one cell: that cell is what it holds now; the others keep theirs.
+        try await PostgresConnectionPool.execute(["UPDATE public.note SET tags = 'plain'"], on: endpoint, doing: "editing")
+        pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        #expect(pending["tags"] == .string("plain"))
+        #expect(pending["place"] == sent["place"])
+    }
+
     @Test("types from the catalog become fields and come back exactly, with a composite key and odd identifiers")
     func typesRoundTrip() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("types")

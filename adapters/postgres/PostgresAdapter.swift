@@ -227,7 +227,7 @@ public final class PostgresAdapter: ModelAdapter {
                 guard let table = catalog.byTable[tableName] else { continue }
                 entries.append((RecordID(recordName: name, zoneID: zone), table, version, metadata.map { Data(buffer: $0) }))
             }
-            let current = try await Self.rows(of: entries.map { ($0.id, $0.table) }, connection: connection)
+            let current = try await Self.rows(of: entries.map { ($0.id, $0.table) }, state: state, connection: connection)
             var pending = PendingChanges()
             for entry in entries {
                 if let record = current[entry.id] {
@@ -285,9 +285,9 @@ public final class PostgresAdapter: ModelAdapter {
         let pendingNames = found.compactMapValues { $0.pending?.table }
         var current: [RecordID: Record] = [:]
         if !pendingNames.isEmpty {
-            current = try await transaction("reading locally changed records") { connection, catalog in
+            current = try await transaction("reading locally changed records") { [state] connection, catalog in
                 let located = recordIDs.compactMap { id in pendingNames[id.name].flatMap { catalog.byTable[$0] }.map { (id, $0) } }
-                return try await Self.rows(of: located, connection: connection)
+                return try await Self.rows(of: located, state: state, connection: connection)
             }
         }
         var result: [RecordID: LocalRecordState] = [:]
@@ -418,6 +418,17 @@ public final class PostgresAdapter: ModelAdapter {
                         PostgresQuery(unsafeSQL: catalog.byTable[tableName]!.deleteManySQL, binds: bindings), logger: connection.logger)
                 }
             }
+            // What the rows hold only as text, kept as sent (and forgotten for records written
+            // or deleted without it).
+            var touched = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
+            var kept: [PostgresTypedCells.Kept] = []
+            for (tableName, (new, known)) in writes {
+                guard let table = catalog.byTable[tableName] else { continue }
+                let records = (new + known).map { changes.writes[$0] }
+                touched += records.map(\.id.recordName)
+                kept += PostgresTypedCells.kept(in: records, table: table)
+            }
+            try await PostgresTypedCells.replace(written: touched, with: kept, state: state, connection: connection)
             try await Self.commit(
                 changes.state, zone: zone, skipping: skipped, written: tables, state: state, connection: connection)
         }
@@ -494,9 +505,10 @@ public final class PostgresAdapter: ModelAdapter {
 
     // MARK: Plumbing
 
-    /// The current rows of many records, one query per table. Records without a row are absent.
+    /// The current rows of many records, one query per table, with the values kept for cells that
+    /// hold them only as text (``PostgresTypedCells``). Records without a row are absent.
     static func rows(
-        of records: [(RecordID, PostgresResolvedTable)], connection: PooledConnection
+        of records: [(RecordID, PostgresResolvedTable)], state: PostgresGatewaySchema, connection: PooledConnection
     ) async throws -> [RecordID: Record] {
         var found: [RecordID: Record] = [:]
         var byTable: [String: (table: PostgresResolvedTable, ids: [RecordName: RecordID], keys: [[String]])] = [:]
@@ -521,6 +533,8 @@ public final class PostgresAdapter: ModelAdapter {
                 found[id] = table.record(id: id, values: values)
             }
         }
+        try await PostgresTypedCells.restore(
+            &found, tables: Dictionary(records.map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first }), state: state, connection: connection)
         return found
     }
 

@@ -58,6 +58,7 @@ struct PostgresGatewaySchema: Sendable {
     var zones: String { "\(quotedSchema).zones" }
     var tables: String { "\(quotedSchema).tables" }
     var versions: String { "\(quotedSchema).change_version" }
+    var typed: String { "\(quotedSchema).typed" }
 
     /// The row of `table` (one of the state tables) for the record named `n.name`, as a
     /// subquery to join `LATERAL` to `unnest(names) AS n(name)`.
@@ -110,6 +111,13 @@ struct PostgresGatewaySchema: Sendable {
             """
             CREATE TABLE IF NOT EXISTS \(zones) (
                 scope text PRIMARY KEY, zone_name text NOT NULL, owner_name text NOT NULL, state bytea)
+            """,
+            // Per record and field, the value the cloud sent for a cell that holds it only as text,
+            // with that text (``PostgresTypedCells``).
+            """
+            CREATE TABLE IF NOT EXISTS \(typed) (
+                scope text NOT NULL, record_name text NOT NULL, field text NOT NULL, cell text NOT NULL, value bytea NOT NULL,
+                PRIMARY KEY (scope, record_name, field))
             """,
             """
             CREATE TABLE IF NOT EXISTS \(tables) (
@@ -317,7 +325,7 @@ struct PostgresGatewaySchema: Sendable {
         var blobs: [ByteBuffer] = []
         for start in stride(from: 0, to: synced.count, by: 1_000) {
             let slice = synced[start..<min(start + 1_000, synced.count)]
-            let current = try await PostgresAdapter.rows(of: slice.map { ($0.id, table) }, connection: connection)
+            let current = try await PostgresAdapter.rows(of: slice.map { ($0.id, table) }, state: self, connection: connection)
             for (id, metadata) in slice {
                 guard let row = current[id], metadata.holdsSyncedValues(of: row) else { continue }
                 var copy = metadata
