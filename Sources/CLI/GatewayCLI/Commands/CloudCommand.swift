@@ -43,7 +43,8 @@ struct CloudServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "gateway-cloud")
         try GatewayStores.prepareStateDirectory(configuration)
         let cloud = try await GatewayStores.openCloudStore(configuration)
-        let endpoint = try CloudKitEndpointConfiguration(settings: settings)
+        var endpoint = try CloudKitEndpointConfiguration(settings: settings)
+        endpoint.assetSigner = try Self.assetSigner(stateDirectory: configuration.context.stateDirectory)
         let notifier = CloudKitNotifier(
             cloud: cloud, logger: logger, webhooks: settings.webhooks.map { WebhookTarget(url: $0.url.value, secret: $0.secret) },
             container: settings.container, environment: settings.environment)
@@ -63,6 +64,28 @@ struct CloudServeCommand: AsyncParsableCommand {
             services: [ResourceService("cloud") { await cloud.close() }, application, notifier], gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         try await group.run()
+    }
+}
+
+extension CloudServeCommand {
+    /// The signer of asset URLs and receipts, with the key in `<state_dir>/endpoint-asset-key`
+    /// (created on first use, mode 0600), so URLs and receipts handed out survive a restart.
+    static func assetSigner(stateDirectory: String) throws -> AssetSigner {
+        let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("endpoint-asset-key").path
+        if !FileManager.default.fileExists(atPath: path) {
+            do {
+                try KeyFile.create(at: path)
+            } catch let error as GatewayError where error.code == .fileExists {
+                // Another endpoint created it meanwhile: it is read below.
+            }
+        }
+        guard let text = FileManager.default.contents(atPath: path),
+            let key = Data(base64Encoded: String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32
+        else {
+            throw GatewayError(
+                .stateUnavailable, "\(path) cannot be read as the endpoint's asset key (the base64 of 32 bytes); remove it to have a new one made (asset URLs handed out stop working)")
+        }
+        return AssetSigner(key: key)
     }
 }
 

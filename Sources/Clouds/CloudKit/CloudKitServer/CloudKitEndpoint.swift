@@ -97,12 +97,7 @@ public enum CloudKitEndpoint {
             }
         }
         router.get(RouterPath("\(prefix)/assets/download/:checksum/:size")) { request, context in
-            await gate.handle(request, context, operation: "asset download") { operations, _ in
-                guard let checksum = context.parameters.get("checksum"), let size = context.parameters.get("size").flatMap(Int64.init) else {
-                    throw CloudError(.invalidArguments, "asset download: the path needs a checksum and a size")
-                }
-                return .bytes(try await operations.asset(checksum: checksum, size: size))
-            }
+            await gate.assetDownload(request, context)
         }
         return router
     }
@@ -177,7 +172,7 @@ struct Gate: Sendable {
             let operations = CloudKitEndpointOperations(
                 cloud: scope.map { users.database(for: user, scope: $0) } ?? users.publicDatabase(for: user), store: cloud, scope: scope,
                 databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/\(database)",
-                pager: pager, userRecordName: user, notifier: notifier,
+                pager: pager, userRecordName: user, notifier: notifier, assetSigner: configuration.assetSigner,
                 courierURL: "\(base)/webcourier/1/\(configuration.container)/\(configuration.environment)")
             return respond(try await body(operations, bytes), token: rotatedToken)
         } catch let error as CloudError {
@@ -190,6 +185,36 @@ struct Gate: Sendable {
                 ? CloudError(.invalidArguments, "\(operation): the body is not the JSON CloudKit expects")
                 : CloudError(.internalError, "\(operation) failed inside the endpoint; see its log")
             return errorResponse(failure, token: rotatedToken)
+        }
+    }
+
+    /// `GET …/assets/download/<checksum>/<size>?sig=…`: an asset's bytes. The signature is the
+    /// credential, as in CloudKit's pre-signed URLs: the endpoint hands the URL only to users who
+    /// may read a record holding the asset, or who uploaded it. Without a valid one the answer is
+    /// `NOT_FOUND`, as for an asset that does not exist, so the URL tells nothing about content
+    /// the caller was not given.
+    func assetDownload(_ request: Request, _ context: BasicRequestContext) async -> Response {
+        configuration.onRequest?("asset download")
+        do {
+            guard context.parameters.get("container") == configuration.container,
+                context.parameters.get("environment") == configuration.environment
+            else {
+                throw CloudError(.invalidArguments, "this endpoint serves container \(configuration.container) in \(configuration.environment) only")
+            }
+            guard let checksum = context.parameters.get("checksum"), let size = context.parameters.get("size").flatMap(Int64.init) else {
+                throw CloudError(.invalidArguments, "asset download: the path needs a checksum and a size")
+            }
+            guard let signature = request.uri.queryParameters.get("sig"),
+                configuration.assetSigner.isDownloadSignature(signature, checksum: checksum, size: size)
+            else {
+                throw CloudError(.unknownItem, "asset \(checksum) not found; fetch the record that holds it for its download URL")
+            }
+            return respond(.bytes(try await cloud.downloadAsset(AssetReference(checksum: checksum, size: size))), token: nil)
+        } catch let error as CloudError {
+            return errorResponse(error, token: nil)
+        } catch {
+            logger.error("asset download failed", metadata: ["error": "\(error)"])
+            return errorResponse(CloudError(.internalError, "asset download failed inside the endpoint; see its log"), token: nil)
         }
     }
 

@@ -30,6 +30,9 @@ public struct CloudKitEndpointConfiguration: Sendable {
     public var onRequest: (@Sendable (String) -> Void)?
     /// The users who may write the public database; `nil` for every user.
     public var publicWriters: Set<String>?
+    /// Signs download URLs and upload receipts, so only users handed an asset may download it or
+    /// attach it to a record (``AssetSigner``); a random key unless one is given.
+    public var assetSigner: AssetSigner = .random()
 
     public init(
         container: String, environment: String = "development", keys: [CloudKitSignatureVerifier.Key],

@@ -22,6 +22,9 @@ struct CloudKitEndpointOperations: Sendable {
     var userRecordName: String?
     /// Told of every change made through the endpoint, for the subscriptions it fires.
     var notifier: CloudKitNotifier?
+    /// Signs the download URLs and upload receipts handed to the caller, and checks the assets
+    /// a save names.
+    var assetSigner: AssetSigner = .random()
     /// `<scheme>://<host>/webcourier/1/<container>/<environment>`, the base of courier URLs.
     var courierURL: String = ""
 
@@ -274,8 +277,14 @@ struct CloudKitEndpointOperations: Sendable {
             record = share
         }
         if !record.assetReferences.isEmpty {
+            // An asset the caller was not handed goes to the cloud as one that was never
+            // uploaded: the record fails alone, with the same answer whether or not some user
+            // holds that content (``AssetSigner``).
+            let unproven = Set(try await unprovenAssets(of: record).map(\.checksum))
             // In place, so a field named without a value (a partial save clearing it) stays named.
-            for position in record.values.indices { record[position: position] = record.values[position].map(Self.storable) }
+            for position in record.values.indices {
+                record[position: position] = record.values[position].map { Self.storable($0, refusing: unproven) }
+            }
         }
         record.modifiedAt = nil
         record.createdAt = nil
@@ -379,17 +388,27 @@ struct CloudKitEndpointOperations: Sendable {
 
     func storeAsset(_ data: Data) async throws -> JSONValue {
         let reference = try await cloud.uploadAsset(data)
+        let receipt = assetSigner.receipt(user: caller, checksum: reference.checksum, size: reference.size)
         return [
             "singleFile": [
                 "fileChecksum": .string(reference.checksum), "referenceChecksum": .string(reference.checksum),
-                "receipt": .string(reference.checksum), "wrappingKey": "", "size": .integer(reference.size),
+                "receipt": .string(receipt), "wrappingKey": "", "size": .integer(reference.size),
                 "downloadURL": .string(downloadURL(reference)),
             ]
         ]
     }
 
-    func asset(checksum: String, size: Int64) async throws -> Data {
-        try await cloud.downloadAsset(AssetReference(checksum: checksum, size: size))
+    /// The user the request acts as.
+    private var caller: String { userRecordName ?? CloudUsers.defaultUser }
+
+    /// The assets `record` names that the caller was not handed (no receipt of their upload, no
+    /// download URL the endpoint signed) and that the stored record does not hold already.
+    private func unprovenAssets(of record: Record) async throws -> [AssetReference] {
+        let unproven = record.assetReferences.filter { !assetSigner.proves($0, user: caller) }
+        guard !unproven.isEmpty else { return [] }
+        // A record fetched earlier and saved back names its assets by checksum alone.
+        let held = Set((try await cloud.lookup([record.id])[0]?.assetReferences ?? []).map(\.checksum))
+        return unproven.filter { !held.contains($0.checksum) }
     }
 
     // MARK: Encoding
@@ -465,16 +484,23 @@ struct CloudKitEndpointOperations: Sendable {
     }
 
     private func downloadURL(_ reference: AssetReference) -> String {
-        "\(databaseURL)/assets/download/\(reference.checksum)/\(reference.size)"
+        "\(databaseURL)/assets/download/\(reference.checksum)/\(reference.size)?sig="
+            + assetSigner.downloadSignature(checksum: reference.checksum, size: reference.size)
     }
 
     /// An asset reference as the backing cloud stores it: where the bytes are is this endpoint's
-    /// business, not the record's.
-    static func storable(_ value: FieldValue) -> FieldValue {
+    /// business, not the record's. A checksum in `refusing` becomes one no upload has, of the
+    /// same form.
+    static func storable(_ value: FieldValue, refusing: Set<String> = []) -> FieldValue {
         switch value {
+        case .asset(let reference) where refusing.contains(reference.checksum):
+            .asset(AssetReference(checksum: unheldChecksum(for: reference.checksum), size: reference.size))
         case .asset(let reference): .asset(AssetReference(checksum: reference.checksum, size: reference.size))
-        case .list(let values): .list(values.map(storable))
+        case .list(let values): .list(values.map { storable($0, refusing: refusing) })
         default: value
         }
     }
+
+    /// A checksum no upload has, which reads as `checksum` in messages (they show its start).
+    static func unheldChecksum(for checksum: String) -> String { checksum + "#not-handed-to-the-caller" }
 }
