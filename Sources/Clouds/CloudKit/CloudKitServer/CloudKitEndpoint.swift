@@ -1,5 +1,6 @@
 import CloudKitWeb
 import Foundation
+import Synchronization
 import GatewayCore
 import Hummingbird
 import Logging
@@ -134,6 +135,8 @@ struct Gate: Sendable {
     /// Shared by every request, so sorted queries keep their cursors between pages.
     let pager: RecordQueryPager?
     let notifier: CloudKitNotifier
+    /// The users whose private default zone this process has made sure of.
+    let defaultZones = DefaultZoneRegistry()
 
     init(configuration: CloudKitEndpointConfiguration, cloud: any CloudDatabase, logger: Logger, notifier: CloudKitNotifier) {
         self.configuration = configuration
@@ -172,7 +175,7 @@ struct Gate: Sendable {
             let operations = CloudKitEndpointOperations(
                 cloud: scope.map { users.database(for: user, scope: $0) } ?? users.publicDatabase(for: user), store: cloud, scope: scope,
                 databaseURL: "\(base)/database/1/\(configuration.container)/\(configuration.environment)/\(database)",
-                pager: pager, userRecordName: user, notifier: notifier, assetSigner: configuration.assetSigner,
+                pager: pager, userRecordName: user, notifier: notifier, assetSigner: configuration.assetSigner, defaultZones: defaultZones,
                 courierURL: "\(base)/webcourier/1/\(configuration.container)/\(configuration.environment)")
             return respond(try await body(operations, bytes), token: rotatedToken)
         } catch let error as CloudError {
@@ -320,4 +323,12 @@ struct UnknownPathMiddleware<Context: RequestContext>: RouterMiddleware {
                 token: nil)
         }
     }
+}
+
+/// The users whose private default zone exists, as far as this process made sure.
+final class DefaultZoneRegistry: Sendable {
+    private let users = Mutex<Set<String>>([])
+
+    func isUnknown(_ user: String) -> Bool { !users.withLock { $0.contains(user) } }
+    func insert(_ user: String) { _ = users.withLock { $0.insert(user) } }
 }

@@ -25,6 +25,8 @@ struct CloudKitEndpointOperations: Sendable {
     /// Signs the download URLs and upload receipts handed to the caller, and checks the assets
     /// a save names.
     var assetSigner: AssetSigner = .random()
+    /// The users whose private default zone exists (``ensuringDefaultZone(_:)``).
+    var defaultZones = DefaultZoneRegistry()
     /// `<scheme>://<host>/webcourier/1/<container>/<environment>`, the base of courier URLs.
     var courierURL: String = ""
 
@@ -53,7 +55,7 @@ struct CloudKitEndpointOperations: Sendable {
     func lookupZones(_ body: JSONValue) async throws -> JSONValue {
         var zones: [JSONValue] = []
         for item in body["zones"]?.arrayValue ?? [] {
-            let zone = try CloudKitWireCoding.decodeZoneID(item["zoneID"] ?? item)
+            let zone = try await ensuringDefaultZone(try CloudKitWireCoding.decodeZoneID(item["zoneID"] ?? item))
             do {
                 zones.append(try await zoneDictionary(zone))
             } catch let error as CloudError {
@@ -73,6 +75,8 @@ struct CloudKitEndpointOperations: Sendable {
                     try await cloud.createZone(zone)
                     zones.append(try await zoneDictionary(zone))
                     notifier?.subscriptionsChanged()  // a database subscription covers the new zone
+                case "delete" where zone.zoneName == CloudKitWireCoding.defaultZoneName && scope == .private:
+                    zones.append(zoneError(CloudError(.invalidArguments, "the default zone cannot be deleted"), zone: zone))
                 case "delete":
                     try await cloud.deleteZone(zone)
                     zones.append(["zoneID": CloudKitWireCoding.encode(zone), "deleted": true])
@@ -89,8 +93,12 @@ struct CloudKitEndpointOperations: Sendable {
 
     private func zoneDictionary(_ zone: ZoneID) async throws -> JSONValue {
         let token = try await cloud.currentChangeToken(in: zone)
-        return ["zoneID": CloudKitWireCoding.encode(zone), "syncToken": .string(CloudKitWireCoding.encode(token)), "atomic": true]
+        return ["zoneID": CloudKitWireCoding.encode(zone), "syncToken": .string(CloudKitWireCoding.encode(token)), "atomic": .bool(Self.isAtomic(zone))]
     }
+
+    /// Whether saves in `zone` are all-or-nothing when a request asks: custom zones are; the
+    /// default zone, as in CloudKit, is not.
+    static func isAtomic(_ zone: ZoneID) -> Bool { zone.zoneName != CloudKitWireCoding.defaultZoneName }
 
     private func zoneError(_ error: CloudError, zone: ZoneID) -> JSONValue {
         guard case .object(var object) = CloudKitErrorCoding.encode(error) else { return .null }
@@ -158,7 +166,7 @@ struct CloudKitEndpointOperations: Sendable {
         var zones: [JSONValue] = []
         for key in due.prefix(limit) {
             if let (zone, token) = current[key] {
-                zones.append(["zoneID": CloudKitWireCoding.encode(zone), "syncToken": .string(token), "atomic": true])
+                zones.append(["zoneID": CloudKitWireCoding.encode(zone), "syncToken": .string(token), "atomic": .bool(Self.isAtomic(zone))])
                 next.zones[key] = token
             } else {
                 zones.append(["zoneID": CloudKitWireCoding.encode(DatabaseChangeToken.zone(fromKey: key)), "deleted": true])
@@ -175,7 +183,7 @@ struct CloudKitEndpointOperations: Sendable {
         writer.key("zones")
         writer.beginArray()
         for request in body["zones"]?.arrayValue ?? [] {
-            let zone = try CloudKitWireCoding.decodeZoneID(request["zoneID"] ?? .null)
+            let zone = try await ensuringDefaultZone(try CloudKitWireCoding.decodeZoneID(request["zoneID"] ?? .null))
             do {
                 let page = try await changes(in: zone, token: request["syncToken"], limit: request["resultsLimit"]?.int64Value ?? defaultLimit)
                 // Written apart first, so a zone that fails halfway leaves no partial answer.
@@ -194,7 +202,7 @@ struct CloudKitEndpointOperations: Sendable {
     }
 
     func recordChanges(_ body: JSONValue) async throws -> EndpointAnswer {
-        let zone = try CloudKitWireCoding.decodeZoneID(body["zoneID"] ?? .null)
+        let zone = try await ensuringDefaultZone(try CloudKitWireCoding.decodeZoneID(body["zoneID"] ?? .null))
         let desiredKeys = try Self.desiredKeys(body["desiredKeys"], operation: "records/changes")
         let page = try await changes(in: zone, token: body["syncToken"], limit: body["resultsLimit"]?.int64Value)
         var writer = JSONWriter(capacity: 64 * 1024)
@@ -234,6 +242,7 @@ struct CloudKitEndpointOperations: Sendable {
     /// `records/modify`, read from the body's text (see ``ModifyRequest``).
     func modifyRecords(_ body: Data) async throws -> EndpointAnswer {
         let request = try ModifyRequest.read(body)
+        try await ensuringDefaultZone(request.zone)
         guard let items = request.operations else {
             throw CloudError(.invalidArguments, "records/modify: the request has no operations")
         }
@@ -242,7 +251,7 @@ struct CloudKitEndpointOperations: Sendable {
         operations.reserveCapacity(items.count)
         var layouts: RecordLayout?
         for item in items { operations.append(try await operation(item, zone: request.zone, layouts: &layouts)) }
-        let results = try await cloud.modify(operations, in: request.zone, atomic: request.atomic)
+        let results = try await cloud.modify(operations, in: request.zone, atomic: request.atomic && Self.isAtomic(request.zone))
         if results.contains(where: { $0.error == nil }) { await notifier?.zoneChanged(storedZone(request.zone)) }
         var writer = JSONWriter(capacity: 192 * results.count)
         writer.beginObject()
@@ -314,6 +323,7 @@ struct CloudKitEndpointOperations: Sendable {
             return name
         }
         let desired = try Self.desiredKeys(body["desiredKeys"], operation: "records/lookup")
+        try await ensuringDefaultZone(zone)
         let found = try await cloud.lookup(names.map { RecordID(recordName: $0, zoneID: zone) })
         return [
             "records": .array(
@@ -335,6 +345,7 @@ struct CloudKitEndpointOperations: Sendable {
         }
         let zone = try body["zoneID"].map { zone throws(CloudError) in try CloudKitWireCoding.decodeZoneID(zone) }
             ?? ZoneID(zoneName: CloudKitWireCoding.defaultZoneName)
+        try await ensuringDefaultZone(zone)
         guard let queryBody = body["query"] else { throw CloudError(.invalidArguments, "records/query: the body needs a query") }
         let query = try CloudKitQueryCoding.decode(queryBody, in: zone)
         let requested = body["resultsLimit"]?.int64Value ?? Int64(Self.maximumQueryResults)
@@ -396,6 +407,16 @@ struct CloudKitEndpointOperations: Sendable {
                 "downloadURL": .string(downloadURL(reference)),
             ]
         ]
+    }
+
+    /// `zone`, created first when it is the private database's default zone, which CloudKit's
+    /// private database always has: a client saves to `_defaultZone` without creating it.
+    @discardableResult
+    func ensuringDefaultZone(_ zone: ZoneID) async throws -> ZoneID {
+        guard scope == .private, zone.zoneName == CloudKitWireCoding.defaultZoneName, defaultZones.isUnknown(caller) else { return zone }
+        try await cloud.createZone(zone)
+        defaultZones.insert(caller)
+        return zone
     }
 
     /// The user the request acts as.
