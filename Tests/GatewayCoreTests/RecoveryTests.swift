@@ -148,6 +148,36 @@ struct RecoveryTests {
         }
     }
 
+    @Test("under recreate, two stores of a zone deleted and created again keep each other's edits: the first one's unchanged copies do not beat the second one's edits")
+    func recreatedZoneKeepsEveryStoresEdits() async throws {
+        for recreatedToo in [false, true] {
+            let fixture = try SyncFixture()
+            let (a, b) = (fixture.adapter("a"), fixture.adapter("b"))
+            for index in 0..<3 { await a.save(F.note("n\(index)", ["title": .string("v\(index)")])) }
+            let options = AdapterSyncOptions(onZoneDeleted: .recreate)
+            try await fixture.sync(a, options: options)
+            try await fixture.sync(b, options: options)
+            #expect(await b.values.count == 3)
+            await a.save(F.note("n0", ["title": .string("edited in a")]))
+            await b.save(F.note("n1", ["title": .string("edited in b")]))
+            try await fixture.embedded.deleteZone(SyncFixture.zone)
+            if recreatedToo { try await fixture.embedded.createZone(SyncFixture.zone) }
+
+            let first = try await fixture.sync(a, options: options)
+            #expect(first.outcome == .synced && first.zoneRecovery != nil)
+            let second = try await fixture.sync(b, options: options)
+            #expect(second.outcome == .synced && second.zoneRecovery != nil)
+            try await fixture.sync(a, options: options)
+            let expected: [String: String] = ["n0": "edited in a", "n1": "edited in b", "n2": "v2"]
+            for store in [a, b] {
+                let titles = await store.values.mapValues { $0["title"] }
+                for (name, title) in expected { #expect(titles[name] == .string(title), "\(store.name), recreated: \(recreatedToo)") }
+            }
+            let cloud = try await fixture.cloudRecords()
+            for (name, title) in expected { #expect(cloud[name]?["title"] == .string(title)) }
+        }
+    }
+
     @Test("a deleted zone under mirror: local data goes too")
     func zoneDeletedMirror() async throws {
         let fixture = try SyncFixture()

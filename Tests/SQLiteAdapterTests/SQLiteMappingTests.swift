@@ -170,6 +170,16 @@ struct SQLiteMappingTests {
         pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
         #expect(pending["place"] == .string("Paris"))
         #expect(pending["tags"] == nil)
+
+        // Typed again, then deleted by the application, the delete synced: a row inserted later
+        // under the name, holding the same text, is a new record read as it is.
+        try await adapter.apply(DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data())))
+        let placeText = try #require(try source.rows("SELECT place FROM thing").first?[0] as String?)
+        try source.execute("DELETE FROM thing")
+        try await adapter.commit(SyncStateUpdate(metadata: [record.id: RecordMetadata.encodedDeletion()], zoneState: Data()))
+        try source.execute("INSERT INTO thing (id, place, n) VALUES ('a', '\(placeText)', 5)")
+        pending = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
+        #expect(pending["place"] == .string(placeText))
     }
 
     @Test("included and excluded columns: excluded data is neither sent nor overwritten")

@@ -531,6 +531,14 @@ public final class SQLiteAdapter: ModelAdapter {
         for id in updateSet.removedMetadata where !isSkipped(id) {
             try removeMetadata.execute(.text(id.recordName))
         }
+        // A record whose deletion is synced keeps no typed values: a row inserted later under its
+        // name is a new record, whatever text its cells hold.
+        if try TypedCells.any(db) {
+            let deletion = RecordMetadata.encodedDeletion()
+            var gone = updateSet.removedMetadata.filter { !isSkipped($0) }.map(\.recordName)
+            for (id, metadata) in updateSet.metadata where metadata == deletion && !isSkipped(id) { gone.append(id.recordName) }
+            try TypedCells.replace(written: gone, with: [], db: db)
+        }
         let settle = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_changes" WHERE record_name = ? AND version <= ?"#))
         let clearFailure = BoundStatement(try db.cachedStatement(sql: #"DELETE FROM "_gateway_failures" WHERE record_name = ? AND version <= ?"#))
         // Failure marks are rare: skip clearing them, a statement per record, when there are none.

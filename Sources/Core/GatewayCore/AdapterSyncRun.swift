@@ -81,9 +81,20 @@ struct AdapterSyncRun {
             report.zoneRecovery =
                 "zone \(zone) was \(what) (\(error.code)); "
                 + (keepData
-                    ? "it is created again with every local record uploaded (on_zone_deleted: recreate)"
+                    ? "the zone is created again and every local record synced to it again, merged with what the new zone holds (on_zone_deleted: recreate)"
                     : "local data is deleted too and the zone followed from empty (on_zone_deleted: mirror)")
+            // Under recreate, what each record was when last synced stays its common ancestor:
+            // the new zone's copy of it (another store may have uploaded everything first) then
+            // merges with this store's edits instead of meeting them without an ancestor, where
+            // `join_prefers` could let an unchanged copy beat an edit.
+            let ancestors = keepData ? try await syncedAncestors() : [:]
             try await context.store("resetting the sync state") { try await context.adapter.resetSyncState(keepData: keepData) }
+            if !ancestors.isEmpty {
+                let zoneState = ZoneSyncState().encoded()
+                try await context.store("keeping the synced versions as ancestors") {
+                    try await context.adapter.commit(SyncStateUpdate(metadata: ancestors, zoneState: zoneState))
+                }
+            }
             try await context.retrying("creating the zone") { try await context.cloud.createZone(zone) }
             try await syncZone(mayRecoverZone: false)
         case .pause:
@@ -93,5 +104,27 @@ struct AdapterSyncRun {
             try await context.store("committing the zone state") { try await context.adapter.commit(SyncStateUpdate(zoneState: zoneState)) }
             report.outcome = .paused(reason: reason)
         }
+    }
+
+    /// The metadata of every synced record as the ancestor of a record to create again: its
+    /// synced values without the change tag (the zone that gave it is gone) or the intents sent
+    /// to that zone. Records deleted here have none.
+    private func syncedAncestors() async throws -> [RecordID: Data] {
+        let context = context
+        let ids = try await context.store("listing synced records") { try await context.adapter.syncedRecordIDs() }
+        var ancestors: [RecordID: Data] = [:]
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let chunk = Array(ids[start..<min(start + 500, ids.count)])
+            let states = try await context.store("reading synced versions") { try await context.adapter.localState(for: chunk) }
+            for (id, state) in states {
+                guard let data = state.metadata, var metadata = try? RecordMetadata(decoding: data), !metadata.deletedHere else { continue }
+                metadata.changeTag = nil
+                metadata.formerChangeTag = nil
+                metadata.sent = []
+                guard metadata.hasSyncedVersion else { continue }
+                ancestors[id] = metadata.encoded()
+            }
+        }
+        return ancestors
     }
 }

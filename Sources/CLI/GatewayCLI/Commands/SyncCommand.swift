@@ -39,6 +39,12 @@ struct SyncCommand: AsyncParsableCommand {
         for name in storeWins {
             guard let synced = report.adapters.first(where: { $0.adapter == name }), synced.outcome == .synced, synced.conflicts[.localWon, default: 0] == 0
             else { continue }
+            if synced.matched > 0, synced.conflictCount == 0 {
+                // After a reset, records that already hold the cloud's values are adopted: nothing to decide.
+                Console.out(
+                    "note: --store-wins \(name) decided nothing: the \(synced.matched) record(s) of its store that met the cloud's without a common ancestor held the same values\n")
+                continue
+            }
             Console.out(
                 "note: --store-wins \(name) decided nothing: no record of its store met the cloud's without a common ancestor (a store restored with its sync state is rolled forward instead); to make it the truth anyway, run `gateway reset --adapter \(name)` first\n"
             )
