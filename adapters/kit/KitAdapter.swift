@@ -53,15 +53,45 @@ public final class KitAdapter: ModelAdapter {
     /// write): their state is not read beside an apply.
     private let uncommittedNames = Mutex<Set<RecordName>>([])
 
-    /// A page the store acknowledged, with what it answered, waiting for its state to commit.
+    /// A page the store acknowledged, reduced to what committing its state needs (no field
+    /// values: a page waiting beside the next one's write costs little memory).
     private struct WrittenPage: Sendable {
-        var journal: KitJournal
-        var stored: [KitEntry]
+        /// The saves the store holds as written: name, type and what the kit saw of each.
+        var seen: [(name: String, type: String, observed: String)]
+        /// Every save's name and type, those the store held back included.
+        var saved: [(name: String, type: String)]
+        /// Records the store left as they were, with their types.
+        var heldBack: [RecordName: String]
+        var deletes: [KitRecordKey]
+        var update: SyncStateUpdate
+        var skipped: Set<RecordName>
+        var keepsZonePosition: Bool
+        /// Where the page's journal is kept.
+        var sequence: Int64?
         var names: Set<RecordName>
 
         init(journal: KitJournal, stored: [KitEntry]) {
-            self.journal = journal
-            self.stored = stored
+            var observedAfter: [RecordName: String] = [:]
+            var heldBack: [RecordName: String] = [:]
+            for entry in stored {
+                if entry.isHeldBack {
+                    heldBack[entry.key.name] = entry.key.recordType
+                } else if let observed = KitRecordObservation.observed(entry) {
+                    observedAfter[entry.key.name] = observed
+                }
+            }
+            seen = journal.saves.compactMap { record in
+                let name = record.id.name
+                guard heldBack[name] == nil else { return nil }
+                return (record.id.recordName, record.recordType, observedAfter[name] ?? KitRecordObservation.observed(record))
+            }
+            saved = journal.saves.map { ($0.id.recordName, $0.recordType) }
+            self.heldBack = heldBack
+            deletes = journal.deletes
+            update = journal.update
+            skipped = Set(journal.skipped.map { RecordName($0) })
+            keepsZonePosition = journal.keepsZonePosition
+            sequence = journal.sequence
             names = journal.recordNames
         }
     }
@@ -577,43 +607,30 @@ public final class KitAdapter: ModelAdapter {
     private func commit(_ page: WrittenPage?) async throws {
         guard let page else { return }
         defer { uncommittedNames.withLock { $0.subtract(page.names) } }
-        let (journal, stored) = (page.journal, page.stored)
         do {
             try await state.write { db in
-                var observedAfter: [RecordName: String] = [:]
                 // Records the store left as they were keep their state, and a change: once the
                 // store can take them, what it holds is uploaded against the old ancestor and
                 // merged with the cloud's version instead of overwriting it (DESIGN D4).
-                var heldBack: [RecordName: String] = [:]
-                for entry in stored {
-                    if entry.isHeldBack {
-                        heldBack[entry.key.name] = entry.key.recordType
-                    } else if let observed = KitRecordObservation.observed(entry) {
-                        observedAfter[entry.key.name] = observed
-                    }
-                }
+                let heldBack = page.heldBack
                 var records = try KitStateDatabase.recordsWriter(db)
-                for record in journal.saves where heldBack[record.id.name] == nil {
-                    let name = record.id.recordName
-                    try records.add([.text(name), .text(record.recordType), .text(observedAfter[RecordName(name)] ?? KitRecordObservation.observed(record))])
-                }
+                for save in page.seen { try records.add([.text(save.name), .text(save.type), .text(save.observed)]) }
                 try records.finish()
                 // A local delete that a merge turned into a record to keep (an edit beat it) is a
                 // save now: what stays pending is uploading the record as written.
                 if try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM changes WHERE record_type IS NULL)")) == true {
                     let typed = BoundStatement(try db.cachedStatement(sql: "UPDATE changes SET record_type = ? WHERE record_name = ? AND record_type IS NULL"))
-                    for record in journal.saves { try typed.execute(.text(record.recordType), .text(record.id.recordName)) }
+                    for save in page.saved { try typed.execute(.text(save.type), .text(save.name)) }
                 }
-                for key in journal.deletes where heldBack[key.name] == nil {
+                for key in page.deletes where heldBack[key.name] == nil {
                     try db.cachedStatement(sql: "DELETE FROM records WHERE record_name = ?").execute(arguments: [key.recordName])
                 }
                 try KitStateDatabase.commit(
-                    journal.update, skipping: Set(journal.skipped.map { RecordName($0) }).union(heldBack.keys),
-                    advancingZone: !journal.keepsZonePosition, db: db)
+                    page.update, skipping: page.skipped.union(heldBack.keys), advancingZone: !page.keepsZonePosition, db: db)
                 for (name, type) in heldBack.sorted(by: { $0.key.text < $1.key.text }) {
                     try KitStateDatabase.logChange(name.text, recordType: type, db: db)
                 }
-                try journal.remove(db)
+                try KitJournal.remove(sequence: page.sequence, db)
             }
         } catch {
             journalChecked.withLock { $0 = false }

@@ -33,7 +33,10 @@ struct KitJournal: Sendable {
     }
 
     /// Drops the journal from the state database: its page is committed or given up.
-    func remove(_ db: Database) throws {
+    func remove(_ db: Database) throws { try Self.remove(sequence: sequence, db) }
+
+    /// Drops the journal kept at `sequence` (`nil`: the single row of an earlier release).
+    static func remove(sequence: Int64?, _ db: Database) throws {
         if let sequence {
             try db.cachedStatement(sql: "DELETE FROM journal_pages WHERE sequence = ?").execute(arguments: [sequence])
         } else {
