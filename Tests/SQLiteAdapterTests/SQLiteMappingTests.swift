@@ -135,13 +135,7 @@ struct SQLiteMappingTests {
         let adapter = try Self.adapter(source, [TableMapping(table: "thing")])
         try source.execute("INSERT INTO thing (id, n) VALUES ('a', 1)")
         var record = try #require(try await adapter.pendingChanges(limit: 1).saves.first?.record)
-        let sent: [String: FieldValue] = [
-            "tags": .list([.string("x"), .int64(2)]),
-            "place": .location(Location(latitude: 48.85, longitude: 2.35, horizontalAccuracy: 5, altitude: 35.5)),
-            "parent": .reference(Reference(recordID: RecordID(recordName: "p", zoneID: Self.zone), action: .deleteSelf)),
-            "at": .timestamp(Timestamp(millisecondsSince1970: 1_700_000_000_123)),
-            "n": .int64(1),
-        ]
+        let sent = TypedFieldSamples.fields(zone: Self.zone)
         record.fields = sent
         try await adapter.apply(DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data())))
         #expect(try source.rows("SELECT typeof(tags), typeof(place), typeof(parent), typeof(at) FROM thing").first.map { row in
