@@ -35,6 +35,24 @@ public struct AssetSigner: Sendable {
         Self.equal(signature, downloadSignature(checksum: checksum, size: size))
     }
 
+    /// The query of an upload URL for `user`, good until `expires` (seconds since 1970): the
+    /// bytes may be posted to it without signing the request, as to CloudKit's upload URLs.
+    func uploadQuery(user: String, expires: Int64) -> [URLQueryItem] {
+        [
+            URLQueryItem(name: "user", value: user), URLQueryItem(name: "expires", value: String(expires)),
+            URLQueryItem(name: "sig", value: mac("upload\n\(user)\n\(expires)")),
+        ]
+    }
+
+    /// The user an upload URL's query was made for, when its signature holds and it has not
+    /// expired at `now` (seconds since 1970).
+    func uploader(user: String?, expires: String?, signature: String?, now: Int64) -> String? {
+        guard let user, let expires, let deadline = Int64(expires), let signature, now <= deadline,
+            Self.equal(signature, mac("upload\n\(user)\n\(deadline)"))
+        else { return nil }
+        return user
+    }
+
     /// The receipt an upload by `user` answers: the checksum, the size and their signature.
     func receipt(user: String, checksum: String, size: Int64) -> String {
         "\(checksum):\(size):" + mac("receipt\n\(user)\n\(checksum)\n\(size)")

@@ -267,6 +267,18 @@ struct Gate: Sendable {
             }
         }
         let query = request.uri.queryParameters
+        // An upload URL from `assets/upload` carries its own credential, as CloudKit's do (a
+        // client that sends its web auth token anyway has it rotated as for any request).
+        if request.uri.path.hasSuffix("/assets/data"), query["sig"] != nil, query["ckWebAuthToken"] == nil {
+            guard
+                let user = configuration.assetSigner.uploader(
+                    user: query["user"].map(String.init), expires: query["expires"].map(String.init), signature: query["sig"].map(String.init),
+                    now: Int64(Date().timeIntervalSince1970))
+            else {
+                throw CloudError(.notAuthenticated, "the upload URL is not valid or has expired; ask assets/upload for another")
+            }
+            return user
+        }
         if let registry = configuration.webTokens, let apiToken = query["ckAPIToken"].map(String.init),
             let webToken = query["ckWebAuthToken"].map(String.init)
         {

@@ -391,10 +391,18 @@ struct CloudKitEndpointOperations: Sendable {
                 tokens.map { token in
                     [
                         "recordName": token["recordName"] ?? .string(UUID().uuidString), "fieldName": token["fieldName"] ?? "",
-                        "url": .string(databaseURL + "/assets/data"),
+                        "url": .string(uploadURL),
                     ]
                 })
         ]
+    }
+
+    /// Where the caller posts an asset's bytes: signed for them and good for an hour, so the post
+    /// needs no credentials of its own.
+    private var uploadURL: String {
+        var components = URLComponents(string: databaseURL + "/assets/data")
+        components?.queryItems = assetSigner.uploadQuery(user: caller, expires: Int64(Date().timeIntervalSince1970) + 3600)
+        return components?.string ?? databaseURL + "/assets/data"
     }
 
     func storeAsset(_ data: Data) async throws -> JSONValue {
