@@ -441,9 +441,13 @@ public final class KitAdapter: ModelAdapter {
         guard let known = try await knownIdentity() else { return }
         let next = KitStoreIdentity(store: known.store, epoch: max(known.epoch, epoch ?? known.epoch) + 1)
         try await store.writeIdentity(next)
-        try await state.write { db in
-            try db.execute(sql: "UPDATE identity SET epoch = ? WHERE id = 1", arguments: [next.epoch])
-        }
+        try await record(epoch: next.epoch)
+    }
+
+    /// The identity whose epoch a write moves on: the one the kit recorded, for a store that
+    /// keeps one.
+    private func identityToMove() async throws -> KitStoreIdentity? {
+        try await store.keepsIdentity() ? try await knownIdentity() : nil
     }
 
     /// The store's current records for `keys`, by name, with this adapter's zone.
@@ -524,7 +528,7 @@ public final class KitAdapter: ModelAdapter {
             return journal
         }
         // Read before the earlier page's commit takes the state database.
-        let identity = try await store.keepsIdentity() ? try await knownIdentity() : nil
+        let identity = try await identityToMove()
         let earlier = writtenPage.withLock { page in defer { page = nil }; return page }
         try await finish(plan, identity: identity, besides: earlier, deferringCommit: changes.moreComing)
     }
@@ -534,7 +538,7 @@ public final class KitAdapter: ModelAdapter {
     /// store and the state database work at once; pages still commit in the order they were
     /// journaled. With `deferringCommit`, this page's state is left to commit beside the next
     /// page's write (or before any other operation); its journal stays until then. `identity` is
-    /// the one the kit recorded, for a store that keeps one.
+    /// ``identityToMove()``.
     private func finish(
         _ journal: KitJournal, identity: KitStoreIdentity?, besides earlier: WrittenPage? = nil, deferringCommit: Bool = false
     ) async throws {
@@ -738,6 +742,6 @@ public final class KitAdapter: ModelAdapter {
             journal.deletes.removeAll { edited.contains($0.name) }
             journal.skipped += edited.map(\.text).sorted()
         }
-        try await finish(journal, identity: try await store.keepsIdentity() ? try await knownIdentity() : nil)
+        try await finish(journal, identity: try await identityToMove())
     }
 }

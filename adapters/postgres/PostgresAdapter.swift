@@ -424,9 +424,9 @@ public final class PostgresAdapter: ModelAdapter {
             var kept: [PostgresTypedCells.Kept] = []
             for (tableName, (new, known)) in writes {
                 guard let table = catalog.byTable[tableName] else { continue }
-                let records = (new + known).map { changes.writes[$0] }
-                touched += records.map(\.id.recordName)
-                kept += PostgresTypedCells.kept(in: records, table: table)
+                let positions = new + known
+                touched += positions.map { changes.writes[$0].id.recordName }
+                kept += PostgresTypedCells.kept(in: changes.writes, at: positions, table: table)
             }
             try await PostgresTypedCells.replace(written: touched, with: kept, state: state, connection: connection)
             try await Self.commit(

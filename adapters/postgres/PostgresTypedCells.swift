@@ -19,14 +19,15 @@ enum PostgresTypedCells {
         var value: FieldValue
     }
 
-    /// The values of `records` (those of `table`) that their rows hold only as text.
-    static func kept(in records: [Record], table: PostgresResolvedTable) -> [Kept] {
+    /// The values of the records at `positions` (those of `table`) that their rows hold only as text.
+    static func kept(in records: [Record], at positions: [Int], table: PostgresResolvedTable) -> [Kept] {
         var kept: [Kept] = []
         var mappings = LayoutMappings(target: table.layout)
-        for record in records {
-            let positions = mappings.mapping(from: record.layout).sourcePositions
+        for recordIndex in positions {
+            let record = records[recordIndex]
+            let sources = mappings.mapping(from: record.layout).sourcePositions
             for (index, column) in table.valueColumns.enumerated() {
-                guard let position = positions[index], let value = record.values[position] else { continue }
+                guard let position = sources[index], let value = record.values[position] else { continue }
                 switch value {
                 case .string, .int64, .double, .bytes, .encrypted: continue
                 default: break

@@ -41,7 +41,7 @@ struct AdapterSyncRun {
         }
         do {
             // Another user's zone is theirs to create; it is there while it is shared.
-            if state.token == nil, zone.ownerName == ZoneID.defaultOwnerName {
+            if state.token == nil, context.ownsZone {
                 try await context.retrying("creating the zone") { try await context.cloud.createZone(zone) }
             }
             var download = DownloadPass(context: context, state: state, report: report)
@@ -51,7 +51,7 @@ struct AdapterSyncRun {
             defer { (download.state, download.report) = (upload.state, upload.report) }
             try await upload.run()
         } catch let error as CloudError where error.code == .zoneNotFound || error.code == .userDeletedZone || error.code == .zoneRecreated {
-            guard zone.ownerName == ZoneID.defaultOwnerName else {
+            guard context.ownsZone else {
                 // A shared zone gone means the share went, or the owner deleted the zone: neither
                 // is this gateway's to recreate, and the local copy stays as it is.
                 throw SyncError(

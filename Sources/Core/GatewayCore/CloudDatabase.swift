@@ -24,8 +24,10 @@ public protocol CloudDatabase: Sendable {
     /// Returns changes after `token` (from the beginning when `nil`) in commit order, at most
     /// `limit` of them (clamped to ``CloudLimits/maxResultsPerFetch``). Paging with the returned
     /// token never skips or repeats a change.
-    /// - Throws: ``CloudError/Code/changeTokenExpired`` for a token from before the zone was
-    ///   recreated or older than the tombstones kept; ``CloudError/Code/zoneNotFound``.
+    /// - Throws: ``CloudError/Code/zoneRecreated`` for a token from before the zone was deleted
+    ///   and created again (``CloudError/Code/changeTokenExpired`` from a cloud that cannot tell);
+    ///   ``CloudError/Code/changeTokenExpired`` for one older than the tombstones kept;
+    ///   ``CloudError/Code/zoneNotFound``.
     func fetchChanges(in zone: ZoneID, since token: ChangeToken?, limit: Int) async throws -> ZoneChanges
 
     /// A token at the end of `zone`'s feed as it is now: fetching since it returns only later

@@ -79,9 +79,7 @@ extension CloudServeCommand {
                 // Another endpoint created it meanwhile: it is read below.
             }
         }
-        guard let text = FileManager.default.contents(atPath: path),
-            let key = Data(base64Encoded: String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32
-        else {
+        guard let key = KeyFile.key(at: path) else {
             throw GatewayError(
                 .stateUnavailable, "\(path) cannot be read as the endpoint's asset key (the base64 of 32 bytes); remove it to have a new one made (asset URLs handed out stop working)")
         }

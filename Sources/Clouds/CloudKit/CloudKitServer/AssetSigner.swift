@@ -32,7 +32,7 @@ public struct AssetSigner: Sendable {
 
     /// Whether `signature` is the asset's download signature.
     func isDownloadSignature(_ signature: String, checksum: String, size: Int64) -> Bool {
-        Self.equal(signature, downloadSignature(checksum: checksum, size: size))
+        isMac(signature, of: "download\n\(checksum)\n\(size)")
     }
 
     /// The query of an upload URL for `user`, good until `expires` (seconds since 1970): the
@@ -48,14 +48,14 @@ public struct AssetSigner: Sendable {
     /// expired at `now` (seconds since 1970).
     func uploader(user: String?, expires: String?, signature: String?, now: Int64) -> String? {
         guard let user, let expires, let deadline = Int64(expires), let signature, now <= deadline,
-            Self.equal(signature, mac("upload\n\(user)\n\(deadline)"))
+            isMac(signature, of: "upload\n\(user)\n\(deadline)")
         else { return nil }
         return user
     }
 
     /// The receipt an upload by `user` answers: the checksum, the size and their signature.
     func receipt(user: String, checksum: String, size: Int64) -> String {
-        "\(checksum):\(size):" + mac("receipt\n\(user)\n\(checksum)\n\(size)")
+        "\(checksum):\(size):" + mac(Self.receiptText(user: user, checksum: checksum, size: size))
     }
 
     /// Whether `asset` (as a save names it) was handed to `user`: a receipt of their upload, or
@@ -63,7 +63,9 @@ public struct AssetSigner: Sendable {
     func proves(_ asset: AssetReference, user: String) -> Bool {
         if let dictionary = asset.uploadReceipt.flatMap({ try? JSONValue.parse(Data($0.utf8), numbers: .exact) }),
             let receipt = dictionary["receipt"]?.stringValue,
-            Self.equal(receipt, self.receipt(user: user, checksum: asset.checksum, size: asset.size))
+            receipt.hasPrefix("\(asset.checksum):\(asset.size):"),
+            isMac(String(receipt.dropFirst("\(asset.checksum):\(asset.size):".count)),
+                of: Self.receiptText(user: user, checksum: asset.checksum, size: asset.size))
         {
             return true
         }
@@ -76,18 +78,22 @@ public struct AssetSigner: Sendable {
         return false
     }
 
+    private static func receiptText(user: String, checksum: String, size: Int64) -> String {
+        "receipt\n\(user)\n\(checksum)\n\(size)"
+    }
+
+    /// HMAC-SHA256 of `text`, in base64url without padding (it goes in URLs).
     private func mac(_ text: String) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)
         return Data(code).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    /// Compares in time independent of where the texts differ.
-    private static func equal(_ a: String, _ b: String) -> Bool {
-        let (x, y) = (Array(a.utf8), Array(b.utf8))
-        guard x.count == y.count else { return false }
-        var difference: UInt8 = 0
-        for index in x.indices { difference |= x[index] ^ y[index] }
-        return difference == 0
+    /// Whether `signature` (as ``mac(_:)`` writes it) authenticates `text`, compared in constant time.
+    private func isMac(_ signature: String, of text: String) -> Bool {
+        var base64 = signature.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let code = Data(base64Encoded: base64) else { return false }
+        return HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: Data(text.utf8), using: key)
     }
 }

@@ -23,12 +23,18 @@ public enum KeyFile {
     /// the key files of several gateways without showing the keys.
     /// - Throws: ``GatewayError/Code/stateUnavailable`` when the file cannot be read or is not a key.
     public static func fingerprint(at path: String) throws -> String {
-        guard let data = FileManager.default.contents(atPath: path),
-            let raw = Data(base64Encoded: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32
-        else {
+        guard let raw = key(at: path) else {
             throw GatewayError(.stateUnavailable, "\(path) cannot be read as a key file (the base64 of 32 bytes, as `gateway keygen` writes)")
         }
         return try EncryptionKey(id: "key", rawKey: raw).fingerprint
+    }
+
+    /// The 32 bytes of the key in the file at `path`; `nil` when it cannot be read or is not one.
+    public static func key(at path: String) -> Data? {
+        guard let data = FileManager.default.contents(atPath: path),
+            let raw = Data(base64Encoded: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32
+        else { return nil }
+        return raw
     }
 
     /// Writes `text` to a new file of mode 0600 (its folder 0700), never replacing a file.
