@@ -53,20 +53,21 @@ struct SchedulerClockTests {
             tasks.addTask { try await group.run() }
             try await Self.sync(of: scheduler.monitor, "start") { $0.reasons.contains("start") }
 
-            // A minute short of the interval, no interval sync; at the interval, one. (The
-            // store's own signal after the first sync, debounced on the same clock, may sync too.)
+            // A minute short of the interval, no interval sync; at the interval, one. The store,
+            // open when the service started, is not signalled for that: no sync but these two.
             await clock.waitForPendingSleeps(1)
             clock.advance(by: .seconds(59 * 60))
             #expect(!Self.reasons(scheduler.monitor).joined().contains("interval"))
             clock.advance(by: .seconds(60))
             try await Self.sync(of: scheduler.monitor, "interval") { $0.reasons.contains("interval") }
+            #expect(Self.reasons(scheduler.monitor) == [["start"], ["interval"]])
 
             // A store change is signalled (SQLite's polling, in real time), then waits for its
             // debounce on the clock: nothing uploads it before the clock passes the debounce.
             let before = scheduler.monitor.recentSyncs.count
             try await database.write { db in try db.execute(sql: "INSERT INTO note VALUES (1, 'one')") }
             await clock.waitForPendingSleeps(2)  // the interval and a debounce
-            #expect(scheduler.monitor.recentSyncs.count == before, "no sync before the debounce ends")
+            #expect(scheduler.monitor.recentSyncs.count == before, "no sync before the debounce ends: \(Self.reasons(scheduler.monitor))")
             clock.advance(by: .seconds(10 * 60))
             let stored = try await Self.sync(of: scheduler.monitor, "store") { $0.reasons.contains("store") && $0.uploaded == 1 }
             #expect(!stored.reasons.contains("interval"), "the interval is 50 minutes away: \(stored.reasons)")

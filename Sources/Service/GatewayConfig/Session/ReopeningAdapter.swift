@@ -85,25 +85,34 @@ final class ReopeningAdapter: ForwardingAdapter {
         }
     }
     /// The store's signals once it is open; until then, a signal each time it opens, so the
-    /// service syncs it at once.
+    /// service syncs it at once. A store already open when the watch begins is not signalled:
+    /// the sync that starts with the service covers it.
     func changeSignals() -> ChangeSignals {
         ChangeSignals { [self] in OpeningSignalSource(adapter: self) }
     }
 }
 
 /// Waits for a ``ReopeningAdapter`` to open (trying every few seconds), signals once, then
-/// forwards the store's own signals, those of the newest opening.
+/// forwards the store's own signals, those of the newest opening. A store open before the first
+/// wait is forwarded without that signal.
 private struct OpeningSignalSource: ChangeSignalSource {
     let adapter: ReopeningAdapter
     var inner: ChangeSignals.AsyncIterator?
     /// The opening of the store whose signals `inner` forwards.
     var innerGeneration = 0
+    var hasWaited = false
 
     mutating func waitForChange() async -> Bool {
         // A store dropped or opened again since (replaced behind the adapter) has signals of its
         // own: the old ones watch a closed store (which signals once more, as it closes, to wake
         // a listener waiting on it here).
         if inner != nil, adapter.generation != innerGeneration { inner = nil }
+        if !hasWaited {
+            hasWaited = true
+            // Open before anyone waited: the sync the service starts with reads it, and a signal
+            // now would only sync it again once its debounce ends.
+            if adapter.isOpen, let store = try? await adapter.store() { await forward(store) }
+        }
         if var inner {
             let next: Void? = await inner.next()
             self.inner = inner
@@ -112,10 +121,7 @@ private struct OpeningSignalSource: ChangeSignalSource {
         var delay = Duration.seconds(1)
         while !Task.isCancelled {
             if let store = try? await adapter.store() {
-                var iterator = store.changeSignals().makeAsyncIterator()
-                await iterator.start()
-                inner = iterator
-                innerGeneration = adapter.generation
+                await forward(store)
                 return true
             }
             do {
@@ -126,5 +132,13 @@ private struct OpeningSignalSource: ChangeSignalSource {
             delay = min(delay * 2, .seconds(30))
         }
         return false
+    }
+
+    /// Forwards the signals of `store`, the adapter's newest opening, from now on.
+    private mutating func forward(_ store: any ModelAdapter) async {
+        var iterator = store.changeSignals().makeAsyncIterator()
+        await iterator.start()
+        inner = iterator
+        innerGeneration = adapter.generation
     }
 }

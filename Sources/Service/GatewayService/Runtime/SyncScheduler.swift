@@ -253,7 +253,6 @@ public struct SyncScheduler: Service {
         do {
             let report = try await (names.count == all.count ? synchronizer.sync() : synchronizer.sync(adapters: Set(names)))
             backoff.record(report, at: clock.now)
-            monitor.syncFinished(report, error: nil)
             KeyFingerprints.record(configuration, after: report)
             // What each store still holds after the sync; `nil` where the store cannot be read
             // (a read cut short by shutdown says nothing about the store: left out).
@@ -268,6 +267,9 @@ public struct SyncScheduler: Service {
             }
             monitor.pendingChanges(pendingByAdapter.values.reduce(0) { $0 + ($1 ?? 0) })
             await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
+            // Recorded once the follow-up is decided: a change made after a watcher saw this sync
+            // finish is then the store's to signal (and debounce), never taken for one made during it.
+            monitor.syncFinished(report, error: nil)
             metrics.record(
                 report, duration: clock.now - started,
                 policies: Dictionary(
