@@ -505,6 +505,60 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("a row another program updates while a page is applied keeps that edit: the apply is rolled back and made again without it")
+    func editCommittedDuringApply() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("edit_during_apply", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
+        func titles() async throws -> [String] {
+            try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+                let rows = try await connection.query("SELECT title FROM public.note ORDER BY id", logger: connection.logger)
+                var titles: [String] = []
+                for try await title in rows.decode(String.self) { titles.append(title) }
+                return titles
+            }
+        }
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (3, 'three'), (4, 'four')"], on: endpoint, doing: "writing")
+        let first = try await adapter.pendingChanges(limit: 100)
+        var update = SyncStateUpdate(zoneState: Data("z".utf8))
+        for save in first.saves {
+            update.settled[save.record.id] = save.version
+            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
+        }
+        try await adapter.commit(update)
+        #expect(try await adapter.pendingChangeCount() == 0)
+
+        let (three, four) = (RecordID(recordName: "3", zoneID: Self.zone), RecordID(recordName: "4", zoneID: Self.zone))
+        var page = DownloadedChanges(state: SyncStateUpdate(zoneState: Data("z2".utf8)))
+        page.writes = [
+            Record(id: three, recordType: "note", fields: ["title": .string("three, from the cloud")]),
+            Record(id: four, recordType: "note", fields: ["title": .string("four, from the cloud")]),
+        ]
+        page.expectedPendingVersions = [three: 0, four: 0]
+        let applied = page
+        // Another program's update of row 3 is under way when the apply checks for edits (not
+        // committed: not seen), and commits while the apply's write of the row waits for it.
+        try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "an edit held open") { editor in
+            try await editor.query("BEGIN", logger: editor.logger)
+            try await editor.query("UPDATE public.note SET title = 'three, local' WHERE id = 3", logger: editor.logger)
+            let applying = Task { try await adapter.apply(applied) }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "watching locks", { connection in
+                let rows = try await connection.query("SELECT count(*) FROM pg_locks WHERE NOT granted", logger: connection.logger)
+                for try await count in rows.decode(Int64.self) { return count == 0 }
+                return true
+            }) {
+                guard ContinuousClock.now < deadline else { Issue.record("the apply never waited for the row's lock"); break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await editor.query("COMMIT", logger: editor.logger)
+            try await applying.value
+        }
+        #expect(try await titles() == ["three, local", "four, from the cloud"])
+        let pending = try await adapter.pendingChanges(limit: 100)
+        #expect(pending.saves.map(\.record.id) == [three])
+        #expect(pending.saves.first?.record.fields["title"] == .string("three, local"))
+        await adapter.close()
+    }
+
     @Test("triggers of the previous version are replaced on open: pending changes stay, synced rows are not queued again")
     func triggerUpgrade() async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("trigger_upgrade", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")

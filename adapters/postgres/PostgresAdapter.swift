@@ -321,28 +321,54 @@ public final class PostgresAdapter: ModelAdapter {
         }
     }
 
-    /// Applies a page in one transaction. With `insertingAbsent`, the rows and metadata of records
-    /// the store reported nothing for are plain inserts (an upsert's conflict check costs about as
-    /// much again as the insert); a row that exists after all fails the transaction with a unique
-    /// violation.
+    /// Applies a page in one transaction, leaving out the records another program writes while
+    /// it runs. With `insertingAbsent`, the rows and metadata of records the store reported
+    /// nothing for are plain inserts (an upsert's conflict check costs about as much again as the
+    /// insert); a row that exists after all fails the transaction with a unique violation.
     private func apply(_ changes: DownloadedChanges, insertingAbsent: Bool) async throws {
+        var editedMeanwhile = Set<RecordID>()
+        while true {
+            do {
+                return try await apply(changes, insertingAbsent: insertingAbsent, leavingOut: editedMeanwhile)
+            } catch let error as PostgresAdapterError {
+                // Each attempt leaves out at least one more record of the finite page.
+                guard let edited = error.underlying as? RowsEditedDuringApply else { throw error }
+                editedMeanwhile.formUnion(edited.ids)
+            }
+        }
+    }
+
+    /// Records of a page that another program wrote between the page's check of pending changes
+    /// and its own write of their rows: the attempt is rolled back, their edits kept.
+    private struct RowsEditedDuringApply: Error {
+        let ids: Set<RecordID>
+    }
+
+    /// The pending version of each of `names` that has one, after moving the capture log in.
+    private static func pendingVersions(
+        of names: [String], state: PostgresGatewaySchema, connection: PooledConnection
+    ) async throws -> [RecordName: Int64] {
+        try await state.compactLog(connection)
+        var current: [RecordName: Int64] = [:]
+        guard !names.isEmpty else { return current }
+        let rows = try await connection.query(
+            """
+            SELECT c.record_name, c.version FROM unnest(\(names)::text[]) AS n(name)
+            CROSS JOIN LATERAL (\(unescaped: state.pendingLookup(columns: "record_name, version"))) AS c
+            """, logger: connection.logger)
+        for try await (name, version) in rows.decode((String, Int64).self) { current[RecordName(name)] = version }
+        return current
+    }
+
+    private func apply(_ changes: DownloadedChanges, insertingAbsent: Bool, leavingOut editedMeanwhile: Set<RecordID>) async throws {
         let zone = zoneID
         try await transaction("applying downloaded changes") { [state] connection, catalog in
             try await connection.query("SET LOCAL gateway.applying = 'on'", logger: connection.logger)
             // A record edited locally since the merge read it is skipped: it stays pending and
             // is merged again in the next round. Edits still in the capture log count too.
-            try await state.compactLog(connection)
-            let expectedNames = changes.expectedPendingVersions.keys.map(\.recordName)
-            var current: [RecordName: Int64] = [:]
-            if !expectedNames.isEmpty {
-                let rows = try await connection.query(
-                    """
-                    SELECT c.record_name, c.version FROM unnest(\(expectedNames)::text[]) AS n(name)
-                    CROSS JOIN LATERAL (\(unescaped: state.pendingLookup(columns: "record_name, version"))) AS c
-                    """, logger: connection.logger)
-                for try await (name, version) in rows.decode((String, Int64).self) { current[RecordName(name)] = version }
-            }
-            var skipped = Set<RecordID>()
+            let current = try await Self.pendingVersions(
+                of: changes.expectedPendingVersions.keys.map(\.recordName), state: state, connection: connection)
+            var skipped = editedMeanwhile
             for (id, expected) in changes.expectedPendingVersions where (current.isEmpty ? 0 : current[id.name] ?? 0) != expected {
                 skipped.insert(id)
             }
@@ -429,6 +455,16 @@ public final class PostgresAdapter: ModelAdapter {
                 kept += PostgresTypedCells.kept(in: changes.writes, at: positions, table: table)
             }
             try await PostgresTypedCells.replace(written: touched, with: kept, state: state, connection: connection)
+            // At read committed, a row another program updated and committed after the check
+            // above was overwritten by this page's write: its capture shows now. Rolled back, and
+            // applied again without it. (An edit still running waits for this transaction's row
+            // lock and lands on top of the page's values, captured as an edit.)
+            let afterWrite = try await Self.pendingVersions(of: touched, state: state, connection: connection)
+            let overwritten = Set(
+                touched.lazy.map { RecordID(recordName: $0, zoneID: zone) }.filter { id in
+                    (afterWrite[id.name] ?? 0) != (changes.expectedPendingVersions[id] ?? 0)
+                })
+            if !overwritten.isEmpty { throw RowsEditedDuringApply(ids: overwritten) }
             try await Self.commit(
                 changes.state, zone: zone, skipping: skipped, written: tables, state: state, connection: connection)
         }
