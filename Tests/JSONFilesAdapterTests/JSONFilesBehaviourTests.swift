@@ -442,6 +442,52 @@ struct JSONFilesBehaviourTests {
         #expect(try await reopened.syncedRecordIDs().count == 2)
     }
 
+    @Test("a $file path that reaches outside the folder through a link is refused: neither read nor written")
+    func fileLinksOutOfTheFolder() throws {
+        let directory = try TemporaryDirectory(prefix: "json-file-links")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let outside = directory.url.appendingPathComponent("outside")
+        for made in [folder.appendingPathComponent("files"), outside] { try FileManager.default.createDirectory(at: made, withIntermediateDirectories: true) }
+        try Data("secret".utf8).write(to: outside.appendingPathComponent("victim.txt"))
+        try Data("mine".utf8).write(to: folder.appendingPathComponent("files/own.txt"))
+        try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("esc"), withDestinationURL: outside)
+        try FileManager.default.createSymbolicLink(
+            at: folder.appendingPathComponent("files/victim.txt"), withDestinationURL: outside.appendingPathComponent("victim.txt"))
+        try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("alias"), withDestinationURL: folder.appendingPathComponent("files"))
+        let mapping = JSONFieldMapping(directory: folder, zoneID: Self.zone)
+        #expect(mapping.resolve("esc/victim.txt") == nil, "a linked folder that leads out")
+        #expect(mapping.resolve("files/victim.txt") == nil, "a linked file that leads out")
+        #expect(mapping.resolve("esc/new.txt") == nil, "a file not there yet, under a linked folder that leads out")
+        #expect(mapping.resolve("files/own.txt") != nil)
+        #expect(mapping.resolve("alias/own.txt") != nil, "a link that stays inside")
+    }
+
+    @Test("a document another program edits while a write prepares its page keeps the edit: its records are held back, the rest written")
+    func editWhilePreparing() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-edit-while-preparing")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let (a, b) = (folder.appendingPathComponent("Note/a.json"), folder.appendingPathComponent("Note/b.json"))
+        try Self.write("{\"title\": \"A\"}", to: a)
+        try Self.write("{\"title\": \"B\"}", to: b)
+        var store = try JSONFolderStore(directory: folder.path, layout: .filePerRecord, zoneID: Self.zone, indexPath: directory.path("index.sqlite"))
+        let before = try await store.list(since: nil)
+        store.afterPreparing = { try? Self.write("{\"title\": \"A, edited by hand\"}", to: a) }
+        let answers = try await store.write(
+            saves: ["a", "b"].map { Record(id: RecordID(recordName: $0, zoneID: Self.zone), recordType: "Note", fields: ["title": .string("from the cloud")]) },
+            deletes: [])
+        #expect(String(decoding: try Data(contentsOf: a), as: UTF8.self).contains("A, edited by hand"))
+        #expect(String(decoding: try Data(contentsOf: b), as: UTF8.self).contains("from the cloud"))
+        #expect(answers.filter(\.isHeldBack).map(\.key.recordName) == ["a"])
+        #expect(answers.filter { !$0.isHeldBack }.map(\.key.recordName) == ["b"])
+        // The next look reads the hand edit as a change.
+        store.afterPreparing = nil
+        let version = { (listing: KitListing) in listing.entries.first { $0.key.recordName == "a" }?.version }
+        let after = try await store.list(since: before.cursor)
+        #expect(version(after) != nil && version(after) != version(before))
+    }
+
     @Test("listings since a cursor return only what changed; a new index, or a problem that comes or goes, gives a complete one")
     func incrementalListings() async throws {
         let directory = try TemporaryDirectory(prefix: "json-cursor")

@@ -131,11 +131,21 @@ struct JSONFieldMapping {
         return value
     }
 
-    /// `path` inside the folder, or `nil` when it would leave it.
+    /// `path` inside the folder, or `nil` when it would leave it, also through a link.
     func resolve(_ path: String) -> URL? {
         guard !path.isEmpty, !path.hasPrefix("/"), !path.contains("\0") else { return nil }
-        let url = directory.appendingPathComponent(path).standardizedFileURL
-        let root = directory.standardizedFileURL.path
+        // Links are followed before the check: a folder or file inside may point out of it, and a
+        // download would write there. Only what exists can be followed (the rest is made as
+        // folders and a file by the write), so the path's longest existing part is resolved.
+        var existing = directory.appendingPathComponent(path).standardizedFileURL
+        var made: [String] = []
+        while !FileManager.default.fileExists(atPath: existing.path), existing.path != "/" {
+            made.insert(existing.lastPathComponent, at: 0)
+            existing.deleteLastPathComponent()
+        }
+        var url = existing.resolvingSymlinksInPath()
+        for component in made { url.appendPathComponent(component) }
+        let root = directory.standardizedFileURL.resolvingSymlinksInPath().path
         let inside = url.path.dropFirst(root.count + 1)
         guard url.path.hasPrefix(root + "/"), inside.split(separator: "/").first != ".gateway" else { return nil }
         return url

@@ -29,6 +29,9 @@ public struct JSONFolderStore: KitStore {
     let rootPath: String
     let mapping: JSONFieldMapping
     let index: JSONFolderIndex
+    /// A test's seam: runs once a write has prepared its documents, before it moves any into place
+    /// (where another program's edit meanwhile must be found).
+    var afterPreparing: (@Sendable () -> Void)?
 
     /// Opens the folder, which must exist, with its index at `indexPath` (created when missing).
     public init(directory: String, layout: JSONFilesAdapterConfiguration.Layout, zoneID: ZoneID, indexPath: String) throws {
@@ -210,6 +213,15 @@ public struct JSONFolderStore: KitStore {
     }
 
     func stamp(_ path: String) -> JSONFolderIndex.Stamp? { Self.stamp(path: rootPath + "/" + path) }
+
+    /// Whether two looks at a file saw the same file (or both no file).
+    static func same(_ one: JSONFolderIndex.Stamp?, _ other: JSONFolderIndex.Stamp?) -> Bool {
+        switch (one, other) {
+        case (nil, nil): true
+        case let (one?, other?): one == other
+        default: false
+        }
+    }
 
     /// Whether the file's modification time was set rather than written: older than its status
     /// change time (which no program can set) by more than a second. A copy that keeps times
@@ -415,7 +427,11 @@ public struct JSONFolderStore: KitStore {
         var entries: [KitEntry] = []
         // Every document is prepared in a temporary file first, so a failure leaves the folder as
         // it was; then the files are moved into place and the index records them.
-        var prepared: [(path: String, url: URL, temporary: URL?, type: String, current: [String: [String: JSONValue]])] = []
+        var prepared:
+            [(
+                path: String, url: URL, temporary: URL?, type: String, current: [String: [String: JSONValue]], seen: JSONFolderIndex.Stamp?,
+                written: [KitEntry], heldBack: [KitEntry]
+            )] = []
         do {
             for (pathKey, change) in documents.sorted(by: { $0.key.text < $1.key.text }) {
                 let path = pathKey.text
@@ -424,11 +440,8 @@ public struct JSONFolderStore: KitStore {
                 let known = file?.stamp
                 let onDisk = stamp(path)
                 // A document left as it is holds its records back: the kit keeps their state.
-                let holdBack = {
-                    for name in change.set.keys.sorted() + change.remove.sorted() {
-                        entries.append(.heldBack(KitRecordKey(recordName: name, recordType: change.type)))
-                    }
-                }
+                let heldBack = (change.set.keys.sorted() + change.remove.sorted()).map { KitEntry.heldBack(KitRecordKey(recordName: $0, recordType: change.type)) }
+                let holdBack = { entries += heldBack }
                 if file?.problem != nil {
                     holdBack()
                     continue
@@ -462,25 +475,36 @@ public struct JSONFolderStore: KitStore {
                         layout == .filePerRecord ? .object(current.values.first ?? [:]) : .object(current.mapValues { JSONValue.object($0) })
                     temporary = try AtomicFile.prepare(Data(document.prettyText().utf8), for: url)
                 }
-                prepared.append((path, url, temporary, change.type, current))
-                for name in change.set.keys.sorted() {
-                    guard let object = current[name] else { continue }
-                    entries.append(KitEntry(key: KitRecordKey(recordName: name, recordType: change.type), record: nil, version: Self.hash(object)))
+                let written = change.set.keys.sorted().compactMap { name in
+                    current[name].map { KitEntry(key: KitRecordKey(recordName: name, recordType: change.type), record: nil, version: Self.hash($0)) }
                 }
+                prepared.append((path, url, temporary, change.type, current, onDisk, written, heldBack))
             }
         } catch {
             for item in prepared { if let temporary = item.temporary { try? FileManager.default.removeItem(at: temporary) } }
             throw error
         }
+        afterPreparing?()
         for item in prepared {
+            // Edited by another program since it was read above (preparing a large page takes a
+            // while): left as it is, its records held back, so the next look finds the edit.
+            guard Self.same(stamp(item.path), item.seen) else {
+                if let temporary = item.temporary { try? FileManager.default.removeItem(at: temporary) }
+                entries += item.heldBack
+                continue
+            }
             if let temporary = item.temporary {
+                // The stamp is the temporary file's, which the rename keeps: an edit made right
+                // after the rename differs from it.
+                let written = Self.stamp(path: temporary.path)
                 try AtomicFile.commit(temporary, to: item.url)
                 try JSONFolderIndex.setRecords(item.current.mapValues(Self.hash), type: item.type, path: item.path, db: db)
-                if let stamp = stamp(item.path) { try JSONFolderIndex.setFile(item.path, stamp: stamp, problem: nil, db: db) }
+                if let written { try JSONFolderIndex.setFile(item.path, stamp: written, problem: nil, db: db) }
             } else {
                 try? FileManager.default.removeItem(at: item.url)
                 try JSONFolderIndex.removeFile(item.path, db: db)
             }
+            entries += item.written
         }
         return entries
     }
