@@ -25,4 +25,24 @@ struct TimestampTextTests {
             }
         }
     }
+
+    @Test("years before 0000 and after 9999 are written as ISO 8601 expanded years and parse back (property-based, 2,000 seeds)")
+    func expandedYears() throws {
+        // 44 BC (year -43 in ISO 8601's count, which has a year 0) and the year 10000.
+        let march15 = Timestamp(millisecondsSince1970: -63_517_824_000_000)
+        #expect(ISO8601Timestamps.format(march15) == "-0043-03-15T00:00:00.000Z")
+        #expect(ISO8601Timestamps.format(Timestamp(millisecondsSince1970: 253_402_300_800_000)) == "+10000-01-01T00:00:00.000Z")
+        #expect(ISO8601Timestamps.parse("-0043-03-15T00:00:00.000Z") == march15)
+        #expect(ISO8601Timestamps.parse("+002026-01-02") == ISO8601Timestamps.parse("2026-01-02"), "six digits, as JavaScript writes them")
+        for malformed in ["-43-03-15", "+-0043-03-15", "--0043-03-15", "0043-03-15T00:00:00.000Z-", "20260-01-02"] {
+            #expect(ISO8601Timestamps.parse(malformed) == nil, "\(malformed)")
+        }
+        var random = SeededGenerator(seed: 7)
+        for _ in 0..<2_000 {
+            // About 290 million years either way, as far as milliseconds in 64 bits reach.
+            let milliseconds = Int64.random(in: -9_000_000_000_000_000...9_000_000_000_000_000, using: &random)
+            let timestamp = Timestamp(millisecondsSince1970: milliseconds)
+            #expect(ISO8601Timestamps.parse(ISO8601Timestamps.format(timestamp)) == timestamp, "\(milliseconds)")
+        }
+    }
 }

@@ -22,9 +22,21 @@ public enum ISO8601Timestamps {
             index += 1
             return true
         }
-        guard let year = number(4), expect(45), let month = number(2), expect(45), let day = number(2),
+        // A year outside 0000–9999 takes a sign and at least four digits (ISO 8601's expanded
+        // years, as JavaScript writes them): `-0043` is 44 BC, `+10000` the year 10000.
+        var yearSign = 0
+        if index < bytes.count, bytes[index] == 43 || bytes[index] == 45 {
+            yearSign = bytes[index] == 45 ? -1 : 1
+            index += 1
+        }
+        var yearDigits = 4
+        if yearSign != 0 {
+            while index + yearDigits < bytes.count, yearDigits < 9, bytes[index + yearDigits] >= 48 && bytes[index + yearDigits] <= 57 { yearDigits += 1 }
+        }
+        guard let unsignedYear = number(yearDigits), expect(45), let month = number(2), expect(45), let day = number(2),
             (1...12).contains(month), (1...31).contains(day)
         else { return nil }
+        let year = yearSign < 0 ? -unsignedYear : unsignedYear
         var hour = 0, minute = 0, second = 0, milliseconds = 0, offsetMinutes = 0
         if index < bytes.count && (bytes[index] == 84 || bytes[index] == 32) {
             index += 1
@@ -63,7 +75,8 @@ public enum ISO8601Timestamps {
         return Timestamp(millisecondsSince1970: seconds * 1000 + Int64(milliseconds))
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, in UTC.
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, in UTC; a year before 0000 or after 9999 as an expanded year
+    /// (`-0043-03-15T…`, `+10000-01-01T…`), which ``parse(_:)`` reads back.
     public static func format(_ timestamp: Timestamp) -> String {
         let milliseconds = timestamp.millisecondsSince1970
         let seconds = milliseconds.floorDivided(by: 1000)
@@ -76,7 +89,8 @@ public enum ISO8601Timestamps {
                 let text = String(value)
                 return String(repeating: "0", count: max(0, width - text.count)) + text
             }
-            return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(millis, 3))Z"
+            let expandedYear = (year < 0 ? "-" : "+") + pad(abs(year), 4)
+            return "\(expandedYear)-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(millis, 3))Z"
         }
         // The common case, digit by digit into one buffer: formatting runs per value on bulk paths.
         return String(unsafeUninitializedCapacity: 24) { text in
