@@ -61,6 +61,23 @@ struct ConfigDecodingTests {
         #expect(configuration.adapters.isEmpty)
     }
 
+    @Test("a field one store of a zone encrypts is encrypted by every store of that zone, never uploaded in clear by one whose entry left it out")
+    func encryptedFieldsPerZone() throws {
+        let directory = try Self.directoryWithDatabase()
+        defer { directory.remove() }
+        for file in ["replica.sqlite", "other.sqlite"] { _ = FileManager.default.createFile(atPath: directory.path(file), contents: Data()) }
+        let configuration = try Self.parse(
+            """
+            encryption: { keys: [{ id: k1, env: NOTES_KEY }] }
+            adapters:
+              - { name: app, kind: sqlite, path: app.sqlite, zone: AppZone, tables: [{ table: notes, encrypted: [title] }] }
+              - { name: replica, kind: sqlite, path: replica.sqlite, zone: AppZone, tables: [{ table: notes }] }
+              - { name: other, kind: sqlite, path: other.sqlite, zone: OtherZone, tables: [{ table: notes }] }
+            """, in: directory, environment: ["NOTES_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="])
+        let fields = configuration.adapters.map { configuration.syncOptions(for: $0).encryption?.fields["notes"] ?? [] }
+        #expect(fields == [["title"], ["title"], []])
+    }
+
     @Test("a download page is the gateway's fetch_limit, at most 2,000 for a plugin adapter, and an adapter's own fetch_limit wins")
     func downloadPageSize() throws {
         let directory = try Self.directoryWithDatabaseAndDocs()

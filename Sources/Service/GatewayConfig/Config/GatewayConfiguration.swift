@@ -174,11 +174,14 @@ public struct GatewayConfiguration: Sendable {
             byType[recordType.recordType] = recordType.merge.applied(to: merge)
         }
         // Keys are given to every adapter: a field another store encrypts is decrypted here too.
+        // A field any store of the zone encrypts is encrypted by each of them: a store whose
+        // entry left it out would otherwise upload it in clear.
+        let zoneStores = [adapter] + adapters.filter { $0.settings.zoneID == adapter.settings.zoneID && $0.name != adapter.name }
         let encryption = keyRing.map { ring in
             FieldEncryption(
                 keyRing: ring,
                 fields: Dictionary(
-                    adapter.plan.recordTypes.map { ($0.recordType, Set($0.encrypted.map(\.value))) }, uniquingKeysWith: { $0.union($1) }))
+                    zoneStores.flatMap(\.plan.recordTypes).map { ($0.recordType, Set($0.encrypted.map(\.value))) }, uniquingKeysWith: { $0.union($1) }))
         }
         var assets = AssetSettings(forceData: adapter.settings.forceData ?? settings.forceData)
         for recordType in adapter.plan.recordTypes {
