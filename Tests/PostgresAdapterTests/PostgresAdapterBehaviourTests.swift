@@ -505,6 +505,31 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("a NOT NULL column with a default that a record has no value for takes its default in a new row and keeps its value in an existing one, by COPY and by statements", arguments: [false, true])
+    func notNullDefaultsWhereTheRecordHasNoValue(absent: Bool) async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter(
+            "not_null_defaults_\(absent)",
+            table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text, status text NOT NULL DEFAULT 'active', n bigint NOT NULL DEFAULT 0)")
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (1, 'Old', 'archived', 7)"], on: endpoint, doing: "writing")
+        _ = try await adapter.pendingChanges(limit: 10)
+        // As a store without those columns writes them: no value for status or n.
+        var records = [("1", "Old, edited elsewhere"), ("2", "New"), ("3", "Set")].map { name, title in
+            Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: "note", fields: ["title": .string(title)])
+        }
+        records[2]["status"] = .string("draft")
+        var page = DownloadedChanges(writes: records, state: SyncStateUpdate(zoneState: Data("z".utf8)))
+        if absent { page.absentLocally = [records[1].id, records[2].id] }
+        try await adapter.apply(page)
+        let rows = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+            let rows = try await connection.query("SELECT id, title, status, n FROM public.note ORDER BY id", logger: connection.logger)
+            var found: [String] = []
+            for try await (id, title, status, n) in rows.decode((Int32, String, String, Int64).self) { found.append("\(id) \(title) \(status) \(n)") }
+            return found
+        }
+        #expect(rows == ["1 Old, edited elsewhere archived 7", "2 New active 0", "3 Set draft 0"])
+        await adapter.close()
+    }
+
     @Test("a row another program updates while a page is applied keeps that edit: the apply is rolled back and made again without it")
     func editCommittedDuringApply() async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("edit_during_apply", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")

@@ -127,6 +127,26 @@ struct SQLiteMappingTests {
         #expect(local[record.id]?.record?["s"] == .string(whole))
     }
 
+    @Test("a NOT NULL column with a default that a record has no value for takes its default in a new row and keeps its value in an existing one")
+    func notNullDefaultsWhereTheRecordHasNoValue() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let source = try SQLiteFile(
+            directory, schema: "CREATE TABLE thing (id TEXT PRIMARY KEY, title TEXT, status TEXT NOT NULL DEFAULT 'active', n INTEGER NOT NULL DEFAULT 0);")
+        let adapter = try Self.adapter(source, [TableMapping(table: "thing")])
+        try source.execute("INSERT INTO thing (id, title, status, n) VALUES ('old', 'Old', 'archived', 7)")
+        _ = try await adapter.pendingChanges(limit: 10)
+        // As a store without those columns writes them: no value for status or n.
+        let records = [("old", "Old, edited elsewhere"), ("new", "New"), ("set", "Set")].map { name, title in
+            Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: "thing", fields: ["title": .string(title)])
+        }
+        var withStatus = records[2]
+        withStatus["status"] = .string("draft")
+        try await adapter.apply(DownloadedChanges(writes: [records[0], records[1], withStatus], state: SyncStateUpdate(zoneState: Data())))
+        let rows = try source.rows("SELECT id, title, status, n FROM thing ORDER BY id").map { "\($0[0] as String) \($0[1] as String) \($0[2] as String) \($0[3] as Int)" }
+        #expect(rows == ["new New active 0", "old Old, edited elsewhere archived 7", "set Set draft 0"])
+    }
+
     @Test("lists, locations, references and timestamps a text column holds as text go back up as the cloud sent them while the cell is unchanged")
     func typedCellsKeepTheirValues() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

@@ -378,6 +378,9 @@ public final class PostgresAdapter: ModelAdapter {
             // The writes of each table by their position in the page: grouping the records
             // themselves copied each one.
             var writes: [String: (new: [Int], known: [Int])] = [:]
+            // Records without a value for a NOT NULL column with a default, by the columns they
+            // leave out: written without them.
+            var partial: [String: [Set<Int>: [Int]]] = [:]
             let absent = insertingAbsent ? changes.absentLocally : []
             // A page's records are mostly of one type: its table is looked up once per run of it.
             var lastType: (name: String, table: PostgresResolvedTable?)?
@@ -392,7 +395,10 @@ public final class PostgresAdapter: ModelAdapter {
                 }
                 let inserted = !absent.isEmpty && absent.contains(id)
                 tables[id] = WrittenTable(name: table.table, inserted: inserted)
-                if inserted {
+                let omitted = table.emptyDefaultedColumns(of: changes.writes[index])
+                if !omitted.isEmpty {
+                    partial[table.table, default: [:]][omitted, default: []].append(index)
+                } else if inserted {
                     writes[table.table, default: ([], [])].new.append(index)
                 } else {
                     writes[table.table, default: ([], [])].known.append(index)
@@ -401,6 +407,10 @@ public final class PostgresAdapter: ModelAdapter {
             // One statement per table for the whole page (two when it has new and known records),
             // parents before their children.
             for tableName in catalog.writeOrder {
+                for (omitted, positions) in partial[tableName] ?? [:] {
+                    let reduced = catalog.byTable[tableName]!.omitting(omitted)
+                    try await Self.write(positions.map { changes.writes[$0] }, with: reduced.upsertManySQL, of: reduced, connection: connection)
+                }
                 guard let (new, known) = writes[tableName] else { continue }
                 let table = catalog.byTable[tableName]!
                 if !new.isEmpty, let rows = try table.copyRows(for: changes.writes, at: new) {
@@ -448,9 +458,9 @@ public final class PostgresAdapter: ModelAdapter {
             // or deleted without it).
             var touched = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
             var kept: [PostgresTypedCells.Kept] = []
-            for (tableName, (new, known)) in writes {
+            for tableName in Set(writes.keys).union(partial.keys) {
                 guard let table = catalog.byTable[tableName] else { continue }
-                let positions = new + known
+                let positions = (writes[tableName].map { $0.new + $0.known } ?? []) + (partial[tableName]?.values.flatMap { $0 } ?? [])
                 touched += positions.map { changes.writes[$0].id.recordName }
                 kept += PostgresTypedCells.kept(in: changes.writes, at: positions, table: table)
             }
@@ -462,7 +472,7 @@ public final class PostgresAdapter: ModelAdapter {
             let afterWrite = try await Self.pendingVersions(of: touched, state: state, connection: connection)
             let overwritten = Set(
                 touched.lazy.map { RecordID(recordName: $0, zoneID: zone) }.filter { id in
-                    (afterWrite[id.name] ?? 0) != (changes.expectedPendingVersions[id] ?? 0)
+                    changes.expectedPendingVersions[id].map { (afterWrite[id.name] ?? 0) != $0 } ?? false
                 })
             if !overwritten.isEmpty { throw RowsEditedDuringApply(ids: overwritten) }
             try await Self.commit(

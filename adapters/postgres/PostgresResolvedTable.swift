@@ -16,6 +16,11 @@ struct PostgresResolvedTable: Sendable {
     let qualifiedName: String
     /// The table's schema, unquoted.
     let schema: String
+    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default. A record
+    /// without a value there (a store that lacks the column wrote it, or the cloud never had the
+    /// field) is written without the column (``omitting(_:)``): a new row takes the default, an
+    /// existing row keeps its value. Written as NULL, the row was refused and stopped the store.
+    var defaultedWhenEmpty: Set<Int> = []
     /// The record layout of the table's rows: the value columns, in order.
     let layout: RecordLayout
 
@@ -29,7 +34,7 @@ struct PostgresResolvedTable: Sendable {
         let rows = try await connection.query(
             """
             SELECT a.attname::text, t.typname::text, t.typcategory::text, et.typname::text, et.typcategory::text,
-                   format_type(a.atttypid, a.atttypmod), a.attgenerated::text <> '',
+                   format_type(a.atttypid, a.atttypmod), a.attgenerated::text <> '', a.attnotnull AND a.atthasdef,
                    coalesce((SELECT k.n FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) WHERE k.attnum = a.attnum), 0)::int8
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
@@ -44,14 +49,18 @@ struct PostgresResolvedTable: Sendable {
         struct Info {
             var column: PostgresColumn
             var generated: Bool
+            var notNullWithDefault: Bool
             var keyPosition: Int64
         }
         var infos: [Info] = []
-        for try await (name, type, category, elementType, elementCategory, sqlType, generated, keyPosition)
-            in rows.decode((String, String, String, String?, String?, String, Bool, Int64).self)
+        for try await (name, type, category, elementType, elementCategory, sqlType, generated, notNullWithDefault, keyPosition)
+            in rows.decode((String, String, String, String?, String?, String, Bool, Bool, Int64).self)
         {
             let kind = PostgresColumn.Kind.from(typeName: type, category: category, elementName: elementType, elementCategory: elementCategory)
-            infos.append(Info(column: PostgresColumn(name: name, kind: kind, sqlType: sqlType), generated: generated, keyPosition: keyPosition))
+            infos.append(
+                Info(
+                    column: PostgresColumn(name: name, kind: kind, sqlType: sqlType), generated: generated, notNullWithDefault: notNullWithDefault,
+                    keyPosition: keyPosition))
         }
         let shape: (keys: [Int], synced: [Int])
         do {
@@ -79,7 +88,22 @@ struct PostgresResolvedTable: Sendable {
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keys.map(\.column), valueColumns: synced.map(\.column),
             qualifiedName: SQLQuoting.identifier(schema) + "." + SQLQuoting.identifier(mapping.table), schema: schema,
-            layout: RecordLayout(synced.map(\.column.name)))
+            defaultedWhenEmpty: Set(synced.indices.filter { synced[$0].notNullWithDefault }), layout: RecordLayout(synced.map(\.column.name)))
+    }
+
+    /// The ``defaultedWhenEmpty`` columns `record` has no value for.
+    func emptyDefaultedColumns(of record: Record) -> Set<Int> {
+        guard !defaultedWhenEmpty.isEmpty else { return [] }
+        return defaultedWhenEmpty.filter { record[valueColumns[$0].name] == nil }
+    }
+
+    /// This table without the value columns at `omitted`: its upsert leaves them as they are
+    /// (a new row takes their defaults).
+    func omitting(_ omitted: Set<Int>) -> PostgresResolvedTable {
+        let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
+        return PostgresResolvedTable(
+            mapping: mapping, template: template, keyColumns: keyColumns, valueColumns: kept, qualifiedName: qualifiedName, schema: schema,
+            defaultedWhenEmpty: [], layout: RecordLayout(kept.map(\.name)))
     }
 
     // MARK: SQL

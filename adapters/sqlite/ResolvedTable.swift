@@ -22,6 +22,11 @@ final class ResolvedTable: Sendable {
 
     /// The record layout of the table's rows: the value columns, in order.
     let layout: RecordLayout
+    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default. A record
+    /// without a value there (a store that lacks the column wrote it, or the cloud never had the
+    /// field) leaves the column out of its row's write: a new row takes the default, an existing
+    /// row keeps its value. Written as NULL, the row was refused and stopped the store's sync.
+    let defaultedWhenEmpty: Set<Int>
     /// How the layouts of incoming records map onto ``layout``, made once per layout.
     private let mappings = Mutex<[ObjectIdentifier: LayoutMapping]>([:])
 
@@ -30,15 +35,19 @@ final class ResolvedTable: Sendable {
 
     /// Reads the table's shape from the database and checks the mapping against it.
     init(_ mapping: TableMapping, db: Database, path: String) throws {
-        let rows = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [mapping.table])
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT name, type, pk, hidden, \"notnull\", dflt_value IS NOT NULL FROM pragma_table_xinfo(?)", arguments: [mapping.table])
         struct Info {
             var name: String
             var declared: String
             var keyPosition: Int
             var generated: Bool
+            var notNullWithDefault: Bool
         }
         let infos = rows.map { row in
-            Info(name: row["name"], declared: row["type"] ?? "", keyPosition: row["pk"], generated: (row["hidden"] as Int? ?? 0) >= 2)
+            Info(
+                name: row["name"], declared: row["type"] ?? "", keyPosition: row["pk"], generated: (row["hidden"] as Int? ?? 0) >= 2,
+                notNullWithDefault: (row[4] as Int? ?? 0) != 0 && (row[5] as Int? ?? 0) != 0)
         }
         let shape: (keys: [Int], synced: [Int])
         do {
@@ -59,6 +68,7 @@ final class ResolvedTable: Sendable {
         self.mapping = mapping
         self.keyColumns = keys.map(column)
         self.valueColumns = synced.map(column)
+        self.defaultedWhenEmpty = Set(synced.indices.filter { synced[$0].notNullWithDefault })
         self.layout = RecordLayout(synced.map(\.name))
         (selectRowSQL, deleteRowSQL) = Self.statements(
             table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
@@ -198,6 +208,20 @@ final class ResolvedTable: Sendable {
 
     /// A row's values for ``upserts(_:)``: the key from the record name, the other columns from fields
     /// by position (a field this table has no column for is not stored).
+    /// The ``defaultedWhenEmpty`` columns `record` has no value for.
+    func emptyDefaultedColumns(of record: Record, mapping: LayoutMapping) -> Set<Int> {
+        guard !defaultedWhenEmpty.isEmpty else { return [] }
+        return defaultedWhenEmpty.filter { index in mapping.sourcePositions[index].flatMap { record.values[$0] } == nil }
+    }
+
+    /// The upsert of one row without the value columns at `omitted`: left out, a new row takes
+    /// their defaults and an existing row keeps their values.
+    func upsertSQL(omitting omitted: Set<Int>) -> String {
+        let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
+        return Self.upsertStatement(
+            table: table, keyColumns: keyColumns, valueColumns: kept, rows: [Array(repeating: "?", count: keyColumns.count + kept.count)])
+    }
+
     func upsertValues(for record: Record, mapping: LayoutMapping) throws -> [BindableValue] {
         let keys = try keyValues(of: record.id.recordName)
         var values: [BindableValue] = []

@@ -388,7 +388,14 @@ public final class SQLiteAdapter: ModelAdapter {
                     skipped.insert(record.id)
                     continue
                 }
-                try mapped!.upserts.add(values)
+                let omitted = table.emptyDefaultedColumns(of: record, mapping: mapped!.mapping)
+                if omitted.isEmpty {
+                    try mapped!.upserts.add(values)
+                } else {
+                    let keyCount = table.keyColumns.count
+                    let kept = values.indices.filter { $0 < keyCount || !omitted.contains($0 - keyCount) }.map { values[$0] }
+                    try BoundStatement(db.cachedStatement(sql: table.upsertSQL(omitting: omitted))).execute(kept)
+                }
                 tables[record.id] = table.table
                 touched.append(record.id.recordName)
                 kept += TypedCells.kept(in: record, table: table, mapping: mapped!.mapping)
