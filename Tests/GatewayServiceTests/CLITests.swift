@@ -532,6 +532,42 @@ struct CLITests {
         #expect(added.adapters.first?.note?.contains("table extra is configured but not synced yet") == true, "\(added) \(addedText)")
     }
 
+    @Test("the embedded cloud put back to an older copy stops the zone's adapters instead of rolling every store back; reset and --store-wins put the newest data back")
+    func cloudRestoredFromACopy() async throws {
+        let clone = try FreshClone()
+        defer { clone.directory.remove() }
+        #expect(try await clone.gateway("sync").status == 0)
+        let cloud = clone.directory.path(".gateway/cloud.sqlite")
+        let copy = clone.directory.path("cloud-copy.sqlite")
+        try DatabaseQueue(path: cloud).backup(to: try DatabaseQueue(path: copy))
+        try await clone.database("notes").write { db in
+            try db.execute(sql: "UPDATE notes SET title = 'after the copy' WHERE id = 7; INSERT INTO notes (id, title, body, created_at) VALUES (1000, 'new', 'made after the copy', '2026-11-29T10:00:00Z')")
+        }
+        #expect(try await clone.gateway("sync").status == 0)
+        func replicaTitles() async throws -> [String] {
+            try await clone.database("notes-replica").read { db in try String.fetchAll(db, sql: "SELECT title FROM notes WHERE id IN (7, 1000) ORDER BY id") }
+        }
+        #expect(try await replicaTitles() == ["after the copy", "new"])
+
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: cloud + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: cloud)
+        let stopped = try await clone.gateway("sync")
+        #expect(stopped.status == 1, "\(stopped)")
+        #expect(stopped.stdout.contains("changeTokenAhead") || stopped.stderr.contains("changeTokenAhead"), "\(stopped)")
+        #expect(try await replicaTitles() == ["after the copy", "new"], "nothing rolled back")
+
+        for adapter in ["notes", "notes-replica"] { #expect(try await clone.gateway("reset", "--adapter", adapter).status == 0) }
+        let restored = try await clone.gateway("sync", "--store-wins", "notes")
+        #expect(restored.status == 0, "\(restored)")
+        #expect(try await clone.gateway("sync").status == 0)
+        #expect(try await replicaTitles() == ["after the copy", "new"])
+        // The zone syncs again both ways.
+        try await clone.database("notes-replica").write { db in try db.execute(sql: "UPDATE notes SET title = 'edited in the replica' WHERE id = 1000") }
+        #expect(try await clone.gateway("sync").status == 0)
+        let title = try await clone.database("notes").read { db in try String.fetchOne(db, sql: "SELECT title FROM notes WHERE id = 1000") }
+        #expect(title == "edited in the replica")
+    }
+
     @Test("--store-wins says when it decided nothing, and is refused for an adapter the sync leaves out")
     func storeWinsFeedback() async throws {
         let clone = try FreshClone()

@@ -22,6 +22,12 @@ public struct CloudError: Error, Sendable, CustomStringConvertible {
         /// had seen went with the zone, not one by one. The embedded and PostgreSQL clouds (and
         /// the endpoint serving them) tell it from ``changeTokenExpired``; CloudKit answers that.
         case zoneRecreated
+        /// The change token is ahead of the zone's history: the cloud (its file or database) was
+        /// put back to an older copy since the token was issued. Fetching again would take the
+        /// copy's older values for newer ones and delete every record made since, in every store,
+        /// so the adapter stops instead; `gateway reset` then decides which side is the truth.
+        /// The embedded and PostgreSQL clouds tell it; CloudKit's history never goes back.
+        case changeTokenAhead
         /// Too many requests; wait ``CloudError/retryAfter``.
         case requestRateLimited
         /// The zone is busy with other writes; retry.

@@ -73,8 +73,8 @@ package struct SequenceChangeToken: Equatable, Sendable {
         }
         guard sequence <= lastSequence else {
             throw CloudError(
-                .changeTokenExpired,
-                "the change token of zone \(zone) is ahead of the cloud (was the cloud restored from a backup?); fetch the zone again from the start")
+                .changeTokenAhead,
+                "the change token of zone \(zone) is ahead of the cloud: the cloud was put back to an older copy (a backup restored?) since this store last synced, so nothing was applied (its older values would replace newer ones). Run `gateway reset --adapter NAME` for every adapter of the zone, then `gateway sync --store-wins NAME` with the store that holds the newest data to put it back into the cloud (or a plain sync to take the copy's values)")
         }
     }
 }
