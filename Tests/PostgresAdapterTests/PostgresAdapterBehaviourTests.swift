@@ -530,6 +530,40 @@ struct PostgresAdapterBehaviourTests {
         await adapter.close()
     }
 
+    @Test("a column added with a default that the cloud has no values for keeps its defaults when records arrive without it; a field the cloud clears is cleared")
+    func addedColumnKeepsItsDefaults() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("added_column_defaults", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text, rank bigint)")
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (1, 'one', 1), (2, 'two', 2)"], on: endpoint, doing: "writing")
+        let first = try await adapter.pendingChanges(limit: 10)
+        var update = SyncStateUpdate(zoneState: Data("z".utf8))
+        for save in first.saves {
+            update.settled[save.record.id] = save.version
+            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
+        }
+        try await adapter.commit(update)
+        try await PostgresConnectionPool.execute(["ALTER TABLE public.note ADD COLUMN color text DEFAULT 'red'"], on: endpoint, doing: "migrating")
+        let ids = ["1", "2", "3"].map { RecordID(recordName: $0, zoneID: Self.zone) }
+        var page = DownloadedChanges(
+            writes: [
+                Record(id: ids[0], recordType: "note", fields: ["title": .string("one, edited")]),
+                Record(id: ids[1], recordType: "note", fields: ["title": .string("two"), "rank": .int64(2)]),
+                Record(id: ids[2], recordType: "note", fields: ["title": .string("three"), "rank": .int64(3)]),
+            ], state: SyncStateUpdate(zoneState: Data("z2".utf8)))
+        page.expectedPendingVersions = Dictionary(uniqueKeysWithValues: ids.map { ($0, Int64(0)) })
+        page.absentLocally = [ids[2]]
+        try await adapter.apply(page)
+        let rows = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+            let rows = try await connection.query("SELECT id, title, rank, color FROM public.note ORDER BY id", logger: connection.logger)
+            var found: [String] = []
+            for try await (id, title, rank, color) in rows.decode((Int32, String, Int64?, String?).self) {
+                found.append("\(id) \(title) \(rank.map(String.init) ?? "-") \(color ?? "-")")
+            }
+            return found
+        }
+        #expect(rows == ["1 one, edited - red", "2 two 2 red", "3 three 3 red"], "the cleared rank is cleared; a new row takes the default")
+        await adapter.close()
+    }
+
     @Test("a row another program updates while a page is applied keeps that edit: the apply is rolled back and made again without it")
     func editCommittedDuringApply() async throws {
         let (endpoint, adapter) = try await Self.noteAdapter("edit_during_apply", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")

@@ -206,6 +206,29 @@ struct StoreIdentityTests {
         #expect(try Notes.contents(pair.fileB).keys.sorted() == ["2"])
     }
 
+    @Test("a column added with a default that the cloud has no values for keeps its defaults through the zone's download; a field the cloud clears is cleared")
+    func addedColumnKeepsItsDefaults() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('2', 'two', 2)"#)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        // A migration in B only; its rows read the default, which the zone has never held.
+        try pair.fileB.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT DEFAULT 'red'"#)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        #expect(try pair.fileB.rows(#"SELECT color FROM "Note" ORDER BY name"#).map { $0[0] as String? } == ["red", "red"])
+
+        try pair.fileA.execute(#"UPDATE "Note" SET title = 'one, edited', rank = NULL WHERE name = '1'"#)
+        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('3', 'three', 3)"#)
+        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+        let rows = try pair.fileB.rows(#"SELECT name, title, rank, color FROM "Note" ORDER BY name"#).map {
+            "\($0[0] as String) \($0[1] as String) \(($0[2] as Int?).map(String.init) ?? "-") \($0[3] as String? ?? "-")"
+        }
+        #expect(rows == ["1 one, edited - red", "2 two 2 red", "3 three 3 red"], "the cleared rank is cleared; a new row takes the default")
+    }
+
     // Found by the history checker (seed 10875): the change log numbered a restored file's changes
     // on from the backup's last version, so a delete the backup already held could not be told
     // from one made after the restore, and the rule above took both for the newer act.

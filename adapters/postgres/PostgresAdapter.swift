@@ -344,6 +344,25 @@ public final class PostgresAdapter: ModelAdapter {
         let ids: Set<RecordID>
     }
 
+    /// The names of the fields whose values each of `names` was last synced with; records the
+    /// store has no metadata for are absent.
+    private static func syncedFields(
+        of names: [String], state: PostgresGatewaySchema, connection: PooledConnection
+    ) async throws -> [String: Set<String>] {
+        var fields: [String: Set<String>] = [:]
+        guard !names.isEmpty else { return fields }
+        let rows = try await connection.query(
+            """
+            SELECT r.record_name, r.metadata FROM unnest(\(names)::text[]) AS n(name)
+            CROSS JOIN LATERAL (\(unescaped: state.lookup(in: state.records, columns: "record_name, metadata"))) AS r
+            """, logger: connection.logger)
+        for try await (name, blob) in rows.decode((String, ByteBuffer).self) {
+            guard let metadata = try? RecordMetadata(decoding: Data(buffer: blob)) else { continue }
+            fields[name] = Set(metadata.fingerprints.keys)
+        }
+        return fields
+    }
+
     /// The pending version of each of `names` that has one, after moving the capture log in.
     private static func pendingVersions(
         of names: [String], state: PostgresGatewaySchema, connection: PooledConnection
@@ -378,9 +397,12 @@ public final class PostgresAdapter: ModelAdapter {
             // The writes of each table by their position in the page: grouping the records
             // themselves copied each one.
             var writes: [String: (new: [Int], known: [Int])] = [:]
-            // Records without a value for a NOT NULL column with a default, by the columns they
-            // leave out: written without them.
+            // Records written without some columns (``PostgresResolvedTable/leftOut(of:synced:)``),
+            // by those columns.
             var partial: [String: [Set<Int>: [Int]]] = [:]
+            // The fields each written record's synced version held, read once for the page when a
+            // record lacks a value.
+            var syncedFields: [String: Set<String>]?
             let absent = insertingAbsent ? changes.absentLocally : []
             // A page's records are mostly of one type: its table is looked up once per run of it.
             var lastType: (name: String, table: PostgresResolvedTable?)?
@@ -395,7 +417,14 @@ public final class PostgresAdapter: ModelAdapter {
                 }
                 let inserted = !absent.isEmpty && absent.contains(id)
                 tables[id] = WrittenTable(name: table.table, inserted: inserted)
-                let omitted = table.emptyDefaultedColumns(of: changes.writes[index])
+                let empty = table.emptyColumns(of: changes.writes[index])
+                var omitted: Set<Int> = []
+                if !empty.isEmpty {
+                    if !inserted, syncedFields == nil {
+                        syncedFields = try await Self.syncedFields(of: changes.writes.map(\.id.recordName), state: state, connection: connection)
+                    }
+                    omitted = table.leftOut(of: empty, synced: inserted ? nil : syncedFields?[id.recordName])
+                }
                 if !omitted.isEmpty {
                     partial[table.table, default: [:]][omitted, default: []].append(index)
                 } else if inserted {

@@ -16,11 +16,13 @@ struct PostgresResolvedTable: Sendable {
     let qualifiedName: String
     /// The table's schema, unquoted.
     let schema: String
-    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default. A record
-    /// without a value there (a store that lacks the column wrote it, or the cloud never had the
-    /// field) is written without the column (``omitting(_:)``): a new row takes the default, an
-    /// existing row keeps its value. Written as NULL, the row was refused and stopped the store.
+    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default: a record
+    /// without a value there is always written without the column (``omitting(_:)``), so a new
+    /// row takes the default and an existing row keeps its value. Written as NULL, the row was
+    /// refused and stopped the store.
     var defaultedWhenEmpty: Set<Int> = []
+    /// Positions in ``valueColumns`` of the columns with a default.
+    var withDefault: Set<Int> = []
     /// The record layout of the table's rows: the value columns, in order.
     let layout: RecordLayout
 
@@ -34,7 +36,7 @@ struct PostgresResolvedTable: Sendable {
         let rows = try await connection.query(
             """
             SELECT a.attname::text, t.typname::text, t.typcategory::text, et.typname::text, et.typcategory::text,
-                   format_type(a.atttypid, a.atttypmod), a.attgenerated::text <> '', a.attnotnull AND a.atthasdef,
+                   format_type(a.atttypid, a.atttypmod), a.attgenerated::text <> '', a.attnotnull, a.atthasdef,
                    coalesce((SELECT k.n FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) WHERE k.attnum = a.attnum), 0)::int8
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
@@ -49,17 +51,18 @@ struct PostgresResolvedTable: Sendable {
         struct Info {
             var column: PostgresColumn
             var generated: Bool
-            var notNullWithDefault: Bool
+            var notNull: Bool
+            var hasDefault: Bool
             var keyPosition: Int64
         }
         var infos: [Info] = []
-        for try await (name, type, category, elementType, elementCategory, sqlType, generated, notNullWithDefault, keyPosition)
-            in rows.decode((String, String, String, String?, String?, String, Bool, Bool, Int64).self)
+        for try await (name, type, category, elementType, elementCategory, sqlType, generated, notNull, hasDefault, keyPosition)
+            in rows.decode((String, String, String, String?, String?, String, Bool, Bool, Bool, Int64).self)
         {
             let kind = PostgresColumn.Kind.from(typeName: type, category: category, elementName: elementType, elementCategory: elementCategory)
             infos.append(
                 Info(
-                    column: PostgresColumn(name: name, kind: kind, sqlType: sqlType), generated: generated, notNullWithDefault: notNullWithDefault,
+                    column: PostgresColumn(name: name, kind: kind, sqlType: sqlType), generated: generated, notNull: notNull, hasDefault: hasDefault,
                     keyPosition: keyPosition))
         }
         let shape: (keys: [Int], synced: [Int])
@@ -88,13 +91,26 @@ struct PostgresResolvedTable: Sendable {
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keys.map(\.column), valueColumns: synced.map(\.column),
             qualifiedName: SQLQuoting.identifier(schema) + "." + SQLQuoting.identifier(mapping.table), schema: schema,
-            defaultedWhenEmpty: Set(synced.indices.filter { synced[$0].notNullWithDefault }), layout: RecordLayout(synced.map(\.column.name)))
+            defaultedWhenEmpty: Set(synced.indices.filter { synced[$0].notNull && synced[$0].hasDefault }),
+            withDefault: Set(synced.indices.filter { synced[$0].hasDefault }), layout: RecordLayout(synced.map(\.column.name)))
     }
 
-    /// The ``defaultedWhenEmpty`` columns `record` has no value for.
-    func emptyDefaultedColumns(of record: Record) -> Set<Int> {
-        guard !defaultedWhenEmpty.isEmpty else { return [] }
-        return defaultedWhenEmpty.filter { record[valueColumns[$0].name] == nil }
+    /// The positions in ``valueColumns`` that `record` has no value for.
+    func emptyColumns(of record: Record) -> Set<Int> {
+        var empty: Set<Int> = []
+        for index in valueColumns.indices where record[valueColumns[index].name] == nil { empty.insert(index) }
+        return empty
+    }
+
+    /// Which of the `empty` columns (``emptyColumns(of:)``) a row's write leaves out, given the
+    /// fields its synced version held (`nil`: the store has none). A field that neither the
+    /// record nor the synced version holds was never in the cloud for this record, so the row's
+    /// value stays (three-way: no side changed it), and a new row takes the column's default.
+    /// A field the synced version held is one the cloud cleared: written NULL, unless the column
+    /// is `NOT NULL` with a default.
+    func leftOut(of empty: Set<Int>, synced fields: Set<String>?) -> Set<Int> {
+        guard let fields else { return empty.intersection(withDefault) }
+        return empty.filter { defaultedWhenEmpty.contains($0) || !fields.contains(valueColumns[$0].name) }
     }
 
     /// This table without the value columns at `omitted`: its upsert leaves them as they are
@@ -103,7 +119,7 @@ struct PostgresResolvedTable: Sendable {
         let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keyColumns, valueColumns: kept, qualifiedName: qualifiedName, schema: schema,
-            defaultedWhenEmpty: [], layout: RecordLayout(kept.map(\.name)))
+            layout: RecordLayout(kept.map(\.name)))
     }
 
     // MARK: SQL

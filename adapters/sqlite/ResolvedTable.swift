@@ -22,11 +22,13 @@ final class ResolvedTable: Sendable {
 
     /// The record layout of the table's rows: the value columns, in order.
     let layout: RecordLayout
-    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default. A record
-    /// without a value there (a store that lacks the column wrote it, or the cloud never had the
-    /// field) leaves the column out of its row's write: a new row takes the default, an existing
-    /// row keeps its value. Written as NULL, the row was refused and stopped the store's sync.
+    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default: a record
+    /// without a value there always leaves the column out of its row's write (a new row takes the
+    /// default, an existing row keeps its value). Written as NULL, the row was refused and
+    /// stopped the store's sync.
     let defaultedWhenEmpty: Set<Int>
+    /// Positions in ``valueColumns`` of the columns with a declared default.
+    let withDefault: Set<Int>
     /// How the layouts of incoming records map onto ``layout``, made once per layout.
     private let mappings = Mutex<[ObjectIdentifier: LayoutMapping]>([:])
 
@@ -42,12 +44,13 @@ final class ResolvedTable: Sendable {
             var declared: String
             var keyPosition: Int
             var generated: Bool
-            var notNullWithDefault: Bool
+            var notNull: Bool
+            var hasDefault: Bool
         }
         let infos = rows.map { row in
             Info(
                 name: row["name"], declared: row["type"] ?? "", keyPosition: row["pk"], generated: (row["hidden"] as Int? ?? 0) >= 2,
-                notNullWithDefault: (row[4] as Int? ?? 0) != 0 && (row[5] as Int? ?? 0) != 0)
+                notNull: (row[4] as Int? ?? 0) != 0, hasDefault: (row[5] as Int? ?? 0) != 0)
         }
         let shape: (keys: [Int], synced: [Int])
         do {
@@ -68,7 +71,8 @@ final class ResolvedTable: Sendable {
         self.mapping = mapping
         self.keyColumns = keys.map(column)
         self.valueColumns = synced.map(column)
-        self.defaultedWhenEmpty = Set(synced.indices.filter { synced[$0].notNullWithDefault })
+        self.defaultedWhenEmpty = Set(synced.indices.filter { synced[$0].notNull && synced[$0].hasDefault })
+        self.withDefault = Set(synced.indices.filter { synced[$0].hasDefault })
         self.layout = RecordLayout(synced.map(\.name))
         (selectRowSQL, deleteRowSQL) = Self.statements(
             table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
@@ -208,18 +212,32 @@ final class ResolvedTable: Sendable {
 
     /// A row's values for ``upserts(_:)``: the key from the record name, the other columns from fields
     /// by position (a field this table has no column for is not stored).
-    /// The ``defaultedWhenEmpty`` columns `record` has no value for.
-    func emptyDefaultedColumns(of record: Record, mapping: LayoutMapping) -> Set<Int> {
-        guard !defaultedWhenEmpty.isEmpty else { return [] }
-        return defaultedWhenEmpty.filter { index in mapping.sourcePositions[index].flatMap { record.values[$0] } == nil }
+    /// The positions in ``valueColumns`` that `record` has no value for.
+    func emptyColumns(of record: Record, mapping: LayoutMapping) -> Set<Int> {
+        var empty: Set<Int> = []
+        for index in valueColumns.indices where mapping.sourcePositions[index].flatMap({ record.values[$0] }) == nil { empty.insert(index) }
+        return empty
     }
 
-    /// The upsert of one row without the value columns at `omitted`: left out, a new row takes
-    /// their defaults and an existing row keeps their values.
-    func upsertSQL(omitting omitted: Set<Int>) -> String {
+    /// Which of the `empty` columns (``emptyColumns(of:mapping:)``) a row's write leaves out, given
+    /// the fields its synced version held (`nil`: the store has none). A field that neither the
+    /// record nor the synced version holds was never in the cloud for this record, so the row's
+    /// value stays (three-way: no side changed it), and a new row takes the column's default.
+    /// A field the synced version held is one the cloud cleared: written NULL, unless the
+    /// column is `NOT NULL` with a default.
+    func leftOut(of empty: Set<Int>, synced fields: Set<String>?) -> Set<Int> {
+        guard let fields else { return empty.intersection(withDefault) }
+        return empty.filter { defaultedWhenEmpty.contains($0) || !fields.contains(valueColumns[$0].name) }
+    }
+
+    /// Upserts without the value columns at `omitted`, many rows to a statement, each row given
+    /// as its key values then the values of the other columns: left out, a column keeps its
+    /// value in an existing row and takes its default in a new one.
+    func upserts(_ db: Database, omitting omitted: Set<Int>) throws -> ManyRowStatement {
         let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
-        return Self.upsertStatement(
-            table: table, keyColumns: keyColumns, valueColumns: kept, rows: [Array(repeating: "?", count: keyColumns.count + kept.count)])
+        return try ManyRowStatement(db, argumentsPerRow: keyColumns.count + kept.count) { [self] rows in
+            Self.upsertStatement(table: table, keyColumns: keyColumns, valueColumns: kept, rows: rows)
+        }
     }
 
     func upsertValues(for record: Record, mapping: LayoutMapping) throws -> [BindableValue] {

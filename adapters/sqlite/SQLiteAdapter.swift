@@ -368,6 +368,11 @@ public final class SQLiteAdapter: ModelAdapter {
             var kept: [TypedCells.Kept] = []
             var touched: [String] = []
             var mapped: (layout: RecordLayout, table: ResolvedTable, mapping: LayoutMapping, upserts: ManyRowStatement)?
+            // Rows that leave columns out (``ResolvedTable/leftOut(of:synced:)``), by the columns.
+            var partial: [Set<Int>: ManyRowStatement] = [:]
+            // The fields each written record's synced version held, read once for the page when a
+            // record lacks a value.
+            var syncedFields: [String: Set<String>]?
             for record in changes.writes where !skipped.contains(record.id) {
                 guard let table = catalog.byType[record.recordType] else {
                     skipped.insert(record.id)  // a record type this store does not hold
@@ -376,6 +381,8 @@ public final class SQLiteAdapter: ModelAdapter {
                 if mapped?.layout !== record.layout || mapped?.table !== table {
                     // Rows held for one table are written before another statement runs.
                     try mapped?.upserts.finish()
+                    for var statement in partial.values { try statement.finish() }
+                    partial = [:]
                     mapped = (record.layout, table, table.mapping(from: record.layout), try table.upserts(db))
                 }
                 let values: [BindableValue]
@@ -388,19 +395,26 @@ public final class SQLiteAdapter: ModelAdapter {
                     skipped.insert(record.id)
                     continue
                 }
-                let omitted = table.emptyDefaultedColumns(of: record, mapping: mapped!.mapping)
+                let empty = table.emptyColumns(of: record, mapping: mapped!.mapping)
+                var omitted: Set<Int> = []
+                if !empty.isEmpty {
+                    if syncedFields == nil { syncedFields = try Self.syncedFields(of: changes.writes, db: db) }
+                    omitted = table.leftOut(of: empty, synced: syncedFields![record.id.recordName])
+                }
                 if omitted.isEmpty {
                     try mapped!.upserts.add(values)
                 } else {
                     let keyCount = table.keyColumns.count
                     let kept = values.indices.filter { $0 < keyCount || !omitted.contains($0 - keyCount) }.map { values[$0] }
-                    try BoundStatement(db.cachedStatement(sql: table.upsertSQL(omitting: omitted))).execute(kept)
+                    if partial[omitted] == nil { partial[omitted] = try table.upserts(db, omitting: omitted) }
+                    try partial[omitted]!.add(kept)
                 }
                 tables[record.id] = table.table
                 touched.append(record.id.recordName)
                 kept += TypedCells.kept(in: record, table: table, mapping: mapped!.mapping)
             }
             try mapped?.upserts.finish()
+            for var statement in partial.values { try statement.finish() }
             for id in changes.deletes where !skipped.contains(id) {
                 guard let tableName = try Self.tableName(of: id, db: db), let table = catalog.byTable[tableName],
                     let keys = try? table.keyValues(of: id.recordName)
@@ -507,6 +521,20 @@ public final class SQLiteAdapter: ModelAdapter {
             if record == nil { record = table.record(from: row, id: id, offset: 0) }
         }
         return try TypedCells.restore(record, db: db)
+    }
+
+    /// The names of the fields whose values each of `records` was last synced with, by record
+    /// name; records the store has no metadata for are absent.
+    private static func syncedFields(of records: [Record], db: Database) throws -> [String: Set<String>] {
+        var fields: [String: Set<String>] = [:]
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: #"SELECT record_name, metadata FROM "_gateway_records" WHERE record_name IN (SELECT value FROM json_each(?))"#),
+            arguments: [JSONArrayText.of(records.lazy.map(\.id.recordName))])
+        while let row = try rows.next() {
+            guard let metadata = try? RecordMetadata(decoding: row[1] as Data) else { continue }
+            fields[row[0]] = Set(metadata.fingerprints.keys)
+        }
+        return fields
     }
 
     private static func hasPendingChanges(_ db: Database) throws -> Bool {
