@@ -463,6 +463,59 @@ struct JSONFilesBehaviourTests {
         #expect(mapping.resolve("alias/own.txt") != nil, "a link that stays inside")
     }
 
+    @Test("a file a $file field names is part of its record: editing it alone is a change, a download never writes over an edit of it, and a file two documents name is never written for one of them")
+    func linkedFilesArePartOfTheirRecords() async throws {
+        let directory = try TemporaryDirectory(prefix: "json-linked-files")
+        defer { directory.remove() }
+        let folder = directory.url.appendingPathComponent("docs")
+        let file = { (name: String) in folder.appendingPathComponent("files/\(name)") }
+        try Self.write("{\"title\": \"A\", \"attachment\": {\"$file\": \"files/a.bin\"}}", to: folder.appendingPathComponent("Note/a.json"))
+        try Self.write("{\"title\": \"B\", \"attachment\": {\"$file\": \"files/shared.bin\"}}", to: folder.appendingPathComponent("Note/b.json"))
+        try Self.write("{\"title\": \"C\", \"attachment\": {\"$file\": \"files/shared.bin\"}}", to: folder.appendingPathComponent("Note/c.json"))
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("files"), withIntermediateDirectories: true)
+        try Data("one".utf8).write(to: file("a.bin"))
+        try Data("shared".utf8).write(to: file("shared.bin"))
+        let store = try JSONFolderStore(directory: folder.path, layout: .filePerRecord, zoneID: Self.zone, indexPath: directory.path("index.sqlite"))
+        let version = { (listing: KitListing, name: String) in listing.entries.first { $0.key.recordName == name }?.version }
+        let first = try await store.list(since: nil)
+
+        // The file alone edited: the record's version moves, and a read gives the new bytes.
+        try Data("one, edited by hand".utf8).write(to: file("a.bin"))
+        let edited = try await store.list(since: first.cursor)
+        #expect(edited.entries.map(\.key.recordName) == ["a"])
+        #expect(version(edited, "a") != version(first, "a"))
+        let read = try await store.read([KitRecordKey(recordName: "a", recordType: "Note")])
+        #expect(read.first?.record?["attachment"] == .bytes(Data("one, edited by hand".utf8)))
+
+        // Edited by hand again, not read since: a download holds the record back, the file kept.
+        try Data("edited again".utf8).write(to: file("a.bin"))
+        let fromCloud = { (name: String, bytes: String) in
+            Record(
+                id: RecordID(recordName: name, zoneID: Self.zone), recordType: "Note",
+                fields: ["title": .string(name.uppercased()), "attachment": .bytes(Data(bytes.utf8))])
+        }
+        let held = try await store.write(saves: [fromCloud("a", "from the cloud")], deletes: [])
+        #expect(held.map(\.isHeldBack) == [true])
+        #expect(try Data(contentsOf: file("a.bin")) == Data("edited again".utf8))
+
+        // Read, then downloaded: written to the file, with the version a later look agrees with.
+        let looked = try await store.list(since: nil)
+        let written = try await store.write(saves: [fromCloud("a", "from the cloud")], deletes: [])
+        #expect(written.map(\.isHeldBack) == [false])
+        #expect(try Data(contentsOf: file("a.bin")) == Data("from the cloud".utf8))
+        let after = try await store.list(since: looked.cursor)
+        #expect(version(after, "a") == nil || version(after, "a") == written.first?.version, "no change of its own after the gateway's write")
+
+        // A file two documents name: b's new bytes go inline in b, and c keeps its file.
+        let shared = try await store.write(saves: [fromCloud("b", "b only")], deletes: [])
+        #expect(shared.map(\.isHeldBack) == [false])
+        #expect(try Data(contentsOf: file("shared.bin")) == Data("shared".utf8))
+        let b = try String(contentsOf: folder.appendingPathComponent("Note/b.json"), encoding: .utf8)
+        #expect(b.contains("$bytes") && !b.contains("$file"), "\(b)")
+        let c = try await store.read([KitRecordKey(recordName: "c", recordType: "Note")])
+        #expect(c.first?.record?["attachment"] == .bytes(Data("shared".utf8)))
+    }
+
     @Test("a document another program edits while a write prepares its page keeps the edit: its records are held back, the rest written")
     func editWhilePreparing() async throws {
         let directory = try TemporaryDirectory(prefix: "json-edit-while-preparing")

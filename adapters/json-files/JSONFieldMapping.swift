@@ -159,6 +159,25 @@ struct JSONFieldMapping {
     /// fields, the gateway's own reserved fields among them (null keys an earlier release wrote go
     /// with the next write). Fields the record does not name are left out.
     func object(for record: Record, previous: [String: JSONValue]?) throws -> [String: JSONValue] {
+        var files: [PendingFile] = []
+        let object = try object(for: record, previous: previous, files: &files, mayWrite: { _ in true })
+        for file in files { try AtomicFile.write(file.data, to: file.url) }
+        return object
+    }
+
+    /// A file a `$file` field's new bytes are to be written to.
+    struct PendingFile {
+        let path: String
+        let url: URL
+        let data: Data
+    }
+
+    /// ``object(for:previous:)`` that leaves the files of `$file` fields to write to `files`.
+    /// A path `mayWrite` refuses (another document names the same file) gets the bytes inline
+    /// (`$bytes`) instead: written there, they would change the other record too.
+    func object(
+        for record: Record, previous: [String: JSONValue]?, files: inout [PendingFile], mayWrite: (String) throws -> Bool
+    ) throws -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
         let names = record.layout.fieldNames
         for position in names.indices {
@@ -166,9 +185,28 @@ struct JSONFieldMapping {
                 if let held = previous?[names[position]], held != .null { object[names[position]] = .null }
                 continue
             }
+            if case .bytes(let data) = value, case .object(let members)? = previous?[names[position]], case .string(let path)? = members["$file"],
+                members.count == 1, let url = resolve(path)
+            {
+                if try mayWrite(path) {
+                    files.append(PendingFile(path: path, url: url, data: data))
+                    object[names[position]] = .object(["$file": .string(path)])
+                } else {
+                    object[names[position]] = .object(["$bytes": .string(data.base64EncodedString())])
+                }
+                continue
+            }
             object[names[position]] = try json(value, previous: previous?[names[position]])
         }
         return object
+    }
+
+    /// The paths the `$file` fields of `object` name.
+    static func linkedFiles(of object: [String: JSONValue]) -> [String] {
+        object.values.compactMap { value in
+            guard case .object(let members) = value, members.count == 1, case .string(let path)? = members["$file"] else { return nil }
+            return path
+        }
     }
 
     private func json(_ value: FieldValue, previous: JSONValue?) throws -> JSONValue {
@@ -186,12 +224,6 @@ struct JSONFieldMapping {
             return .double(number)
         case .timestamp(let timestamp): return .object(["$date": .string(ISO8601Timestamps.format(timestamp))])
         case .bytes(let data):
-            if case .object(let members)? = previous, case .string(let path)? = members["$file"], members.count == 1,
-                let url = resolve(path)
-            {
-                try AtomicFile.write(data, to: url)
-                return .object(["$file": .string(path)])
-            }
             return .object(["$bytes": .string(data.base64EncodedString())])
         case .reference(let reference):
             guard reference.action != .none else { return .object(["$ref": .string(reference.recordID.recordName)]) }

@@ -47,6 +47,9 @@ struct JSONFolderIndex: Sendable {
                 CREATE INDEX IF NOT EXISTS records_by_generation ON records (generation);
                 CREATE TABLE IF NOT EXISTS removed (record_name TEXT PRIMARY KEY, generation INTEGER NOT NULL) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS rolled_back (record_name TEXT PRIMARY KEY) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS links (
+                    document TEXT NOT NULL, file TEXT NOT NULL, size INTEGER, mtime INTEGER, PRIMARY KEY (document, file)) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS links_by_file ON links (file);
                 CREATE TABLE IF NOT EXISTS generation (
                     id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL, identity TEXT NOT NULL, problems_changed INTEGER NOT NULL);
                 """)
@@ -108,8 +111,43 @@ struct JSONFolderIndex: Sendable {
             .execute(arguments: [path, stamp.size, stamp.mtime, problem, problem == nil ? nil : code])
     }
 
+    /// The files the `$file` fields of a document name, with their stamps when it was last read
+    /// or written (`nil`: no such file then).
+    static func links(of document: String, db: Database) throws -> [(file: String, stamp: Stamp?)] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT file, size, mtime FROM links WHERE document = ?"), arguments: [document]).map { row in
+            let size: Int64? = row[1]
+            let mtime: Int64? = row[2]
+            return (row[0], size.flatMap { size in mtime.map { (size, $0) } })
+        }
+    }
+
+    /// Every document's linked files, with their stamps (``links(of:db:)``).
+    static func allLinks(_ db: Database) throws -> [(document: String, file: String, stamp: Stamp?)] {
+        try Row.fetchAll(db, sql: "SELECT document, file, size, mtime FROM links").map { row in
+            let size: Int64? = row[2]
+            let mtime: Int64? = row[3]
+            return (row[0], row[1], size.flatMap { size in mtime.map { (size, $0) } })
+        }
+    }
+
+    /// Whether a document other than `document` names `file` in a `$file` field.
+    static func isLinked(_ file: String, byOtherThan document: String, db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM links WHERE file = ? AND document <> ?)"), arguments: [file, document])
+            == true
+    }
+
+    /// Replaces the linked files of a document.
+    static func setLinks(_ links: [(file: String, stamp: Stamp?)], of document: String, db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM links WHERE document = ?").execute(arguments: [document])
+        for link in links {
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO links (document, file, size, mtime) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [document, link.file, link.stamp?.size, link.stamp?.mtime])
+        }
+    }
+
     /// Forgets a file and the records it held.
     static func removeFile(_ path: String, db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM links WHERE document = ?").execute(arguments: [path])
         if try file(path, db: db)?.problem != nil { try noteProblemsChanged(db) }
         try db.cachedStatement(
             sql: "INSERT OR REPLACE INTO removed (record_name, generation) SELECT record_name, (SELECT value FROM generation) FROM records WHERE path = ?"

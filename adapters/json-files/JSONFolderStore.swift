@@ -129,7 +129,7 @@ public struct JSONFolderStore: KitStore {
                         KitEntry(
                             key: KitRecordKey(recordName: name, recordType: document.type),
                             record: Record(id: RecordID(recordName: name, zoneID: store.mapping.zoneID), recordType: document.type, namedFields: fields),
-                            version: Self.hash(object)))
+                            version: store.version(of: object)))
                 }
             }
             try JSONFolderIndex.reportRolledBack(&entries, db: db)
@@ -306,6 +306,40 @@ public struct JSONFolderStore: KitStore {
         }
     }
 
+    /// A record's version: the hash of its object and, where it names files with `$file`, of
+    /// their sizes and modification times, so that editing such a file alone is an edit of the
+    /// record.
+    func version(of object: [String: JSONValue]) -> String {
+        let files = JSONFieldMapping.linkedFiles(of: object)
+        guard !files.isEmpty else { return Self.hash(object) }
+        var text = JSONValue.object(object).prettyText()
+        for file in files.sorted() {
+            let stamp = linkedStamp(file)
+            text += "\n\(file) \(stamp?.size ?? -1) \(stamp?.mtime ?? -1)"
+        }
+        return Data(SHA256.hash(data: Data(text.utf8)).prefix(16)).hexText
+    }
+
+    /// The stamp of a file a `$file` field names; `nil` when it is missing or not in the folder.
+    func linkedStamp(_ file: String) -> JSONFolderIndex.Stamp? {
+        mapping.resolve(file).flatMap { Self.stamp(path: $0.path) }
+    }
+
+    /// Whether a download may write a `$file` field's bytes to `file` for `document`: not when
+    /// another document names the same file (its record would change too), nor when the file is
+    /// a document itself (another record's, or this one's).
+    func mayWriteLinkedFile(_ file: String, for document: String, db: Database) throws -> Bool {
+        guard let url = mapping.resolve(file) else { return false }
+        let inside = String(url.path.dropFirst(root.resolvingSymlinksInPath().path.count + 1))
+        if try JSONFolderIndex.file(inside, db: db) != nil || inside.hasSuffix(".json") { return false }
+        return try !JSONFolderIndex.isLinked(file, byOtherThan: document, db: db)
+    }
+
+    /// The files the `$file` fields of `objects` name, with their stamps now.
+    func links(of objects: some Sequence<[String: JSONValue]>) -> [(file: String, stamp: JSONFolderIndex.Stamp?)] {
+        Set(objects.flatMap(JSONFieldMapping.linkedFiles)).sorted().map { ($0, linkedStamp($0)) }
+    }
+
     static func hash(_ object: [String: JSONValue]) -> String {
         // The first 16 bytes in lowercase hex: the same text earlier releases stored, so their state carries over.
         Data(SHA256.hash(data: Data(JSONValue.object(object).prettyText().utf8)).prefix(16)).hexText
@@ -334,11 +368,20 @@ public struct JSONFolderStore: KitStore {
         for path in known.keys where onDisk[path] == nil {
             try JSONFolderIndex.removeFile(path.text, db: db)
         }
+        var refreshed: Set<ExactText.Key> = []
         for (path, type) in onDisk.sorted(by: { $0.key.text < $1.key.text }) {
             guard let stamp = stamp(path.text) else { continue }
             // A file with a problem is read again even unchanged: its twin may have gone.
             if let previous = known[path], previous.stamp == stamp, !previous.hasProblem { continue }
             _ = try refresh(path: path.text, recordType: type, db: db)
+            refreshed.insert(path)
+        }
+        // A document one of whose `$file` files changed is read again: that file's contents are
+        // a field of its record.
+        for link in try JSONFolderIndex.allLinks(db) where !Self.same(linkedStamp(link.file), link.stamp) {
+            let path = ExactText.Key(link.document)
+            guard let type = onDisk[path], refreshed.insert(path).inserted else { continue }
+            _ = try refresh(path: link.document, recordType: type, db: db)
         }
     }
 
@@ -380,7 +423,7 @@ public struct JSONFolderStore: KitStore {
             try JSONFolderIndex.setFile(path, stamp: stamp, problem: Self.problem(error, path: path), code: twin ? "duplicateRecordName" : nil, db: db)
             return nil
         }
-        let hashes = objects.mapValues(Self.hash)
+        let hashes = objects.mapValues(version(of:))
         if let previousStamp, stamp.mtime < previousStamp.mtime, Self.timesWereSet(path: rootPath + "/" + path) {
             // Older than when it was last read, different, and its time was set, not written: a
             // copy from before was put back (`cp -a`, `rsync -t`, `tar x` of a backup), not an
@@ -389,6 +432,7 @@ public struct JSONFolderStore: KitStore {
         }
         try JSONFolderIndex.setRecords(hashes, type: recordType, path: path, db: db)
         try JSONFolderIndex.setFile(path, stamp: stamp, problem: nil, db: db)
+        try JSONFolderIndex.setLinks(links(of: objects.values), of: path, db: db)
         return Document(type: recordType, objects: objects)
     }
 
@@ -430,7 +474,7 @@ public struct JSONFolderStore: KitStore {
         var prepared:
             [(
                 path: String, url: URL, temporary: URL?, type: String, current: [String: [String: JSONValue]], seen: JSONFolderIndex.Stamp?,
-                written: [KitEntry], heldBack: [KitEntry]
+                names: [String], heldBack: [KitEntry], files: [JSONFieldMapping.PendingFile], seenFiles: [JSONFolderIndex.Stamp?]
             )] = []
         do {
             for (pathKey, change) in documents.sorted(by: { $0.key.text < $1.key.text }) {
@@ -461,13 +505,21 @@ public struct JSONFolderStore: KitStore {
                     }
                     current = document.objects
                 }
+                // A file a `$file` field names, edited since the document was read: that edit is
+                // its record's, and the next look reads it, so nothing here writes over it.
+                if try JSONFolderIndex.links(of: path, db: db).contains(where: { !Self.same(linkedStamp($0.file), $0.stamp) }) {
+                    holdBack()
+                    continue
+                }
                 for name in change.remove {
                     try Self.refuseNormalizationTwin(of: name, among: current.keys, path: path)
                     current[name] = nil
                 }
+                var files: [JSONFieldMapping.PendingFile] = []
                 for (name, record) in change.set {
                     try Self.refuseNormalizationTwin(of: name, among: current.keys, path: path)
-                    current[name] = try mapping.object(for: record, previous: current[name])
+                    current[name] = try mapping.object(
+                        for: record, previous: current[name], files: &files, mayWrite: { try mayWriteLinkedFile($0, for: path, db: db) })
                 }
                 var temporary: URL?
                 if !current.isEmpty {
@@ -475,10 +527,7 @@ public struct JSONFolderStore: KitStore {
                         layout == .filePerRecord ? .object(current.values.first ?? [:]) : .object(current.mapValues { JSONValue.object($0) })
                     temporary = try AtomicFile.prepare(Data(document.prettyText().utf8), for: url)
                 }
-                let written = change.set.keys.sorted().compactMap { name in
-                    current[name].map { KitEntry(key: KitRecordKey(recordName: name, recordType: change.type), record: nil, version: Self.hash($0)) }
-                }
-                prepared.append((path, url, temporary, change.type, current, onDisk, written, heldBack))
+                prepared.append((path, url, temporary, change.type, current, onDisk, change.set.keys.sorted(), heldBack, files, files.map { linkedStamp($0.path) }))
             }
         } catch {
             for item in prepared { if let temporary = item.temporary { try? FileManager.default.removeItem(at: temporary) } }
@@ -488,23 +537,29 @@ public struct JSONFolderStore: KitStore {
         for item in prepared {
             // Edited by another program since it was read above (preparing a large page takes a
             // while): left as it is, its records held back, so the next look finds the edit.
-            guard Self.same(stamp(item.path), item.seen) else {
+            guard Self.same(stamp(item.path), item.seen), zip(item.files, item.seenFiles).allSatisfy({ Self.same(linkedStamp($0.path), $1) }) else {
                 if let temporary = item.temporary { try? FileManager.default.removeItem(at: temporary) }
                 entries += item.heldBack
                 continue
             }
+            for file in item.files { try AtomicFile.write(file.data, to: file.url) }
+            var versions: [String: String] = [:]
             if let temporary = item.temporary {
                 // The stamp is the temporary file's, which the rename keeps: an edit made right
                 // after the rename differs from it.
                 let written = Self.stamp(path: temporary.path)
                 try AtomicFile.commit(temporary, to: item.url)
-                try JSONFolderIndex.setRecords(item.current.mapValues(Self.hash), type: item.type, path: item.path, db: db)
+                versions = item.current.mapValues(version(of:))
+                try JSONFolderIndex.setRecords(versions, type: item.type, path: item.path, db: db)
                 if let written { try JSONFolderIndex.setFile(item.path, stamp: written, problem: nil, db: db) }
+                try JSONFolderIndex.setLinks(links(of: item.current.values), of: item.path, db: db)
             } else {
                 try? FileManager.default.removeItem(at: item.url)
                 try JSONFolderIndex.removeFile(item.path, db: db)
             }
-            entries += item.written
+            entries += item.names.compactMap { name in
+                versions[name].map { KitEntry(key: KitRecordKey(recordName: name, recordType: item.type), record: nil, version: $0) }
+            }
         }
         return entries
     }
