@@ -52,6 +52,9 @@ public struct AdapterSyncReport: Sendable {
     public var unresolvedFailures: [FailedRecord] = []
     /// Records that failed permanently in this sync.
     public var failedRecords = 0
+    /// Of ``failedRecords``, those that carry a failure mark in the store (the rest are
+    /// ``unresolvedFailures``, which stay pending without one): what `gateway status` counts.
+    public var markedFailedRecords: Int { max(0, failedRecords - unresolvedFailures.count) }
     /// Local edits of a read-only shared zone that the cloud refused: kept in the refused-edits
     /// journal and replaced in the store by the zone's versions.
     public var refusedEdits = 0

@@ -36,7 +36,7 @@ public enum SyncSummary {
                 counted(adapter.uploaded, deleted: adapter.deletedRemotely),
                 // Every record that stays failed, as the note below counts them: one that failed
                 // in an earlier sync and was not sent again is failed still.
-                conflicts(adapter), "\(max(adapter.failedRecords, adapter.failingRecordCount))", outcome(adapter.outcome),
+                conflicts(adapter), "\(max(adapter.markedFailedRecords, adapter.failingRecordCount))", outcome(adapter.outcome),
             ])
         }
         var text = TextTable.render(rows, rightAligned: [2, 3, 5])
@@ -58,7 +58,13 @@ public enum SyncSummary {
             if adapter.matched > 0 {
                 text += "note: adapter \(adapter.adapter): \(adapter.matched) record(s) held the same values as the cloud and were adopted as synced (nothing written)\n"
             }
-            let failing = max(adapter.failedRecords, adapter.failingRecordCount)
+            if !adapter.unresolvedFailures.isEmpty {
+                text += "note: adapter \(adapter.adapter): \(adapter.unresolvedFailures.count) conflict(s) its resolver could not settle stay pending, both versions kept; the next sync asks the resolver again\n"
+                for record in adapter.unresolvedFailures.prefix(10) {
+                    text += "  \(TerminalText.printable(record.recordID.recordName)): \(TerminalText.printable(record.failure.message)) (\(record.failure.code))\n"
+                }
+            }
+            let failing = max(adapter.markedFailedRecords, adapter.failingRecordCount)
             if failing > 0 {
                 text += "note: adapter \(adapter.adapter) has \(failing) failed record(s); fix them, then `gateway retry`\n"
                 for record in adapter.failingRecords {

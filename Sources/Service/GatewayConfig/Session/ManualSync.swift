@@ -36,10 +36,10 @@ public enum ManualSync {
                 guard let opened = adapters.first(where: { $0.name == adapter.adapter }),
                     let failing = try? await opened.adapter.failedRecords()
                 else { continue }
-                // With the records no resolver answered in this sync, which stay pending.
-                let all = failing + adapter.unresolvedFailures.filter { unresolved in !failing.contains { $0.recordID == unresolved.recordID } }
-                report.adapters[index].failingRecordCount = all.count
-                report.adapters[index].failingRecords = Array(all.sorted { $0.recordID.recordName < $1.recordID.recordName }.prefix(3))
+                // The records no resolver answered in this sync stay pending without a mark: the
+                // summary names them apart (``AdapterSyncReport/unresolvedFailures``).
+                report.adapters[index].failingRecordCount = failing.count
+                report.adapters[index].failingRecords = Array(failing.sorted { $0.recordID.recordName < $1.recordID.recordName }.prefix(3))
             }
             KeyFingerprints.record(configuration, after: report)
             await session.end()

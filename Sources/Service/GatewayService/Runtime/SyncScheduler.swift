@@ -206,7 +206,8 @@ public struct SyncScheduler: Service {
             guard let adapter = adapters.first(where: { $0.name == result.adapter })?.adapter else { continue }
             let pending = (try? await adapter.pendingChangeCount()) ?? 0
             guard pending > 0 else { continue }
-            let failed = (try? await adapter.failedRecords().count) ?? pending
+            // Records a resolver could not settle stay pending until the next sync asks it again.
+            let failed = ((try? await adapter.failedRecords().count) ?? pending) + result.unresolvedFailures.count
             if pending > failed {
                 unsent = true
                 break
@@ -230,7 +231,7 @@ public struct SyncScheduler: Service {
             if case .paused(let reason) = report.outcome { pausedReason = "\(reason)" }
             status = AdapterStatus(
                 name: configured.name, kind: configured.settings.kind.value, zone: configured.settings.zoneID.zoneName, hasChanges: pending > 0,
-                pendingChanges: pending, failedRecords: report.failedRecords, batchSize: report.batchSize,
+                pendingChanges: pending, failedRecords: report.markedFailedRecords, batchSize: report.batchSize,
                 hasSynced: report.outcome == .synced || history.lastSuccessAt != nil, pausedReason: pausedReason)
         } else {
             status = AdapterStatus(unreadable: configured, error: "its store cannot be read")
@@ -279,8 +280,9 @@ public struct SyncScheduler: Service {
                 var metadata: Logger.Metadata = [
                     "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
                     "uploaded": "\(adapter.uploaded + adapter.deletedRemotely)", "conflicts": "\(adapter.conflictCount)",
-                    "failed": "\(adapter.failedRecords)",
+                    "failed": "\(adapter.markedFailedRecords)",
                 ]
+                if !adapter.unresolvedFailures.isEmpty { metadata["unresolved"] = "\(adapter.unresolvedFailures.count)" }
                 if let pending = pendingByAdapter[adapter.adapter] {
                     metadata["health"] = "\(health(after: adapter, pending: pending, adapters: adapters))"
                 }
