@@ -180,4 +180,14 @@ struct PluginWriteMessageTests {
         let titles = Dictionary(uniqueKeysWithValues: held.compactMap { entry in entry.record.map { (entry.key.recordName, $0["title"]) } })
         #expect(titles == Dictionary(uniqueKeysWithValues: (5..<12).map { ("n\($0)", FieldValue.string("second\n\($0)")) }))
     }
+
+    @Test("a record name that cannot travel is refused naming the record and the rule it breaks")
+    func unsendableNames() {
+        #expect(PluginStore.unsendableReason("Note.1") == nil)
+        #expect(PluginStore.unsendableReason(String(repeating: "é", count: 127)) == nil, "254 bytes")
+        #expect(PluginStore.unsendableReason("") == "a record whose name is empty")
+        #expect(PluginStore.unsendableReason("a\nb") == "record 'a\\u{a}b': its name holds a control character (at character 2), which a record name cannot")
+        let long = String(repeating: "x", count: 300)
+        #expect(PluginStore.unsendableReason(long) == "record '\(String(repeating: "x", count: 64))…': its name is 300 bytes long, over the 255 a record name may take")
+    }
 }

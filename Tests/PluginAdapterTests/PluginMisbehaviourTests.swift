@@ -66,7 +66,7 @@ struct Misbehaviour: Sendable, CustomStringConvertible {
         Misbehaviour("closes its standard output", "list", "close-stdout", .error(.exited, mentioning: "closed its standard output")),
         Misbehaviour("answers list without records", "list", "no-records", .error(.malformedMessage, mentioning: "without a records array")),
         Misbehaviour("answers list with deleted that is not an array", "list", "bad-deleted", .error(.malformedMessage, mentioning: "deleted")),
-        Misbehaviour("lists a record whose name holds a newline", "list", "bad-name", .error(.malformedMessage, mentioning: "control characters")),
+        Misbehaviour("lists a record whose name holds a newline", "list", "bad-name", .error(.malformedMessage, mentioning: "record 'bad\\u{a}name': its name holds a control character (at character 4)")),
         Misbehaviour("lists a record of a type it did not declare", "list", "unknown-type", .problem(record: "stranger", code: "unknownRecordType")),
         Misbehaviour("lists one record twice", "list", "duplicate", .problem(record: "twice", code: "duplicateRecord")),
         Misbehaviour("lists a field whose value does not fit its type", "list", "bad-field", .problem(record: "badfield", code: "invalidField")),

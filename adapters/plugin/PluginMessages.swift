@@ -160,9 +160,7 @@ enum PluginMessages {
     static func decodeRecord(_ json: JSONValue, recordTypes: [String: [String]], zone: ZoneID) throws(MessageProblem) -> Decoded {
         guard case .object(let members) = json else { throw MessageProblem("a record that is not a JSON object") }
         guard let name = members["recordName"]?.stringValue else { throw MessageProblem("a record without a string recordName") }
-        guard PluginStore.isSendable(name) else {
-            throw MessageProblem("a record whose name is empty, longer than 255 bytes or holds control characters")
-        }
+        if let reason = PluginStore.unsendableReason(name) { throw MessageProblem(reason) }
         if let problem = members["problem"], problem != .null {
             // The store holds the record but cannot offer it (a row it cannot read): the kit keeps
             // what it last read, so it is neither uploaded nor taken for deleted.

@@ -159,10 +159,9 @@ public final class PluginStore: KitStore {
         let handshake = try await connected().handshake
         let types = handshake.declaredFields
         var stored: [KitEntry] = []
-        for record in saves where !Self.isSendable(record.id.recordName) {
-            throw PluginError(
-                .unsendableRecord, adapter: configuration.adapterName, plugin: configuration.displayName,
-                "a record whose name is empty, longer than 255 bytes or holds control characters cannot be sent to a plugin")
+        for record in saves {
+            guard let reason = Self.unsendableReason(record.id.recordName) else { continue }
+            throw PluginError(.unsendableRecord, adapter: configuration.adapterName, plugin: configuration.displayName, "\(reason); it cannot be sent to a plugin")
         }
         guard !saves.isEmpty || !deletes.isEmpty else { return [] }
         // Every message is written out before the first is sent, so a record that cannot be sent
@@ -250,7 +249,25 @@ public final class PluginStore: KitStore {
     /// Whether the protocol carries this record name: 1–255 bytes, no control characters
     /// (plugins are promised none).
     static func isSendable(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 255 && !name.unicodeScalars.contains { $0.value < 32 || $0.value == 127 }
+        unsendableReason(name) == nil
+    }
+
+    /// Why a record name cannot travel to or from a plugin, naming the record (its first 64
+    /// characters, control characters escaped); `nil` when it can.
+    static func unsendableReason(_ name: String) -> String? {
+        let control = name.unicodeScalars.firstIndex { $0.value < 32 || $0.value == 127 }
+        guard name.isEmpty || name.utf8.count > 255 || control != nil else { return nil }
+        var shown = ""
+        for scalar in name.unicodeScalars.prefix(64) {
+            shown += scalar.value < 32 || scalar.value == 127 ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
+        }
+        if name.unicodeScalars.count > 64 { shown += "…" }
+        if name.isEmpty { return "a record whose name is empty" }
+        if let control {
+            let offset = name.unicodeScalars.distance(from: name.unicodeScalars.startIndex, to: control)
+            return "record '\(shown)': its name holds a control character (at character \(offset + 1)), which a record name cannot"
+        }
+        return "record '\(shown)': its name is \(name.utf8.count) bytes long, over the 255 a record name may take"
     }
 
     public func notificationCount() async -> Int? {
