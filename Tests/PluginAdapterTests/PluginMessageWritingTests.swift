@@ -168,6 +168,37 @@ struct PluginWriteMessageTests {
         await store.close()
     }
 
+    @Test("a conditional write leaves a record another program edited since the gateway's read as it is, answered held back; the others are written")
+    func conditionalWrite() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = PluginConfiguration(
+            adapterName: "csv", zoneID: PluginFixtures.zone, command: "python3", arguments: [PluginFixtures.csvFolder],
+            settings: .object(["directory": .string(directory.path("csv")), "record_types": .array([.string("Note")])]))
+        let store = PluginStore(configuration: configuration, logger: Logger(label: "test.plugin"))
+        do {
+            _ = try await store.write(saves: ["a", "b", "c"].map { PluginFixtures.note($0, "first") }, deletes: [])
+            let read = try await store.read(["a", "b", "c"].map { KitRecordKey(recordName: $0, recordType: "Note") })
+            var versions: [String: String?] = [:]
+            for entry in read { versions[entry.key.recordName] = entry.version }
+            #expect(versions.count == 3)
+            // Another program edits b and creates d after the gateway's read.
+            try await store.writeAsAnotherProgram(saves: [PluginFixtures.note("b", "edited by hand"), PluginFixtures.note("d", "made by hand")], deletes: [])
+            versions["d"] = .some(nil)
+            let answers = try await store.write(
+                saves: ["a", "b", "d"].map { PluginFixtures.note($0, "from the cloud") }, deletes: [KitRecordKey(recordName: "c", recordType: "Note")],
+                expecting: versions)
+            #expect(Set(answers.filter(\.isHeldBack).map(\.key.recordName)) == ["b", "d"])
+            let after = try await store.read(["a", "b", "c", "d"].map { KitRecordKey(recordName: $0, recordType: "Note") })
+            let titles = Dictionary(uniqueKeysWithValues: after.compactMap { entry in entry.record.map { (entry.key.recordName, $0["title"]) } })
+            #expect(titles == ["a": .string("from the cloud"), "b": .string("edited by hand"), "d": .string("made by hand")])
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+
     private func writeAndReadBack(_ store: PluginStore) async throws {
         let first = (0..<8).map { PluginFixtures.note("n\($0)", "first \"\($0)\"") }
         _ = try await store.write(saves: first, deletes: [])

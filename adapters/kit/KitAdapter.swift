@@ -589,7 +589,7 @@ public final class KitAdapter: ModelAdapter {
             async let recording: Void = record(epoch: epoch)
             let stored: Result<[KitEntry], any Error>
             do {
-                stored = .success(try await store.write(saves: journal.saves, deletes: journal.deletes))
+                stored = .success(try await store.write(saves: journal.saves, deletes: journal.deletes, expecting: journal.expectedVersions))
             } catch {
                 stored = .failure(error)
             }

@@ -26,6 +26,21 @@ struct KitJournal: Sendable {
     /// journaled), or `nil` for the single `journal` row an earlier release wrote. Not stored.
     var sequence: Int64?
 
+    /// What the store held of each record of the write, as ``KitStore/write(saves:deletes:expecting:)``
+    /// takes it: the store's version, `nil` for none, left out where the kit knows the record
+    /// only by a hash of its values.
+    var expectedVersions: [String: String?] {
+        var versions: [String: String?] = [:]
+        for name in saves.map(\.id.recordName) + deletes.map(\.recordName) {
+            switch before[RecordName(name)] {
+            case nil: versions[name] = .some(nil)
+            case let observed? where observed.hasPrefix("v:"): versions[name] = .some(String(observed.dropFirst(2)))
+            default: break
+            }
+        }
+        return versions
+    }
+
     /// Keeps the journal in the state database, after any journaled before it.
     mutating func save(_ db: Database) throws {
         try db.cachedStatement(sql: "INSERT INTO journal_pages (data) VALUES (?)").execute(arguments: [encoded()])

@@ -21,6 +21,14 @@ public protocol KitStore: Sendable {
     ///   ``KitEntry/heldBack(_:)`` for each record it left as it was.
     func write(saves: [Record], deletes: [KitRecordKey]) async throws -> [KitEntry]
 
+    /// ``write(saves:deletes:)`` with what the kit read of each record just before (by name: its
+    /// version, or `nil` when the store held none; a name left out has no version to compare,
+    /// as from a store that answers values only). A store that can compare leaves a record whose
+    /// version moved since as it is and answers ``KitEntry/heldBack(_:)``: another program
+    /// edited it meanwhile, and the kit reads that edit next. Default: ``write(saves:deletes:)``,
+    /// for stores that check otherwise (JSON folders compare their files' stamps) or cannot.
+    func write(saves: [Record], deletes: [KitRecordKey], expecting versions: [String: String?]) async throws -> [KitEntry]
+
     /// Saves and deletes these records as another program editing the store would: the
     /// conformance check's stand-in for such an edit. A store with cursors lists these records
     /// as changed after a cursor, where it may leave out what ``write(saves:deletes:)`` wrote (the
@@ -59,6 +67,9 @@ public protocol KitStore: Sendable {
 extension KitStore {
     public func writeAsAnotherProgram(saves: [Record], deletes: [KitRecordKey]) async throws {
         _ = try await write(saves: saves, deletes: deletes)
+    }
+    public func write(saves: [Record], deletes: [KitRecordKey], expecting versions: [String: String?]) async throws -> [KitEntry] {
+        try await write(saves: saves, deletes: deletes)
     }
     public func servedRecordTypes() async throws -> Set<String>? { nil }
     public func canHold(recordNamed name: String) -> Bool { true }

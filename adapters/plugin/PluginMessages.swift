@@ -161,6 +161,11 @@ enum PluginMessages {
         guard case .object(let members) = json else { throw MessageProblem("a record that is not a JSON object") }
         guard let name = members["recordName"]?.stringValue else { throw MessageProblem("a record without a string recordName") }
         if let reason = PluginStore.unsendableReason(name) { throw MessageProblem(reason) }
+        if members["heldBack"]?.boolValue == true {
+            // Left as it was: its version moved since the one the write expected.
+            guard let type = members["recordType"]?.stringValue else { throw MessageProblem("a held-back record without a string recordType") }
+            return .entry(.heldBack(KitRecordKey(recordName: name, recordType: type)))
+        }
         if let problem = members["problem"], problem != .null {
             // The store holds the record but cannot offer it (a row it cannot read): the kit keeps
             // what it last read, so it is neither uploaded nor taken for deleted.

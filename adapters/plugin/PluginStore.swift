@@ -29,6 +29,9 @@ public final class PluginStore: KitStore {
         /// Whether `write` may carry saves as tables (a record type's fields and types once, then
         /// a row of values per record) besides the row form.
         public var takesTables: Bool = false
+        /// Whether `write` carries `expected`, the version the gateway last saw of each record,
+        /// and the plugin leaves a record whose version moved as it is (`"heldBack": true`).
+        public var writesConditionally: Bool = false
 
         /// The fields each declared record type names (empty: the plugin declared none, so a
         /// field its records leave out is unknown rather than null).
@@ -149,13 +152,17 @@ public final class PluginStore: KitStore {
         try await write(saves: saves, deletes: deletes, asEdit: false)
     }
 
+    public func write(saves: [Record], deletes: [KitRecordKey], expecting versions: [String: String?]) async throws -> [KitEntry] {
+        try await write(saves: saves, deletes: deletes, asEdit: false, expecting: versions)
+    }
+
     /// The same `write` message with `"edit": true`, which tells a plugin with cursors to list
     /// these records as changed.
     public func writeAsAnotherProgram(saves: [Record], deletes: [KitRecordKey]) async throws {
         _ = try await write(saves: saves, deletes: deletes, asEdit: true)
     }
 
-    private func write(saves: [Record], deletes: [KitRecordKey], asEdit: Bool) async throws -> [KitEntry] {
+    private func write(saves: [Record], deletes: [KitRecordKey], asEdit: Bool, expecting versions: [String: String?]? = nil) async throws -> [KitEntry] {
         let handshake = try await connected().handshake
         let types = handshake.declaredFields
         var stored: [KitEntry] = []
@@ -177,7 +184,8 @@ public final class PluginStore: KitStore {
             do {
                 messages.append(
                     try writeParams(
-                        saves: saves[savesInChunk], deletes: deletes[deletesInChunk], asEdit: asEdit, inTables: handshake.takesTables))
+                        saves: saves[savesInChunk], deletes: deletes[deletesInChunk], asEdit: asEdit, inTables: handshake.takesTables,
+                        expecting: handshake.writesConditionally ? versions : nil))
             } catch {
                 throw PluginError(
                     .malformedMessage, adapter: configuration.adapterName, plugin: configuration.displayName,
@@ -199,8 +207,10 @@ public final class PluginStore: KitStore {
     /// The params of one `write` message, members in sorted order as a serialized object has
     /// them: `saves` in the row form, or in `tables` (those whose fields fit their table) when
     /// the plugin takes tables.
+    /// With `expecting`, the message carries `expected`: for each record it saves or deletes whose
+    /// version the gateway knows, that version, or null where the plugin held none.
     private func writeParams(
-        saves: ArraySlice<Record>, deletes: ArraySlice<KitRecordKey>, asEdit: Bool, inTables: Bool
+        saves: ArraySlice<Record>, deletes: ArraySlice<KitRecordKey>, asEdit: Bool, inTables: Bool, expecting versions: [String: String?]?
     ) throws(PluginMessages.UnsendableRecord) -> [UInt8] {
         let zone = configuration.zoneID
         var params = JSONWriter(capacity: saves.count * (inTables ? 128 : 384) + deletes.count * 64 + 64)
@@ -212,6 +222,16 @@ public final class PluginStore: KitStore {
         if asEdit {
             params.key("edit")
             params.bool(true)
+        }
+        if let versions {
+            params.key("expected")
+            params.beginObject()
+            for name in (saves.map(\.id.recordName) + deletes.map(\.recordName)).sorted() {
+                guard let expected = versions[name] else { continue }
+                params.key(name)
+                if let version = expected { params.string(version) } else { params.null() }
+            }
+            params.endObject()
         }
         var tables: JSONWriter?
         var rowForm = Array(saves.indices)
@@ -409,7 +429,8 @@ public final class PluginStore: KitStore {
             listsChangesSinceCursor: capabilities?["cursor"]?.boolValue ?? false,
             notifiesChanges: capabilities?["notifications"]?.boolValue ?? false,
             keepsIdentity: capabilities?["identity"]?.boolValue ?? false,
-            takesTables: capabilities?["tables"]?.boolValue ?? false)
+            takesTables: capabilities?["tables"]?.boolValue ?? false,
+            writesConditionally: capabilities?["conditionalWrites"]?.boolValue ?? false)
     }
 
     private func decode(_ json: JSONValue, types: [String: [String]]) throws -> PluginMessages.Decoded {

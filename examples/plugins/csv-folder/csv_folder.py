@@ -16,7 +16,10 @@ lists, reads and writes rows, and keeps the gateway's identity marker in
 offers a cursor: while no other program touched the files since the last listing, a list answers
 "no changes" at once instead of hashing every row (a change is seen from a file's modification
 time, change time, size and inode). It takes writes as tables (a record type's fields and types
-once, a row of values per record), which is what most of a large write costs to parse.
+once, a row of values per record), which is what most of a large write costs to parse. Its writes
+are conditional: a row whose version is no longer the one the gateway read (another program
+edited it meanwhile) is left as it is and answered as held back, so that edit is never
+overwritten.
 Protocol: docs/writing-adapters.md in the Sync Gateway repository.
 """
 import base64
@@ -302,8 +305,9 @@ class Folder:
         os.replace(temporary, path)
         return {}
 
-    def write(self, saves, deletes, edit=False, tables=()):
+    def write(self, saves, deletes, edit=False, tables=(), expected=None):
         stored = []
+        expected = expected or {}
         touched = {}  # record type -> (saves in the row form, tables, names to delete)
         for record in saves:
             touched.setdefault(record["recordType"], ([], [], []))[0].append(record)
@@ -327,6 +331,19 @@ class Folder:
             if bad:
                 first = sorted(bad.values())[0]
                 raise PluginFailure("invalidRows", "%s.csv has %d row(s) that cannot be read (%s); nothing is written to it until then" % (record_type, len(bad), first))
+            if expected:
+                # A row whose version is not the one the gateway read (None: no row then) was
+                # edited by another program meanwhile: left as it is, answered as held back.
+                current = self.versions_of(record_type)
+                names = [record["recordName"] for record in type_saves] + [row[0] for table in type_tables for row in table["rows"]] + list(type_deletes)
+                moved = {name for name in names if name in expected and current.get(name) != expected[name]}
+                if moved:
+                    type_saves = [record for record in type_saves if record["recordName"] not in moved]
+                    type_tables = [dict(table, rows=[row for row in table["rows"] if row[0] not in moved]) for table in type_tables]
+                    type_deletes = [name for name in type_deletes if name not in moved]
+                    stored += [{"recordName": name, "recordType": record_type, "heldBack": True} for name in sorted(moved)]
+                    if not type_saves and not type_deletes and not any(table["rows"] for table in type_tables):
+                        continue
             columns = list(old_columns)
             known = {name for name, _ in columns}
             for record in type_saves:
@@ -562,7 +579,7 @@ def main():
                 result = {
                     "protocol": PROTOCOL,
                     "plugin": "csv-folder 1.0",
-                    "capabilities": {"cursor": True, "notifications": False, "identity": True, "tables": True},
+                    "capabilities": {"cursor": True, "notifications": False, "identity": True, "tables": True, "conditionalWrites": True},
                     "recordTypes": [{"name": name, "fields": [c for c, _ in folder.load(name)[0]]} for name in types],
                 }
                 if params.get("scratch"):
@@ -572,7 +589,8 @@ def main():
             elif method == "read":
                 result = folder.read(params.get("records") or [])
             elif method == "write":
-                result = folder.write(params.get("saves") or [], params.get("deletes") or [], bool(params.get("edit")), params.get("tables") or [])
+                result = folder.write(
+                    params.get("saves") or [], params.get("deletes") or [], bool(params.get("edit")), params.get("tables") or [], params.get("expected"))
             elif method == "identity":
                 result = folder.identity()
             elif method == "setIdentity":
