@@ -203,7 +203,7 @@ let brokenConfigs: [BrokenConfig] = [
         message: "config.yaml:6:23: adapter app: column bdy named in the configuration of table notes does not exist in $DIR/app.sqlite"),
     BrokenConfig(
         name: "record name without key", yaml: "\(app)\n    tables: [{ table: notes, record_name: \"<Type>\" }]",
-        message: "config.yaml:6:23: adapter app: the record_name template '<Type>' of table notes must contain <pk> exactly once"),
+        message: "config.yaml:6:43: 'adapters[0].tables[0].record_name': the record name template must contain <pk> exactly once"),
     BrokenConfig(
         name: "custom merge without resolver", yaml: "gateway: { merge_policy: custom }",
         message: "config.yaml:1:26: 'gateway.merge_policy': merge_policy: custom needs merge_resolver: NAME, an entry of resolvers: or a resolver registered in code"),
@@ -243,6 +243,12 @@ let brokenConfigs: [BrokenConfig] = [
         environment: ["NOTES_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="],
         message:
             "config.yaml:7:23: adapter app: column id of table notes is part of the primary key, which becomes the record name and is never encrypted; encrypt other columns"),
+    BrokenConfig(
+        name: "record name template with a misspelt placeholder", yaml: "\(app)\n    tables: [{ table: notes, record_name: \"<Typ>.<pk>\" }]",
+        message: "config.yaml:6:43: 'adapters[0].tables[0].record_name': unknown placeholder <Typ> in the record name template; it knows <Type> and <pk> (did you mean <Type>?)"),
+    BrokenConfig(
+        name: "a column both included and excluded", yaml: "\(app)\n    tables: [{ table: notes, include: [title], exclude: [title] }]",
+        message: "config.yaml:6:58: 'adapters[0].tables[0].exclude[0]': column title is both included and excluded; name it in one list"),
     BrokenConfig(
         name: "asset column that does not exist", yaml: "\(app)\n    tables: [{ table: notes, assets: [photo] }]",
         message: "config.yaml:6:23: adapter app: column photo named in the configuration of table notes does not exist in $DIR/app.sqlite"),

@@ -81,7 +81,8 @@ struct PostgresTableEntry: Decodable, Sendable {
         let exclude = try container.decodeIfPresent([String].self, forKey: .exclude) ?? []
         mapping = PostgresTableMapping(
             table: table.value, recordType: try container.decodeIfPresent(String.self, forKey: .recordType),
-            recordName: try container.decodeIfPresent(String.self, forKey: .recordName) ?? "<pk>", include: include, exclude: exclude)
+            recordName: try TableEntryChecks.recordName(container, forKey: .recordName), include: include, exclude: exclude)
+        try TableEntryChecks.includeAndExclude(container, include: .include, exclude: .exclude)
         settings = try RecordTypeSettings(from: decoder)
         settings.recordType = mapping.recordType
         mapping.encryptedColumns = settings.encrypted.map(\.value)

@@ -62,7 +62,8 @@ struct SQLiteTableEntry: Decodable, Sendable {
         let container = try decoder.container(keyedBy: Keys.self)
         table = try container.decode(Located<String>.self, forKey: .table)
         let recordType = try container.decodeIfPresent(String.self, forKey: .recordType)
-        let recordName = try container.decodeIfPresent(String.self, forKey: .recordName) ?? "<pk>"
+        let recordName = try TableEntryChecks.recordName(container, forKey: .recordName)
+        try TableEntryChecks.includeAndExclude(container, include: .include, exclude: .exclude)
         let include = try container.decodeIfPresent([String].self, forKey: .include)
         let exclude = try container.decodeIfPresent([String].self, forKey: .exclude) ?? []
         let columns = try container.decodeIfPresent([String: ColumnKind].self, forKey: .columns) ?? [:]

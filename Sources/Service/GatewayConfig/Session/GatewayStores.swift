@@ -56,7 +56,7 @@ public enum GatewayStores {
             }
         }
         for adapter in adapters {
-            try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): \($0)" }) {
+            try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): \(detail(of: $0, adapter: adapter.name))" }) {
                 try await beforeOpening ? adapter.plan.checkBeforeOpening() : adapter.plan.check()
             }
         }
@@ -91,7 +91,8 @@ public enum GatewayStores {
                 throw error
             } catch {
                 throw GatewayError(
-                    .storeUnavailable, "adapter \(configuration.name): cannot open its store: \(error)", underlying: error)
+                    .storeUnavailable, "adapter \(configuration.name): cannot open its store: \(detail(of: error, adapter: configuration.name))",
+                    underlying: error)
             }
         }
         return opened
@@ -101,7 +102,7 @@ public enum GatewayStores {
     /// - Throws: ``ConfigError`` when the store does not match the config; ``GatewayError``
     ///   with ``GatewayError/Code/storeUnavailable`` when it cannot be read.
     public static func readStatus(_ adapter: AdapterConfiguration, in configuration: GatewayConfiguration) async throws -> AdapterStatus {
-        try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): cannot read its status: \($0)" }) {
+        try await passingThrough(.storeUnavailable, { "adapter \(adapter.name): cannot read its status: \(detail(of: $0, adapter: adapter.name))" }) {
             try AdapterStatus(adapter, snapshot: try await adapter.plan.readStatus(), configuration: configuration)
         }
     }
@@ -152,6 +153,14 @@ public enum GatewayStores {
     /// Runs `body`, letting ``ConfigError`` and ``GatewayError`` through as they are (they say
     /// what happened already) and wrapping any other error in a ``GatewayError`` with `code` and
     /// the message `describe` makes of it.
+    /// An adapter's error as text, without the `adapter NAME: ` its store's message may start
+    /// with already (the caller names the adapter).
+    static func detail(of error: any Error, adapter name: String) -> String {
+        let described = "\(error)"
+        let prefix = "adapter \(name): "
+        return described.hasPrefix(prefix) ? String(described.dropFirst(prefix.count)) : described
+    }
+
     private static func passingThrough<T>(
         _ code: GatewayErrorCode, _ describe: (any Error) -> String, _ body: () async throws -> T
     ) async throws -> T {

@@ -47,11 +47,8 @@ final class ReopeningAdapter: ForwardingAdapter {
         } catch let error as ConfigError {
             throw error
         } catch {
-            // The store's message may name the adapter already.
-            let described = "\(error)"
-            let prefix = "adapter \(name): "
-            let detail = described.hasPrefix(prefix) ? String(described.dropFirst(prefix.count)) : described
-            throw GatewayError(.storeUnavailable, "adapter \(name): cannot open its store: \(detail)", underlying: error)
+            throw GatewayError(
+                .storeUnavailable, "adapter \(name): cannot open its store: \(GatewayStores.detail(of: error, adapter: name))", underlying: error)
         }
     }
 
