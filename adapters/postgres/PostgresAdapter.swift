@@ -403,6 +403,7 @@ public final class PostgresAdapter: ModelAdapter {
             // The fields each written record's synced version held, read once for the page when a
             // record lacks a value.
             var syncedFields: [String: Set<String>]?
+            var layouts: [String: LayoutMappings] = [:]
             let absent = insertingAbsent ? changes.absentLocally : []
             // A page's records are mostly of one type: its table is looked up once per run of it.
             var lastType: (name: String, table: PostgresResolvedTable?)?
@@ -417,7 +418,8 @@ public final class PostgresAdapter: ModelAdapter {
                 }
                 let inserted = !absent.isEmpty && absent.contains(id)
                 tables[id] = WrittenTable(name: table.table, inserted: inserted)
-                let empty = table.emptyColumns(of: changes.writes[index])
+                if layouts[table.table] == nil { layouts[table.table] = LayoutMappings(target: table.layout) }
+                let empty = table.emptyColumns(of: changes.writes[index], mapping: layouts[table.table]!.mapping(from: changes.writes[index].layout))
                 var omitted: Set<Int> = []
                 if !empty.isEmpty {
                     if !inserted, syncedFields == nil {
@@ -498,11 +500,13 @@ public final class PostgresAdapter: ModelAdapter {
             // above was overwritten by this page's write: its capture shows now. Rolled back, and
             // applied again without it. (An edit still running waits for this transaction's row
             // lock and lands on top of the page's values, captured as an edit.)
+            // Only records pending now can have moved: this transaction removes no pending change.
             let afterWrite = try await Self.pendingVersions(of: touched, state: state, connection: connection)
-            let overwritten = Set(
-                touched.lazy.map { RecordID(recordName: $0, zoneID: zone) }.filter { id in
-                    changes.expectedPendingVersions[id].map { (afterWrite[id.name] ?? 0) != $0 } ?? false
-                })
+            var overwritten = Set<RecordID>()
+            for (name, version) in afterWrite {
+                let id = RecordID(recordName: name.text, zoneID: zone)
+                if let expected = changes.expectedPendingVersions[id], expected != version { overwritten.insert(id) }
+            }
             if !overwritten.isEmpty { throw RowsEditedDuringApply(ids: overwritten) }
             try await Self.commit(
                 changes.state, zone: zone, skipping: skipped, written: tables, state: state, connection: connection)

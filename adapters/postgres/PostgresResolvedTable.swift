@@ -95,10 +95,11 @@ struct PostgresResolvedTable: Sendable {
             withDefault: Set(synced.indices.filter { synced[$0].hasDefault }), layout: RecordLayout(synced.map(\.column.name)))
     }
 
-    /// The positions in ``valueColumns`` that `record` has no value for.
-    func emptyColumns(of record: Record) -> Set<Int> {
+    /// The positions in ``valueColumns`` that `record` has no value for; `mapping` maps the
+    /// record's layout onto ``layout``.
+    func emptyColumns(of record: Record, mapping: LayoutMapping) -> Set<Int> {
         var empty: Set<Int> = []
-        for index in valueColumns.indices where record[valueColumns[index].name] == nil { empty.insert(index) }
+        for index in valueColumns.indices where mapping.sourcePositions[index].flatMap({ record[position: $0] }) == nil { empty.insert(index) }
         return empty
     }
 
