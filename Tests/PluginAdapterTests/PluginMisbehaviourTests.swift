@@ -130,6 +130,19 @@ struct PluginMisbehaviourTests {
         #expect(try await adapter.pendingChanges(limit: 10).isEmpty)
     }
 
+    @Test("a record the plugin lists but its read leaves out is a failed record naming why, not a change pending for good in silence")
+    func listedButNeverRead() async throws {
+        let directory = try TemporaryDirectory(prefix: "plugin-ghost")
+        defer { directory.remove() }
+        let adapter = try PluginFixtures.misbehavingAdapter(in: directory, misbehave: .object(["method": .string("list"), "how": .string("ghost")]))
+        #expect(try await adapter.pendingChanges(limit: 10).isEmpty)
+        let failed = try await adapter.failedRecords()
+        #expect(failed.map(\.recordID.recordName) == ["ghost"])
+        #expect(failed.first?.failure.code == "notReadable")
+        #expect(try await adapter.pendingChanges(limit: 10).isEmpty, "not offered again while it stands")
+        await adapter.close()
+    }
+
     @Test("a sync's report names the plugin's own code (pluginExited), not the adapterFailed wrapping it")
     func reportCarriesPluginCode() async throws {
         let directory = try TemporaryDirectory(prefix: "plugin-code")

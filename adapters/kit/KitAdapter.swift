@@ -153,14 +153,32 @@ public final class KitAdapter: ModelAdapter {
             let keys = rows.compactMap { row in row.type.map { KitRecordKey(recordName: row.name, recordType: $0) } }
             let current = try await self.readRecords(keys)
             var pending = PendingChanges()
+            var unread: [String] = []
             for row in rows {
                 let id = RecordID(recordName: row.name, zoneID: self.zoneID)
                 if row.type != nil {
-                    // Gone since the listing: the next listing logs the delete.
-                    guard let record = current[RecordName(row.name)] else { continue }
+                    guard let record = current[RecordName(row.name)] else {
+                        unread.append(row.name)
+                        continue
+                    }
                     pending.saves.append(PendingSave(record: record, metadata: row.metadata, version: row.version))
                 } else {
                     pending.deletes.append(PendingDelete(recordID: id, metadata: row.metadata, version: row.version))
+                }
+            }
+            if !unread.isEmpty {
+                // Listed but not read: gone since the listing (the next listing logs the delete and
+                // clears this), or a store whose read leaves out what its list names, which would
+                // stay pending for good with every sync saying nothing is left to do.
+                let names = unread
+                try await self.state.write { db in
+                    for name in names {
+                        try db.cachedStatement(sql: "INSERT OR REPLACE INTO problems (record_name, code, message) VALUES (?, ?, ?)").execute(
+                            arguments: [
+                                name, "notReadable",
+                                "the store lists this record but its read did not return it; the next listing clears this if it was deleted, else fix the store's read",
+                            ])
+                    }
                 }
             }
             return pending

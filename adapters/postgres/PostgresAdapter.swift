@@ -404,6 +404,8 @@ public final class PostgresAdapter: ModelAdapter {
             // record lacks a value.
             var syncedFields: [String: Set<String>]?
             var layouts: [String: LayoutMappings] = [:]
+            // The records written over rows that may exist (not plain inserts).
+            var updatedNames: [String] = []
             let absent = insertingAbsent ? changes.absentLocally : []
             // A page's records are mostly of one type: its table is looked up once per run of it.
             var lastType: (name: String, table: PostgresResolvedTable?)?
@@ -418,8 +420,12 @@ public final class PostgresAdapter: ModelAdapter {
                 }
                 let inserted = !absent.isEmpty && absent.contains(id)
                 tables[id] = WrittenTable(name: table.table, inserted: inserted)
-                if layouts[table.table] == nil { layouts[table.table] = LayoutMappings(target: table.layout) }
-                let empty = table.emptyColumns(of: changes.writes[index], mapping: layouts[table.table]!.mapping(from: changes.writes[index].layout))
+                // A new row leaves out only columns with a default (the others are NULL either way).
+                var empty: Set<Int> = []
+                if !inserted || !table.withDefault.isEmpty {
+                    if layouts[table.table] == nil { layouts[table.table] = LayoutMappings(target: table.layout) }
+                    empty = table.emptyColumns(of: changes.writes[index], mapping: layouts[table.table]!.mapping(from: changes.writes[index].layout))
+                }
                 var omitted: Set<Int> = []
                 if !empty.isEmpty {
                     if !inserted, syncedFields == nil {
@@ -427,6 +433,8 @@ public final class PostgresAdapter: ModelAdapter {
                     }
                     omitted = table.leftOut(of: empty, synced: inserted ? nil : syncedFields?[id.recordName])
                 }
+                // Upserted: a plain insert of a new row cannot overwrite another program's.
+                if !inserted || !omitted.isEmpty { updatedNames.append(id.recordName) }
                 if !omitted.isEmpty {
                     partial[table.table, default: [:]][omitted, default: []].append(index)
                 } else if inserted {
@@ -501,7 +509,10 @@ public final class PostgresAdapter: ModelAdapter {
             // applied again without it. (An edit still running waits for this transaction's row
             // lock and lands on top of the page's values, captured as an edit.)
             // Only records pending now can have moved: this transaction removes no pending change.
-            let afterWrite = try await Self.pendingVersions(of: touched, state: state, connection: connection)
+            // Rows inserted plainly need no look: one another program made meanwhile fails the
+            // insert instead of being overwritten.
+            let updated = updatedNames + changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
+            let afterWrite = updated.isEmpty ? [:] : try await Self.pendingVersions(of: updated, state: state, connection: connection)
             var overwritten = Set<RecordID>()
             for (name, version) in afterWrite {
                 let id = RecordID(recordName: name.text, zoneID: zone)

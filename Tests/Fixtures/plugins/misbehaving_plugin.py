@@ -137,6 +137,9 @@ def main():
             if how == "duplicate":
                 records.append({"recordName": "twice", "recordType": "Note", "fields": {}})
                 records.append({"recordName": "twice", "recordType": "Note", "fields": {}})
+            if how == "ghost":
+                # Listed, with a version, but never returned by read.
+                records.append({"recordName": "ghost", "recordType": "Note", "version": "g1"})
             if how == "bad-field":
                 records.append({"recordName": "badfield", "recordType": "Note", "fields": {"rank": {"value": "abc", "type": "INT64"}}})
             if how == "no-records":
