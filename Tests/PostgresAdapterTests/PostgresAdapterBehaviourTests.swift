@@ -36,6 +36,16 @@ struct PostgresAdapterBehaviourTests {
             'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"k": [1, 2]}', ARRAY['x', 'y z'], ARRAY[1, 2, 3], 'odd "one"', 'label', 'ab')
         """#
 
+    /// The commit of an upload that sent every save of `pending` and got each back as sent.
+    static func uploaded(_ pending: PendingChanges) -> SyncStateUpdate {
+        var update = SyncStateUpdate(zoneState: Data("z".utf8))
+        for save in pending.saves {
+            update.settled[save.record.id] = save.version
+            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
+        }
+        return update
+    }
+
     /// A fresh database with `public.note` created by `table` (a CREATE TABLE statement), and an
     /// adapter syncing it.
     static func noteAdapter(_ label: String, table: String) async throws -> (PostgresEndpoint, PostgresAdapter) {
@@ -480,12 +490,7 @@ struct PostgresAdapterBehaviourTests {
         // the edit, still in the log when the outcome commits, keeps the record pending.
         let one = try #require(first.saves.first { $0.record.id.recordName == "1" })
         try await PostgresConnectionPool.execute(["UPDATE public.note SET title = 'one, edited' WHERE id = 1"], on: endpoint, doing: "editing")
-        var update = SyncStateUpdate(zoneState: Data("z".utf8))
-        for save in first.saves {
-            update.settled[save.record.id] = save.version
-            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
-        }
-        try await adapter.commit(update)
+        try await adapter.commit(Self.uploaded(first))
         let again = try await adapter.pendingChanges(limit: 1_000)
         #expect(again.saves.map(\.record.id.recordName) == ["1"])
         #expect(try #require(again.saves.first).version > one.version)
@@ -535,12 +540,7 @@ struct PostgresAdapterBehaviourTests {
         let (endpoint, adapter) = try await Self.noteAdapter("added_column_defaults", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text, rank bigint)")
         try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (1, 'one', 1), (2, 'two', 2)"], on: endpoint, doing: "writing")
         let first = try await adapter.pendingChanges(limit: 10)
-        var update = SyncStateUpdate(zoneState: Data("z".utf8))
-        for save in first.saves {
-            update.settled[save.record.id] = save.version
-            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
-        }
-        try await adapter.commit(update)
+        try await adapter.commit(Self.uploaded(first))
         try await PostgresConnectionPool.execute(["ALTER TABLE public.note ADD COLUMN color text DEFAULT 'red'"], on: endpoint, doing: "migrating")
         let ids = ["1", "2", "3"].map { RecordID(recordName: $0, zoneID: Self.zone) }
         var page = DownloadedChanges(
@@ -577,12 +577,7 @@ struct PostgresAdapterBehaviourTests {
         }
         try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES (3, 'three'), (4, 'four')"], on: endpoint, doing: "writing")
         let first = try await adapter.pendingChanges(limit: 100)
-        var update = SyncStateUpdate(zoneState: Data("z".utf8))
-        for save in first.saves {
-            update.settled[save.record.id] = save.version
-            update.metadata[save.record.id] = RecordMetadata(syncedRecord: save.record).encoded()
-        }
-        try await adapter.commit(update)
+        try await adapter.commit(Self.uploaded(first))
         #expect(try await adapter.pendingChangeCount() == 0)
 
         let (three, four) = (RecordID(recordName: "3", zoneID: Self.zone), RecordID(recordName: "4", zoneID: Self.zone))

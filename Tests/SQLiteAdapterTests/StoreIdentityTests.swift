@@ -24,6 +24,16 @@ struct StoreIdentityTests {
             fileB = try SQLiteFile(directory, name: "b.sqlite", schema: schema)
         }
 
+        /// A pair whose stores both hold notes 1 and 2, synced through the cloud.
+        static func syncingTwoNotes() async throws -> Pair {
+            let pair = try Pair()
+            try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
+            try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('2', 'two', 2)"#)
+            #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
+            #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
+            return pair
+        }
+
         func synchronizer(_ file: SQLiteFile, name: String, joinPrefers: JoinPreference = .cloud, policy: MergePolicy = .merge, prefers: MergePreference = .server) throws
             -> Synchronizer
         {
@@ -184,12 +194,8 @@ struct StoreIdentityTests {
     // met the cloud's color, a field it had no ancestor for, as an edit made elsewhere.
     @Test("a row deleted after its table gained a column the cloud already fills is deleted everywhere, not revived by that column's values")
     func deletedAfterColumnAdded() async throws {
-        let pair = try Pair()
+        let pair = try await Pair.syncingTwoNotes()
         defer { pair.directory.remove() }
-        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
-        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('2', 'two', 2)"#)
-        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
-        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
         try pair.fileB.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT"#)
         try pair.fileB.execute(#"UPDATE "Note" SET color = 'red'"#)
         #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
@@ -208,12 +214,8 @@ struct StoreIdentityTests {
 
     @Test("a column added with a default that the cloud has no values for keeps its defaults through the zone's download; a field the cloud clears is cleared")
     func addedColumnKeepsItsDefaults() async throws {
-        let pair = try Pair()
+        let pair = try await Pair.syncingTwoNotes()
         defer { pair.directory.remove() }
-        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('1', 'one', 1)"#)
-        try pair.fileA.execute(#"INSERT INTO "Note" VALUES ('2', 'two', 2)"#)
-        #expect(try await pair.synchronizer(pair.fileA, name: "a").sync().succeeded)
-        #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)
         // A migration in B only; its rows read the default, which the zone has never held.
         try pair.fileB.execute(#"ALTER TABLE "Note" ADD COLUMN color TEXT DEFAULT 'red'"#)
         #expect(try await pair.synchronizer(pair.fileB, name: "b").sync().succeeded)

@@ -30,7 +30,7 @@ public enum SQLiteFailureReason {
             if error.resultCode == .SQLITE_IOERR { return "an I/O error on \(path)\(detail); check the disk" }
             return "\(path) cannot be written\(detail)"
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return "\(path) is damaged or not a SQLite database\(detail); restore it from a backup"
+            return "\(path) is damaged or not a SQLite database\(detail); check that the path names the database (a typo can name another file), else restore it from a backup"
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return "\(path) stayed locked by another program\(detail); retry, or raise busy_timeout"
         default:
