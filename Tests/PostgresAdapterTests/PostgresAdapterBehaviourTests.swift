@@ -417,6 +417,17 @@ struct PostgresAdapterBehaviourTests {
         let badCast = await #expect(throws: PostgresAdapterError.self) { try await apply(["qty": .string("twelve-SECRET")], name: "2") }
         #expect(badCast?.message.contains("into table note was refused: a value is not valid input for its column's type") == true, "\(String(describing: badCast))")
         #expect(badCast?.message.contains("SECRET") == false)
+        // In a page of many, the message names the record refused, found by writing halves.
+        let page = (10..<40).map { index in
+            Record(
+                id: RecordID(recordName: "\(index)", zoneID: Self.zone), recordType: "note",
+                fields: ["qty": index == 27 ? .string("many-SECRET") : .int64(Int64(index))])
+        }
+        let named = await #expect(throws: PostgresAdapterError.self) {
+            try await adapter.apply(DownloadedChanges(writes: page, state: SyncStateUpdate(zoneState: Data("z".utf8))))
+        }
+        #expect(named?.message.hasPrefix("writing downloaded record 27 into table note was refused: a value is not valid input") == true, "\(String(describing: named))")
+        #expect(named?.message.contains("SECRET") == false)
         let duplicate = await #expect(throws: PostgresAdapterError.self) { try await apply(["qty": .int64(2), "code": .string("a")], name: "3") }
         #expect(duplicate?.message.contains("a unique index already holds that key (table note, constraint note_code_key)") == true, "\(String(describing: duplicate))")
         await adapter.close()

@@ -127,6 +127,24 @@ struct SQLiteMappingTests {
         #expect(local[record.id]?.record?["s"] == .string(whole))
     }
 
+    @Test("a downloaded value the table refuses fails the apply naming the record and the constraint, in a page of many, never the value")
+    func refusedValueNamesTheRecord() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-map")
+        defer { directory.remove() }
+        let source = try SQLiteFile(directory, schema: "CREATE TABLE thing (id TEXT PRIMARY KEY, n INTEGER CHECK (n >= 0));")
+        let adapter = try Self.adapter(source, [TableMapping(table: "thing")])
+        let page = (0..<120).map { index in
+            Record(id: RecordID(recordName: "r\(index)", zoneID: Self.zone), recordType: "thing", fields: ["n": .int64(index == 77 ? -4242 : Int64(index))])
+        }
+        let refused = await #expect(throws: SQLiteAdapterError.self) {
+            try await adapter.apply(DownloadedChanges(writes: page, state: SyncStateUpdate(zoneState: Data())))
+        }
+        #expect(refused?.message.hasPrefix("writing downloaded record r77: ") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("CHECK constraint failed") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("4242") == false)
+        #expect(try source.rows("SELECT COUNT(*) FROM thing").first?[0] as Int? == 0, "nothing of the page was written")
+    }
+
     @Test("a NOT NULL column with a default that a record has no value for takes its default in a new row and keeps its value in an existing one")
     func notNullDefaultsWhereTheRecordHasNoValue() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-map")

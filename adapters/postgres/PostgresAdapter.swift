@@ -311,14 +311,64 @@ public final class PostgresAdapter: ModelAdapter {
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {
-        guard !changes.absentLocally.isEmpty else { return try await apply(changes, insertingAbsent: false) }
         do {
-            try await apply(changes, insertingAbsent: true)
-        } catch let error as PostgresAdapterError where error.isUniqueViolation {
-            // Another program created one of those rows after the merge read the store. Nothing
-            // of that attempt was committed: apply the page again, updating existing rows.
-            try await apply(changes, insertingAbsent: false)
+            guard !changes.absentLocally.isEmpty else { return try await apply(changes, insertingAbsent: false) }
+            do {
+                try await apply(changes, insertingAbsent: true)
+            } catch let error as PostgresAdapterError where error.isUniqueViolation {
+                // Another program created one of those rows after the merge read the store. Nothing
+                // of that attempt was committed: apply the page again, updating existing rows.
+                try await apply(changes, insertingAbsent: false)
+            }
+        } catch let error as PostgresAdapterError {
+            throw await namingRefusedRecord(error, of: changes)
         }
+    }
+
+    /// `refusal` naming the record whose value its table refused, when the refusal is a value's
+    /// (a type, a length, a range, a check) and one record of the page is refused alone: the page
+    /// is written again half by half in savepoints of a transaction that is rolled back.
+    private func namingRefusedRecord(_ refusal: PostgresAdapterError, of changes: DownloadedChanges) async -> PostgresAdapterError {
+        guard let psql = refusal.underlying as? PSQLError, let state = psql.serverInfo?[.sqlState],
+            state.hasPrefix("22") || state == "23514",
+            let tableName = refusal.table, let table = installed.withLock({ $0?.catalog.byTable[tableName] })
+        else { return refusal }
+        let records = changes.writes.filter { $0.recordType == table.recordType && table.acceptsKey(of: $0.id.recordName) }
+        // The probe's answer comes out as the error that rolls it back.
+        struct Probed: Error { let record: String? }
+        var found: String?
+        do {
+            try await pool.transaction(doing: "finding the refused record of adapter \(name)") { connection in
+                try await connection.query("SET LOCAL gateway.applying = 'on'", logger: connection.logger)
+                func refuses(_ slice: ArraySlice<Record>) async throws -> Bool {
+                    try await connection.query("SAVEPOINT probe", logger: connection.logger)
+                    var refused = false
+                    do {
+                        try await Self.write(Array(slice), with: table.upsertManySQL, of: table, connection: connection)
+                    } catch {
+                        refused = true
+                    }
+                    try await connection.query("ROLLBACK TO SAVEPOINT probe", logger: connection.logger)
+                    return refused
+                }
+                var candidates = records[...]
+                while candidates.count > 1 {
+                    let half = candidates.prefix(candidates.count / 2)
+                    candidates = try await refuses(half) ? half : candidates.dropFirst(half.count)
+                }
+                let refused = try await refuses(candidates)
+                throw Probed(record: refused ? candidates.first?.id.recordName : nil)
+            }
+        } catch let probed as Probed {
+            found = probed.record
+        } catch {
+            return refusal
+        }
+        guard let record = found else { return refusal }
+        return PostgresAdapterError(
+            .databaseFailed,
+            "writing downloaded record \(record) into table \(table.table) was refused: \(PostgresFailure.dataProblem(state))\(PostgresFailure.dataPlace(psql)) (SQLSTATE \(state)); change that record, or the column's type or constraint",
+            table: table.table, underlying: psql)
     }
 
     /// Applies a page in one transaction, leaving out the records another program writes while
@@ -649,7 +699,7 @@ public final class PostgresAdapter: ModelAdapter {
             throw PostgresAdapterError(
                 .databaseFailed,
                 "writing downloaded records into table \(table.table) was refused: \(PostgresFailure.dataProblem(state))\(PostgresFailure.dataPlace(error)) (SQLSTATE \(state)); a record the zone holds has a value this table cannot take: change the record, or the column's type or constraint",
-                underlying: error)
+                table: table.table, underlying: error)
         }
     }
 

@@ -402,12 +402,12 @@ public final class SQLiteAdapter: ModelAdapter {
                     omitted = table.leftOut(of: empty, synced: syncedFields![record.id.recordName])
                 }
                 if omitted.isEmpty {
-                    try mapped!.upserts.add(values)
+                    try mapped!.upserts.add(values, naming: record.id.recordName)
                 } else {
                     let keyCount = table.keyColumns.count
                     let kept = values.indices.filter { $0 < keyCount || !omitted.contains($0 - keyCount) }.map { values[$0] }
                     if partial[omitted] == nil { partial[omitted] = try table.upserts(db, omitting: omitted) }
-                    try partial[omitted]!.add(kept)
+                    try partial[omitted]!.add(kept, naming: record.id.recordName)
                 }
                 tables[record.id] = table.table
                 touched.append(record.id.recordName)
@@ -818,6 +818,10 @@ public final class SQLiteAdapter: ModelAdapter {
             return try await body()
         } catch let error as SQLiteAdapterError {
             throw error
+        } catch let failure as ManyRowStatement.RowFailure {
+            throw SQLiteAdapterError(
+                .databaseFailed, "writing downloaded record \(failure.row): " + SQLiteFailureReason.describe(failure.underlying, path: path),
+                underlying: failure.underlying)
         } catch {
             throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: path), underlying: error)
         }

@@ -21,6 +21,8 @@ public struct ManyRowStatement {
     /// would pass the connection's limit on a statement's parameters.
     private let rowsPerGroup: Int
     private var held: [BindableValue] = []
+    /// The names of the held rows, for the failure that names the row refused.
+    private var heldNames: [String?] = []
 
     /// Prepares the statement for one row and for ``rowsPerStatement`` rows.
     /// - Parameters:
@@ -44,22 +46,66 @@ public struct ManyRowStatement {
         rows.map { "(" + $0.joined(separator: ", ") + ")" }.joined(separator: ", ")
     }
 
-    /// Writes a row of `argumentsPerRow` values, now or with the rows after it.
-    public mutating func add(_ row: [BindableValue]) throws {
+    /// A named row the database refused (a constraint, a type a STRICT table does not take).
+    public struct RowFailure: Error {
+        /// The name the row was added with.
+        public let row: String
+        public let underlying: any Error
+    }
+
+    /// Writes a row of `argumentsPerRow` values, now or with the rows after it. A row added with
+    /// a `name` that the database refuses fails as a ``RowFailure`` naming it.
+    public mutating func add(_ row: [BindableValue], naming name: String? = nil) throws {
         precondition(row.count == argumentsPerRow, "a row binds \(argumentsPerRow) values")
-        guard let many else { return try single.execute(row) }
+        guard let many else {
+            do {
+                return try single.execute(row)
+            } catch {
+                throw name.map { RowFailure(row: $0, underlying: error) } ?? error
+            }
+        }
         held.append(contentsOf: row)
+        heldNames.append(name)
         guard held.count == rowsPerGroup * argumentsPerRow else { return }
         // A group that fails is not held for another try: the statement failed as a whole.
-        defer { held.removeAll(keepingCapacity: true) }
-        try many.execute(held)
+        defer {
+            held.removeAll(keepingCapacity: true)
+            heldNames.removeAll(keepingCapacity: true)
+        }
+        do {
+            try many.execute(held)
+        } catch {
+            throw blame(error)
+        }
     }
 
     /// Writes the rows still held; after a failure, none is held any more.
     public mutating func finish() throws {
-        defer { held.removeAll(keepingCapacity: true) }
-        for start in stride(from: 0, to: held.count, by: argumentsPerRow) {
-            try single.execute(Array(held[start..<start + argumentsPerRow]))
+        defer {
+            held.removeAll(keepingCapacity: true)
+            heldNames.removeAll(keepingCapacity: true)
         }
+        for (index, start) in stride(from: 0, to: held.count, by: argumentsPerRow).enumerated() {
+            do {
+                try single.execute(Array(held[start..<start + argumentsPerRow]))
+            } catch {
+                throw heldNames[index].map { RowFailure(row: $0, underlying: error) } ?? error
+            }
+        }
+    }
+
+    /// The failure of a held group, naming the row refused: the group wrote nothing, so its rows
+    /// are written one by one (inside the caller's transaction, which the failure rolls back).
+    private func blame(_ error: any Error) -> any Error {
+        guard heldNames.contains(where: { $0 != nil }) else { return error }
+        for (index, name) in heldNames.enumerated() {
+            let start = index * argumentsPerRow
+            do {
+                try single.execute(Array(held[start..<start + argumentsPerRow]))
+            } catch {
+                return name.map { RowFailure(row: $0, underlying: error) } ?? error
+            }
+        }
+        return error
     }
 }
