@@ -141,6 +141,15 @@ struct FieldEncryptionTests {
             #expect(await b.values.isEmpty, "nothing was applied")
             #expect(await b.loadZoneState() == nil, "the change token did not move")
         }
+        // Another key under the writer's id: adding a key is no answer; comparing the keys is.
+        let c = fixture.adapter("c")
+        let report = try await fixture.sync(c, options: Self.options(try KeyRing([Self.key("k1", 9)])))
+        guard case .failed(.undecryptableField, let message) = report.outcome else {
+            Issue.record("the sync did not fail: \(report.outcome)")
+            return
+        }
+        #expect(!message.contains("Add the key"), "\(message)")
+        #expect(message.contains("gateway keygen --fingerprint"), "\(message)")
     }
 
     @Test("after rotation old values stay readable and are re-encrypted with the new key when next saved")

@@ -309,9 +309,17 @@ public struct FieldEncryption: Sendable {
             do {
                 record[position: position] = try keyRing.open(data, context: context, scratch: &scratch)
             } catch {
+                // Only a missing key is fixed by adding one. A value that does not open with the
+                // key it names blocks the zone's downloads until the cloud holds another.
+                let advice =
+                    switch error.code {
+                    case .unknownKey: "Add the key to encryption.keys"
+                    default:
+                        "The gateway that wrote it may hold another key under the same id (compare `gateway keygen --fingerprint` on both; give them the same key), or the value was altered or moved to another record or field in the cloud (replace or delete that record there)"
+                    }
                 throw SyncError(
                     .undecryptableField,
-                    "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). Add the key to encryption.keys; nothing was applied and the change token did not move")
+                    "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). \(advice); nothing was applied and the change token did not move")
             }
         }
         return record
