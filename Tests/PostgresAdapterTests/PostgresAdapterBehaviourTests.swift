@@ -605,6 +605,8 @@ struct PostgresAdapterBehaviourTests {
             try await editor.query("BEGIN", logger: editor.logger)
             try await editor.query("UPDATE public.note SET title = 'three, local' WHERE id = 3", logger: editor.logger)
             let applying = Task { try await adapter.apply(applied) }
+            // PostgreSQL tells no client when a backend starts to wait for a lock: the server's
+            // lock table is read until the apply waits there.
             let deadline = ContinuousClock.now + .seconds(60)
             while try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "watching locks", { connection in
                 let rows = try await connection.query("SELECT count(*) FROM pg_locks WHERE NOT granted", logger: connection.logger)

@@ -447,8 +447,7 @@ public final class PostgresAdapter: ModelAdapter {
             // The writes of each table by their position in the page: grouping the records
             // themselves copied each one.
             var writes: [String: (new: [Int], known: [Int])] = [:]
-            // Records written without some columns (``PostgresResolvedTable/leftOut(of:synced:)``),
-            // by those columns.
+            // Records written without some columns (``EmptyColumnRule``), by those columns.
             var partial: [String: [Set<Int>: [Int]]] = [:]
             // The fields each written record's synced version held, read once for the page when a
             // record lacks a value.
@@ -472,16 +471,17 @@ public final class PostgresAdapter: ModelAdapter {
                 tables[id] = WrittenTable(name: table.table, inserted: inserted)
                 // A new row leaves out only columns with a default (the others are NULL either way).
                 var empty: Set<Int> = []
-                if !inserted || !table.withDefault.isEmpty {
+                if !inserted || !table.emptyColumnRule.withDefault.isEmpty {
                     if layouts[table.table] == nil { layouts[table.table] = LayoutMappings(target: table.layout) }
-                    empty = table.emptyColumns(of: changes.writes[index], mapping: layouts[table.table]!.mapping(from: changes.writes[index].layout))
+                    let mapping = layouts[table.table]!.mapping(from: changes.writes[index].layout)
+                    empty = table.emptyColumnRule.emptyColumns(of: changes.writes[index], mapping: mapping)
                 }
                 var omitted: Set<Int> = []
                 if !empty.isEmpty {
                     if !inserted, syncedFields == nil {
                         syncedFields = try await Self.syncedFields(of: changes.writes.map(\.id.recordName), state: state, connection: connection)
                     }
-                    omitted = table.leftOut(of: empty, synced: inserted ? nil : syncedFields?[id.recordName])
+                    omitted = table.emptyColumnRule.leftOut(of: empty, synced: inserted ? nil : syncedFields?[id.recordName])
                 }
                 // Upserted: a plain insert of a new row cannot overwrite another program's.
                 if !inserted || !omitted.isEmpty { updatedNames.append(id.recordName) }
@@ -545,7 +545,8 @@ public final class PostgresAdapter: ModelAdapter {
             }
             // What the rows hold only as text, kept as sent (and forgotten for records written
             // or deleted without it).
-            var touched = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
+            let deleted = changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
+            var touched = deleted
             var kept: [PostgresTypedCells.Kept] = []
             for tableName in Set(writes.keys).union(partial.keys) {
                 guard let table = catalog.byTable[tableName] else { continue }
@@ -561,7 +562,7 @@ public final class PostgresAdapter: ModelAdapter {
             // Only records pending now can have moved: this transaction removes no pending change.
             // Rows inserted plainly need no look: one another program made meanwhile fails the
             // insert instead of being overwritten.
-            let updated = updatedNames + changes.deletes.filter { !skipped.contains($0) }.map(\.recordName)
+            let updated = updatedNames + deleted
             let afterWrite = updated.isEmpty ? [:] : try await Self.pendingVersions(of: updated, state: state, connection: connection)
             var overwritten = Set<RecordID>()
             for (name, version) in afterWrite {

@@ -16,13 +16,9 @@ struct PostgresResolvedTable: Sendable {
     let qualifiedName: String
     /// The table's schema, unquoted.
     let schema: String
-    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default: a record
-    /// without a value there is always written without the column (``omitting(_:)``), so a new
-    /// row takes the default and an existing row keeps its value. Written as NULL, the row was
-    /// refused and stopped the store.
-    var defaultedWhenEmpty: Set<Int> = []
-    /// Positions in ``valueColumns`` of the columns with a default.
-    var withDefault: Set<Int> = []
+    /// Which value columns a row's write leaves out (``omitting(_:)``) when the record has no
+    /// value for them.
+    let emptyColumnRule: EmptyColumnRule
     /// The record layout of the table's rows: the value columns, in order.
     let layout: RecordLayout
 
@@ -91,27 +87,7 @@ struct PostgresResolvedTable: Sendable {
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keys.map(\.column), valueColumns: synced.map(\.column),
             qualifiedName: SQLQuoting.identifier(schema) + "." + SQLQuoting.identifier(mapping.table), schema: schema,
-            defaultedWhenEmpty: Set(synced.indices.filter { synced[$0].notNull && synced[$0].hasDefault }),
-            withDefault: Set(synced.indices.filter { synced[$0].hasDefault }), layout: RecordLayout(synced.map(\.column.name)))
-    }
-
-    /// The positions in ``valueColumns`` that `record` has no value for; `mapping` maps the
-    /// record's layout onto ``layout``.
-    func emptyColumns(of record: Record, mapping: LayoutMapping) -> Set<Int> {
-        var empty: Set<Int> = []
-        for index in valueColumns.indices where mapping.sourcePositions[index].flatMap({ record[position: $0] }) == nil { empty.insert(index) }
-        return empty
-    }
-
-    /// Which of the `empty` columns (``emptyColumns(of:)``) a row's write leaves out, given the
-    /// fields its synced version held (`nil`: the store has none). A field that neither the
-    /// record nor the synced version holds was never in the cloud for this record, so the row's
-    /// value stays (three-way: no side changed it), and a new row takes the column's default.
-    /// A field the synced version held is one the cloud cleared: written NULL, unless the column
-    /// is `NOT NULL` with a default.
-    func leftOut(of empty: Set<Int>, synced fields: Set<String>?) -> Set<Int> {
-        guard let fields else { return empty.intersection(withDefault) }
-        return empty.filter { defaultedWhenEmpty.contains($0) || !fields.contains(valueColumns[$0].name) }
+            emptyColumnRule: EmptyColumnRule(synced.map { ($0.column.name, $0.notNull, $0.hasDefault) }), layout: RecordLayout(synced.map(\.column.name)))
     }
 
     /// This table without the value columns at `omitted`: its upsert leaves them as they are
@@ -120,7 +96,7 @@ struct PostgresResolvedTable: Sendable {
         let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
         return PostgresResolvedTable(
             mapping: mapping, template: template, keyColumns: keyColumns, valueColumns: kept, qualifiedName: qualifiedName, schema: schema,
-            layout: RecordLayout(kept.map(\.name)))
+            emptyColumnRule: EmptyColumnRule(kept.map { ($0.name, false, false) }), layout: RecordLayout(kept.map(\.name)))
     }
 
     // MARK: SQL

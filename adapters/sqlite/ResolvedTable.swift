@@ -22,13 +22,8 @@ final class ResolvedTable: Sendable {
 
     /// The record layout of the table's rows: the value columns, in order.
     let layout: RecordLayout
-    /// Positions in ``valueColumns`` of the columns declared `NOT NULL` with a default: a record
-    /// without a value there always leaves the column out of its row's write (a new row takes the
-    /// default, an existing row keeps its value). Written as NULL, the row was refused and
-    /// stopped the store's sync.
-    let defaultedWhenEmpty: Set<Int>
-    /// Positions in ``valueColumns`` of the columns with a declared default.
-    let withDefault: Set<Int>
+    /// Which value columns a row's write leaves out when the record has no value for them.
+    let emptyColumnRule: EmptyColumnRule
     /// How the layouts of incoming records map onto ``layout``, made once per layout.
     private let mappings = Mutex<[ObjectIdentifier: LayoutMapping]>([:])
 
@@ -71,8 +66,7 @@ final class ResolvedTable: Sendable {
         self.mapping = mapping
         self.keyColumns = keys.map(column)
         self.valueColumns = synced.map(column)
-        self.defaultedWhenEmpty = Set(synced.indices.filter { synced[$0].notNull && synced[$0].hasDefault })
-        self.withDefault = Set(synced.indices.filter { synced[$0].hasDefault })
+        self.emptyColumnRule = EmptyColumnRule(synced.map { ($0.name, $0.notNull, $0.hasDefault) })
         self.layout = RecordLayout(synced.map(\.name))
         (selectRowSQL, deleteRowSQL) = Self.statements(
             table: mapping.table, keyColumns: keyColumns, valueColumns: valueColumns)
@@ -126,10 +120,13 @@ final class ResolvedTable: Sendable {
     }
 
     /// Upserts of rows by key, many rows to a statement (``upsertValues(for:mapping:)`` gives a
-    /// row's values): a page's rows cost one statement execution per group instead of per row.
-    func upserts(_ db: Database) throws -> ManyRowStatement {
-        try ManyRowStatement(db, argumentsPerRow: keyColumns.count + valueColumns.count) { [self] rows in
-            Self.upsertStatement(table: table, keyColumns: keyColumns, valueColumns: valueColumns, rows: rows)
+    /// row's values, less those at `omitted`): a page's rows cost one statement execution per
+    /// group instead of per row. A column left out keeps its value in an existing row and takes
+    /// its default in a new one.
+    func upserts(_ db: Database, omitting omitted: Set<Int> = []) throws -> ManyRowStatement {
+        let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
+        return try ManyRowStatement(db, argumentsPerRow: keyColumns.count + kept.count) { [self] rows in
+            Self.upsertStatement(table: table, keyColumns: keyColumns, valueColumns: kept, rows: rows)
         }
     }
 
@@ -210,36 +207,8 @@ final class ResolvedTable: Sendable {
         }
     }
 
-    /// A row's values for ``upserts(_:)``: the key from the record name, the other columns from fields
+    /// A row's values for ``upserts(_:omitting:)``: the key from the record name, the other columns from fields
     /// by position (a field this table has no column for is not stored).
-    /// The positions in ``valueColumns`` that `record` has no value for.
-    func emptyColumns(of record: Record, mapping: LayoutMapping) -> Set<Int> {
-        var empty: Set<Int> = []
-        for index in valueColumns.indices where mapping.sourcePositions[index].flatMap({ record.values[$0] }) == nil { empty.insert(index) }
-        return empty
-    }
-
-    /// Which of the `empty` columns (``emptyColumns(of:mapping:)``) a row's write leaves out, given
-    /// the fields its synced version held (`nil`: the store has none). A field that neither the
-    /// record nor the synced version holds was never in the cloud for this record, so the row's
-    /// value stays (three-way: no side changed it), and a new row takes the column's default.
-    /// A field the synced version held is one the cloud cleared: written NULL, unless the
-    /// column is `NOT NULL` with a default.
-    func leftOut(of empty: Set<Int>, synced fields: Set<String>?) -> Set<Int> {
-        guard let fields else { return empty.intersection(withDefault) }
-        return empty.filter { defaultedWhenEmpty.contains($0) || !fields.contains(valueColumns[$0].name) }
-    }
-
-    /// Upserts without the value columns at `omitted`, many rows to a statement, each row given
-    /// as its key values then the values of the other columns: left out, a column keeps its
-    /// value in an existing row and takes its default in a new one.
-    func upserts(_ db: Database, omitting omitted: Set<Int>) throws -> ManyRowStatement {
-        let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
-        return try ManyRowStatement(db, argumentsPerRow: keyColumns.count + kept.count) { [self] rows in
-            Self.upsertStatement(table: table, keyColumns: keyColumns, valueColumns: kept, rows: rows)
-        }
-    }
-
     func upsertValues(for record: Record, mapping: LayoutMapping) throws -> [BindableValue] {
         let keys = try keyValues(of: record.id.recordName)
         var values: [BindableValue] = []

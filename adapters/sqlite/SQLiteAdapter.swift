@@ -368,7 +368,7 @@ public final class SQLiteAdapter: ModelAdapter {
             var kept: [TypedCells.Kept] = []
             var touched: [String] = []
             var mapped: (layout: RecordLayout, table: ResolvedTable, mapping: LayoutMapping, upserts: ManyRowStatement)?
-            // Rows that leave columns out (``ResolvedTable/leftOut(of:synced:)``), by the columns.
+            // Rows that leave columns out (``EmptyColumnRule``), by the columns.
             var partial: [Set<Int>: ManyRowStatement] = [:]
             // The fields each written record's synced version held, read once for the page when a
             // record lacks a value.
@@ -395,11 +395,11 @@ public final class SQLiteAdapter: ModelAdapter {
                     skipped.insert(record.id)
                     continue
                 }
-                let empty = table.emptyColumns(of: record, mapping: mapped!.mapping)
+                let empty = table.emptyColumnRule.emptyColumns(of: record, mapping: mapped!.mapping)
                 var omitted: Set<Int> = []
                 if !empty.isEmpty {
                     if syncedFields == nil { syncedFields = try Self.syncedFields(of: changes.writes, db: db) }
-                    omitted = table.leftOut(of: empty, synced: syncedFields![record.id.recordName])
+                    omitted = table.emptyColumnRule.leftOut(of: empty, synced: syncedFields![record.id.recordName])
                 }
                 if omitted.isEmpty {
                     try mapped!.upserts.add(values, naming: record.id.recordName)
