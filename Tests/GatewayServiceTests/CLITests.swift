@@ -413,11 +413,13 @@ struct CLITests {
             try FileManager.default.removeItem(at: state.appendingPathComponent(name))
         }
         let wrongFirst = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": other])
-        #expect(wrongFirst.status != 0, "\(wrongFirst)")
+        #expect(wrongFirst.stdout.contains("undecryptableField"), "the records that do not open are listed: \(wrongFirst)")
         let afterWrongKey = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
         #expect(!afterWrongKey.contains("notes-2026"), "a key that opened nothing is not recorded: \(afterWrongKey)")
         let right = try await clone.gateway("sync", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": first])
         #expect(right.status == 0, "\(right)")
+        let healed = try await clone.gateway("status", "--failed", "--config", "examples/encrypted.yaml", environment: ["NOTES_KEY": first])
+        #expect(!healed.stdout.contains("undecryptableField"), "the right key opens the records left out: \(healed)")
 
         // The fingerprint an operator compares across machines is the one the record holds.
         let keyFile = clone.url.appendingPathComponent("first.key")

@@ -417,6 +417,7 @@ struct PostgresAdapterBehaviourTests {
         let badCast = await #expect(throws: PostgresAdapterError.self) { try await apply(["qty": .string("twelve-SECRET")], name: "2") }
         #expect(badCast?.message.contains("into table note was refused: a value is not valid input for its column's type") == true, "\(String(describing: badCast))")
         #expect(badCast?.message.contains("SECRET") == false)
+        #expect(badCast?.refusedRecordName == "2", "the synchronizer can leave that record out")
         // In a page of many, the message names the record refused, found by writing halves.
         let page = (10..<40).map { index in
             Record(
@@ -428,9 +429,91 @@ struct PostgresAdapterBehaviourTests {
         }
         #expect(named?.message.hasPrefix("writing downloaded record 27 into table note was refused: a value is not valid input") == true, "\(String(describing: named))")
         #expect(named?.message.contains("SECRET") == false)
+        #expect(named?.refusedRecordName == "27")
         let duplicate = await #expect(throws: PostgresAdapterError.self) { try await apply(["qty": .int64(2), "code": .string("a")], name: "3") }
         #expect(duplicate?.message.contains("a unique index already holds that key (table note, constraint note_code_key)") == true, "\(String(describing: duplicate))")
+        #expect(duplicate?.refusedRecordName == nil, "a key another row holds is not the record's values alone")
         await adapter.close()
+    }
+
+    @Test("a text longer than its varchar or char column, or than a varchar key, is refused on every write path, never cut to fit")
+    func tooLongTextIsRefusedNotCut() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter(
+            "too_long_text", table: "CREATE TABLE public.note (id varchar(3) PRIMARY KEY, title varchar(5), flag char(2))")
+        defer { Task { await adapter.close() } }
+        try await PostgresConnectionPool.execute(["INSERT INTO public.note VALUES ('abc', 'short', 'ok')"], on: endpoint, doing: "writing")
+        _ = try await adapter.markPendingSavesUploaded()
+        func rows() async throws -> [String] {
+            try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+                let rows = try await connection.query("SELECT id || '|' || title || '|' || flag FROM public.note ORDER BY id", logger: connection.logger)
+                var found: [String] = []
+                for try await (row) in rows.decode(String.self) { found.append(row) }
+                return found
+            }
+        }
+        func note(_ name: String, _ fields: [String: FieldValue]) -> Record {
+            Record(id: RecordID(recordName: name, zoneID: Self.zone), recordType: "note", fields: fields)
+        }
+        let cases: [(record: Record, absent: Bool)] = [
+            (note("abc", ["title": .string("much too long"), "flag": .string("ok")]), false),  // an update
+            (note("abc", ["title": .string("short"), "flag": .string("way too long")]), false),
+            (note("abcdef", ["title": .string("new"), "flag": .string("ok")]), false),  // a key cut to "abc" would overwrite that row
+            (note("xyz", ["title": .string("much too long"), "flag": .string("ok")]), true),  // a plain insert
+        ]
+        for (record, absent) in cases {
+            var page = DownloadedChanges(writes: [record], state: SyncStateUpdate(zoneState: Data("z".utf8)))
+            if absent { page.absentLocally = [record.id] }
+            let refused = await #expect(throws: PostgresAdapterError.self, "\(record.id.recordName) \(record.fields)") { try await adapter.apply(page) }
+            #expect(refused?.refusedRecordName == record.id.recordName, "\(String(describing: refused))")
+            #expect(try await rows() == ["abc|short|ok"], "nothing was cut to fit")
+        }
+    }
+
+    @Test("records another store's values make unacceptable here are left out of their page and reported; the rest syncs, and a dropped constraint lets them in")
+    func refusedDownloadsThroughTheSynchronizer() async throws {
+        let endpoint = try await PostgresTestServer.freshDatabase("refused_downloads")
+        try await PostgresConnectionPool.execute(
+            [
+                "CREATE SCHEMA a", "CREATE SCHEMA b", "CREATE TABLE a.note (id int PRIMARY KEY, title text, qty int)",
+                "CREATE TABLE b.note (id int PRIMARY KEY, title varchar(8), qty int CONSTRAINT positive CHECK (qty > 0))",
+                "INSERT INTO a.note SELECT i, 'note ' || i, i FROM generate_series(1, 30) AS i",
+                "UPDATE a.note SET qty = -7 WHERE id = 12", "UPDATE a.note SET title = 'a title too long' WHERE id = 21",
+            ], on: endpoint, doing: "setting up")
+        let directory = try TemporaryDirectory(prefix: "pg-refused")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        func gateway(_ schema: String) async throws -> (Synchronizer, PostgresAdapter) {
+            let adapter = try await PostgresAdapter.open(
+                PostgresAdapterConfiguration(name: schema, endpoint: endpoint, schema: schema, zoneID: Self.zone, tables: [PostgresTableMapping(table: "note")]))
+            return (Synchronizer(cloud: cloud, adapters: [SyncedAdapter(adapter)], configuration: SyncConfiguration(deviceID: schema)), adapter)
+        }
+        let (a, adapterA) = try await gateway("a")
+        let (b, adapterB) = try await gateway("b")
+        defer { Task { await adapterA.close(); await adapterB.close() } }
+        func count() async throws -> Int64 {
+            try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "counting") { connection in
+                let rows = try await connection.query("SELECT count(*) FROM b.note", logger: connection.logger)
+                var total: Int64 = 0
+                for try await (value) in rows.decode(Int64.self) { total = value }
+                return total
+            }
+        }
+        #expect(try await a.sync().succeeded)
+        let first = try await b.sync().adapters[0]
+        #expect(first.outcome == .synced, "\(first.outcome)")
+        #expect(first.failedRecords == 2)
+        #expect(Set(first.refusedAtEnd.map(\.recordID.recordName)) == ["12", "21"])
+        let check = try #require(first.refusedAtEnd.first { $0.recordID.recordName == "12" })
+        #expect(check.failure.message.contains("a check constraint refused a row"), "\(check.failure.message)")
+        #expect(!check.failure.message.contains("-7"), "never the value")
+        #expect(try await count() == 28)
+
+        try await PostgresConnectionPool.execute(["ALTER TABLE b.note DROP CONSTRAINT positive"], on: endpoint, doing: "fixing")
+        let second = try await b.sync().adapters[0]
+        #expect(second.outcome == .synced && second.failedRecords == 1, "\(second)")
+        #expect(second.refusedAtEnd.map(\.recordID.recordName) == ["21"])
+        #expect(try await count() == 29)
+        #expect(try await adapterB.pendingChangeCount() == 0)
     }
 
     @Test("parents first: a first sync queues a parent table's rows first, and a page writes parents before their children and deletes children first, whatever the order of its records")

@@ -140,6 +140,7 @@ struct SQLiteMappingTests {
             try await adapter.apply(DownloadedChanges(writes: page, state: SyncStateUpdate(zoneState: Data())))
         }
         #expect(refused?.message.hasPrefix("writing downloaded record r77: ") == true, "\(String(describing: refused))")
+        #expect(refused?.refusedRecordName == "r77", "the synchronizer can leave that record out")
         #expect(refused?.message.contains("CHECK constraint failed") == true, "\(String(describing: refused))")
         #expect(refused?.message.contains("4242") == false)
         #expect(try source.rows("SELECT COUNT(*) FROM thing").first?[0] as Int? == 0, "nothing of the page was written")

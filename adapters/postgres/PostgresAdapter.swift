@@ -330,7 +330,7 @@ public final class PostgresAdapter: ModelAdapter {
     /// is written again half by half in savepoints of a transaction that is rolled back.
     private func namingRefusedRecord(_ refusal: PostgresAdapterError, of changes: DownloadedChanges) async -> PostgresAdapterError {
         guard let psql = refusal.underlying as? PSQLError, let state = psql.serverInfo?[.sqlState],
-            state.hasPrefix("22") || state == "23514",
+            state.hasPrefix("22") || state == "23514" || state == "23502",
             let tableName = refusal.table, let table = installed.withLock({ $0?.catalog.byTable[tableName] })
         else { return refusal }
         let records = changes.writes.filter { $0.recordType == table.recordType && table.acceptsKey(of: $0.id.recordName) }
@@ -368,7 +368,7 @@ public final class PostgresAdapter: ModelAdapter {
         return PostgresAdapterError(
             .databaseFailed,
             "writing downloaded record \(record) into table \(table.table) was refused: \(PostgresFailure.dataProblem(state))\(PostgresFailure.dataPlace(psql)) (SQLSTATE \(state)); change that record, or the column's type or constraint",
-            table: table.table, underlying: psql)
+            table: table.table, underlying: psql, refusedRecordName: record)
     }
 
     /// Applies a page in one transaction, leaving out the records another program writes while

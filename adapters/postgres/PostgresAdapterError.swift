@@ -13,12 +13,15 @@ public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
     /// The configured table the error is about.
     public var table: String?
     public var underlying: (any Error)?
+    /// The downloaded record whose values the database refused, when that is the error.
+    public var refusedRecordName: String?
 
-    public init(_ code: Code, _ message: String, table: String? = nil, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, table: String? = nil, underlying: (any Error)? = nil, refusedRecordName: String? = nil) {
         self.code = code
         self.message = message
         self.table = table
         self.underlying = underlying
+        self.refusedRecordName = refusedRecordName
     }
 
     public var description: String { message }
@@ -32,6 +35,8 @@ public struct PostgresAdapterError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+
+extension PostgresAdapterError: StoreRefusal {}
 
 extension PostgresAdapterError: FailureCoded {
     public var failureCode: String { code.rawValue }

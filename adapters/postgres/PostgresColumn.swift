@@ -55,8 +55,23 @@ struct PostgresColumn: Sendable, Equatable {
 
     var name: String
     var kind: Kind
-    /// The type as SQL writes it (`format_type`), for casts.
+    /// The type as SQL writes it (`format_type`, with its modifier: `character varying(8)`).
     var sqlType: String
+    /// The type's own name, schema-qualified and quoted (`pg_catalog."varchar"`), for casts: a
+    /// cast to the type without its modifier, so that the column's assignment checks the length
+    /// or precision and refuses what does not fit. A cast to `sqlType` would cut a long text to
+    /// the length (`varchar(8)`, `char(3)`, `bit(3)`) silently, and a key so cut would name
+    /// another row.
+    var castType: String
+
+    /// A column named `name` of `kind`, whose type SQL writes `sqlType` and casts to `castType`
+    /// (by default `sqlType`, for types without a modifier).
+    init(name: String, kind: Kind, sqlType: String, castType: String? = nil) {
+        self.name = name
+        self.kind = kind
+        self.sqlType = sqlType
+        self.castType = castType ?? sqlType
+    }
 
     var quoted: String { SQLQuoting.identifier(name) }
 
@@ -105,9 +120,9 @@ struct PostgresColumn: Sendable, Equatable {
             // keeps of a list and sends back), goes through JSON; other text is the array's own
             // form (`{…}`, or `[0:1]={…}` with bounds).
             return "CASE WHEN left(\(parameter), 1) = 'L' OR (left(\(parameter), 2) = 'T[' AND substr(\(parameter), 2) !~ '^\\[-?[0-9]+:')"
-                + " THEN ARRAY(SELECT jsonb_array_elements_text(substr(\(parameter), 2)::jsonb))::\(sqlType)"
-                + " ELSE substr(\(parameter), 2)::\(sqlType) END"
-        default: return "\(parameter)::\(sqlType)"
+                + " THEN ARRAY(SELECT jsonb_array_elements_text(substr(\(parameter), 2)::jsonb))::\(castType)"
+                + " ELSE substr(\(parameter), 2)::\(castType) END"
+        default: return "\(parameter)::\(castType)"
         }
     }
 
@@ -129,7 +144,7 @@ struct PostgresColumn: Sendable, Equatable {
 
     /// SQL turning key text back into this column's value.
     func keyFromTextSQL(_ text: String) -> String {
-        kind == .bytes ? "decode(\(text), 'hex')" : "(\(text))::\(sqlType)"
+        kind == .bytes ? "decode(\(text), 'hex')" : "(\(text))::\(castType)"
     }
 
     // MARK: Values

@@ -32,12 +32,14 @@ struct PostgresResolvedTable: Sendable {
         let rows = try await connection.query(
             """
             SELECT a.attname::text, t.typname::text, t.typcategory::text, et.typname::text, et.typcategory::text,
-                   format_type(a.atttypid, a.atttypmod), a.attgenerated::text <> '', a.attnotnull, a.atthasdef,
+                   format_type(a.atttypid, a.atttypmod), quote_ident(tn.nspname) || '.' || quote_ident(t.typname),
+                   a.attgenerated::text <> '', a.attnotnull, a.atthasdef,
                    coalesce((SELECT k.n FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) WHERE k.attnum = a.attnum), 0)::int8
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_type t ON t.oid = a.atttypid
+            JOIN pg_namespace tn ON tn.oid = t.typnamespace
             LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typcategory = 'A'
             LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
             WHERE n.nspname = \(schema) AND c.relname = \(mapping.table) AND c.relkind IN ('r', 'p')
@@ -52,13 +54,14 @@ struct PostgresResolvedTable: Sendable {
             var keyPosition: Int64
         }
         var infos: [Info] = []
-        for try await (name, type, category, elementType, elementCategory, sqlType, generated, notNull, hasDefault, keyPosition)
-            in rows.decode((String, String, String, String?, String?, String, Bool, Bool, Bool, Int64).self)
+        for try await (name, type, category, elementType, elementCategory, sqlType, castType, generated, notNull, hasDefault, keyPosition)
+            in rows.decode((String, String, String, String?, String?, String, String, Bool, Bool, Bool, Int64).self)
         {
             let kind = PostgresColumn.Kind.from(typeName: type, category: category, elementName: elementType, elementCategory: elementCategory)
             infos.append(
                 Info(
-                    column: PostgresColumn(name: name, kind: kind, sqlType: sqlType), generated: generated, notNull: notNull, hasDefault: hasDefault,
+                    column: PostgresColumn(name: name, kind: kind, sqlType: sqlType, castType: castType), generated: generated, notNull: notNull,
+                    hasDefault: hasDefault,
                     keyPosition: keyPosition))
         }
         let shape: (keys: [Int], synced: [Int])

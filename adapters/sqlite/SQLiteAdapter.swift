@@ -819,9 +819,12 @@ public final class SQLiteAdapter: ModelAdapter {
         } catch let error as SQLiteAdapterError {
             throw error
         } catch let failure as ManyRowStatement.RowFailure {
+            // A constraint, a type or a size is the record's values; a full disk or a lock is not.
+            let code = (failure.underlying as? DatabaseError)?.resultCode
+            let isValues = code == .SQLITE_CONSTRAINT || code == .SQLITE_MISMATCH || code == .SQLITE_TOOBIG
             throw SQLiteAdapterError(
                 .databaseFailed, "writing downloaded record \(failure.row): " + SQLiteFailureReason.describe(failure.underlying, path: path),
-                underlying: failure.underlying)
+                underlying: failure.underlying, refusedRecordName: isValues ? failure.row : nil)
         } catch {
             throw SQLiteAdapterError(.databaseFailed, SQLiteFailureReason.describe(error, path: path), underlying: error)
         }

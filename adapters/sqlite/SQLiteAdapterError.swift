@@ -11,12 +11,15 @@ public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
     public var underlying: (any Error)?
     /// The configured table the error is about, when it is about one.
     public var table: String?
+    /// The downloaded record whose values the database refused, when that is the error.
+    public var refusedRecordName: String?
 
-    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil, table: String? = nil) {
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil, table: String? = nil, refusedRecordName: String? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
         self.table = table
+        self.refusedRecordName = refusedRecordName
     }
 
     /// Whether the error says the database does not match the configuration (rather than that
@@ -30,6 +33,8 @@ public struct SQLiteAdapterError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
+
+extension SQLiteAdapterError: StoreRefusal {}
 
 extension SQLiteAdapterError: FailureCoded {
     public var failureCode: String { code.rawValue }

@@ -29,6 +29,7 @@ struct AdapterSyncRun {
             report.error = failure
         }
         report.batchSize = state.effectiveBatchSize(configured: context.options.batchSize)
+        report.refusedAtEnd = state.refused.map { $0.value.failedRecord(named: $0.key, in: zone) }
         return report
     }
 

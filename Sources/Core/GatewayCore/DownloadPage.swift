@@ -30,6 +30,10 @@ struct DownloadPage: Sendable {
     var deferred: [DeferredConflict] = []
     /// Records whose conflict got no valid answer, with why: left as they were.
     var unresolved: [FailedRecord] = []
+    /// Records of the page that could not be opened, for a reason of their own
+    /// (``isRecordsOwnOpeningFailure(_:)``): left out of ``incoming``, refused as the store's
+    /// refusals are.
+    var unopened: [(id: RecordID, refusal: RefusedDownload)] = []
 
     init(incoming: [IncomingRecord], token: ChangeToken? = nil, moreComing: Bool = false) {
         self.incoming = incoming

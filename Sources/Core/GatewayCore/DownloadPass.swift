@@ -53,11 +53,21 @@ struct DownloadPass {
                 state = progress.state
                 continue
             }
-            let next = progress.received(records: page.incoming.lazy.filter { $0.record != nil }.map(\.id), token: page.token)
+            // A record that could not be opened is still in the cloud: a refetch saw it.
+            let next = progress.received(
+                records: page.incoming.lazy.filter { $0.record != nil }.map(\.id) + page.unopened.map(\.id), token: page.token)
             if !page.isMerged { try context.merge(&page, local: try await context.localState(of: page.ids), zoneState: next) }
             await context.resolvingDeferred(&page)
             var taken = context.takeChanges(of: &page, into: &report)
             taken.moreComing = page.moreComing
+            // The page brings its records' newer versions: a refusal of one of them is over once
+            // the store takes the page, and starts again if it refuses this version too.
+            var committed = next
+            if !next.refused.isEmpty || !page.unopened.isEmpty {
+                for id in page.ids { committed.refused[id.recordName] = nil }
+                try context.refuse(page.unopened, in: &committed, earlier: next.refused, report: &report)
+                taken.state.zoneState = committed.encoded()
+            }
             let changes = taken
             context.observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
             // The store writes this page while the next one is opened, looked up and merged, and
@@ -74,12 +84,18 @@ struct DownloadPass {
                     prefetched = .failure(error)
                 }
             }
-            try await applying
-            report.downloaded += changes.writes.count
-            report.deletedLocally += changes.deletes.count
-            progress.applied(next)
-            state = next
-            context.observer(.didFetch(adapter: name, written: changes.writes.count, deleted: changes.deletes.count))
+            var applied = changes
+            do {
+                try await applying
+            } catch {
+                (committed, applied) = try await context.applyLeavingOutRefused(
+                    changes, after: error, committing: committed, earlier: next.refused, report: &report)
+            }
+            report.downloaded += applied.writes.count
+            report.deletedLocally += applied.deletes.count
+            progress.applied(committed)
+            state = committed
+            context.observer(.didFetch(adapter: name, written: applied.writes.count, deleted: applied.deletes.count))
             if !page.moreComing { break }
         }
         if progress.isRefetching {
@@ -91,6 +107,45 @@ struct DownloadPass {
                 try await context.adapter.commit(SyncStateUpdate(zoneState: zoneState))
             }
         }
+        try await retryRefused()
+    }
+
+    /// Looks up the records the store refused before and applies their current versions, merged
+    /// with what the store holds, without moving the token. Those it refuses again stay refused
+    /// (with the date of their first refusal); those the cloud no longer holds are dropped, since
+    /// the feed brings their deletion.
+    private mutating func retryRefused() async throws {
+        guard !state.refused.isEmpty, !state.refetching else { return }
+        let context = context
+        let earlier = state.refused
+        let ids = earlier.keys.sorted().map { RecordID(recordName: $0, zoneID: context.zone) }
+        let found = try await context.retrying("looking up the records the store refused") { try await context.cloud.lookup(ids) }
+        let current = found.compactMap { $0 }
+        var reserved = ReservedPositions(context.configuration)
+        try context.checkCompatibility(current, reserved: &reserved)
+        var incoming: [IncomingRecord] = []
+        var unopened: [(id: RecordID, refusal: RefusedDownload)] = []
+        for record in current {
+            let (id, recordType) = (record.id, record.recordType)
+            do {
+                incoming.append(try await context.localForm(record, reserved: &reserved))
+            } catch where isRecordsOwnOpeningFailure(error) {
+                unopened.append((id, context.refusal(of: recordType, error)))
+            }
+        }
+        var next = state
+        next.refused = [:]
+        try context.refuse(unopened, in: &next, earlier: earlier, report: &report)
+        var page = DownloadPage(incoming: incoming)
+        try context.merge(&page, local: try await context.localState(of: page.ids), zoneState: next)
+        await context.resolvingDeferred(&page)
+        let changes = context.takeChanges(of: &page, into: &report)
+        context.observer(.willApply(adapter: name, records: changes.writes.count + changes.deletes.count))
+        let (committed, applied) = try await context.applyLeavingOutRefused(changes, committing: next, earlier: earlier, report: &report)
+        report.downloaded += applied.writes.count
+        report.deletedLocally += applied.deletes.count
+        state = committed
+        context.observer(.didFetch(adapter: name, written: applied.writes.count, deleted: applied.deletes.count))
     }
 
     /// The zone's feed, fetched one page ahead: as soon as a page arrives with more to come, the
@@ -157,12 +212,21 @@ struct DownloadPass {
         swap(&modified, &page.modified)
         var incoming: [IncomingRecord] = []
         incoming.reserveCapacity(modified.count + page.deleted.count)
-        while let record = modified.popLast() { incoming.append(try await context.localForm(record, reserved: &reserved)) }
+        var unopened: [(id: RecordID, refusal: RefusedDownload)] = []
+        while let record = modified.popLast() {
+            let (id, recordType) = (record.id, record.recordType)
+            do {
+                incoming.append(try await context.localForm(record, reserved: &reserved))
+            } catch where isRecordsOwnOpeningFailure(error) {
+                unopened.append((id, context.refusal(of: recordType, error)))
+            }
+        }
         // Reversed through the buffer, which moves the elements; the array's own `reverse()`
         // copied and released each record (about 1% of a download's CPU).
         incoming.withUnsafeMutableBufferPointer { $0.reverse() }
         incoming += page.deleted.map { IncomingRecord(id: $0, record: nil) }
         var opened = DownloadPage(incoming: incoming, token: page.token, moreComing: page.moreComing)
+        opened.unopened = unopened
         if let applying, !opened.sharesRecords(with: applying) {
             // Disjoint from the page being applied, so that write cannot change what is read here;
             // edits made meanwhile are caught by the expected pending versions.

@@ -310,7 +310,8 @@ public struct FieldEncryption: Sendable {
                 record[position: position] = try keyRing.open(data, context: context, scratch: &scratch)
             } catch {
                 // Only a missing key is fixed by adding one. A value that does not open with the
-                // key it names blocks the zone's downloads until the cloud holds another.
+                // key it names is that record's: the download leaves it out until the cloud
+                // holds another (``RefusedDownload``).
                 let advice =
                     switch error.code {
                     case .unknownKey: "Add the key to encryption.keys"
@@ -318,8 +319,8 @@ public struct FieldEncryption: Sendable {
                         "The gateway that wrote it may hold another key under the same id (compare `gateway keygen --fingerprint` on both; give them the same key), or the value was altered or moved to another record or field in the cloud (replace or delete that record there)"
                     }
                 throw SyncError(
-                    .undecryptableField,
-                    "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). \(advice); nothing was applied and the change token did not move")
+                    .undecryptableField, "field \(name) of record \(record.id.recordName) cannot be decrypted: \(error.message). \(advice)",
+                    underlying: error)
             }
         }
         return record

@@ -30,8 +30,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case resolverFailed
         /// A sync was asked for an adapter the gateway does not have.
         case unknownAdapter
-        /// A downloaded field is encrypted with a key this gateway does not have, or was tampered
-        /// with; the adapter stops, and nothing of the page is applied.
+        /// A downloaded field is encrypted with a key this gateway does not have (the adapter
+        /// stops, and nothing of the page is applied), or does not open with the key it names
+        /// (the record is left out of its page as a ``RefusedDownload``).
         case undecryptableField
         /// A local value could not be encrypted.
         case encryptionFailed

@@ -43,6 +43,12 @@ public struct AdapterSyncReport: Sendable {
     public var conflicts: [ConflictOutcome: Int] = [:]
     /// Records whose conflict no resolver answered in this sync, each counted once.
     var unresolvedRecords: Set<RecordID> = []
+    /// Downloaded records the store refused in this sync (``RefusedDownload``), each counted
+    /// once in ``failedRecords``.
+    public internal(set) var refusedDownloads: Set<RecordID> = []
+    /// The downloads the store still refuses when the pass ends, this sync's and earlier ones'
+    /// (``RefusedDownload``): they stay unsynced until the store takes them.
+    public internal(set) var refusedAtEnd: [FailedRecord] = []
     /// Records this pass saved whose cloud version holds a field the upload did not name (a
     /// partial save kept it): the store lacks that value until it downloads the version, which a
     /// follow-up pass of the same sync does.
@@ -105,9 +111,11 @@ public struct AdapterSyncReport: Sendable {
         total.deletedRemotely += deletedRemotely
         // A record no resolver answered in both passes is one failed record, one unresolved conflict.
         let repeated = later.unresolvedRecords.intersection(unresolvedRecords).count
+        let refusedAgain = later.refusedDownloads.intersection(refusedDownloads).count
+        total.refusedDownloads.formUnion(refusedDownloads)
         total.unresolvedFailures = unresolvedFailures + later.unresolvedFailures.filter { !unresolvedRecords.contains($0.recordID) }
         total.unresolvedRecords.formUnion(unresolvedRecords)
-        total.failedRecords += failedRecords - repeated
+        total.failedRecords += failedRecords - repeated - refusedAgain
         total.refusedEdits += refusedEdits
         total.conflicts.merge(conflicts, uniquingKeysWith: +)
         if repeated > 0 { total.conflicts[.unresolved, default: repeated] -= repeated }

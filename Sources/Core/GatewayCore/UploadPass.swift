@@ -45,6 +45,9 @@ struct UploadPass {
         // A record whose conflict the download could not resolve stays out of this pass: its
         // upload would only be refused and asked about again.
         progress.failed = report.unresolvedRecords
+        // Nor does a record whose download the store refused: its upload would meet the cloud's
+        // version, which the store cannot take; the download tries that again first.
+        progress.failed.formUnion(state.refused.keys.map { RecordID(recordName: $0, zoneID: context.zone) })
         pipeline = UploadPipeline(progress: progress)
         context.observer(.willUpload(adapter: name, pending: total))
         rounds: while true {

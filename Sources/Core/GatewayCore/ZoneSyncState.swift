@@ -17,11 +17,19 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
     /// completes and local records the cloud no longer has have been reconciled, so an interrupted
     /// refetch starts over instead of skipping the reconciliation.
     public var refetching: Bool
+    /// Downloaded records the store refused, by record name (``RefusedDownload``): left as the
+    /// store holds them, kept out of uploads, and looked up again at the end of every download.
+    public var refused: [String: RefusedDownload]
+
+    /// How many refused downloads a zone keeps. A page that would refuse more fails as a whole:
+    /// so many refusals say the store's shape does not fit the zone (a column the cloud's records
+    /// lack, a key this gateway does not have), which the operator must fix, not records to wait.
+    public static let maximumRefusedDownloads = 100
 
     /// A state; a new adapter starts with no token and the configured batch size.
     public init(
         token: ChangeToken? = nil, batchSize: Int? = nil, failedBatchSize: Int? = nil, failedBatchSizeAt: Date? = nil,
-        pausedReason: String? = nil, refetching: Bool = false
+        pausedReason: String? = nil, refetching: Bool = false, refused: [String: RefusedDownload] = [:]
     ) {
         self.token = token
         self.batchSize = batchSize
@@ -29,10 +37,11 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
         self.failedBatchSizeAt = failedBatchSizeAt
         self.pausedReason = pausedReason
         self.refetching = refetching
+        self.refused = refused
     }
 
     private enum CodingKeys: String, CodingKey {
-        case token, batchSize, failedBatchSize, failedBatchSizeAt, pausedReason, refetching
+        case token, batchSize, failedBatchSize, failedBatchSizeAt, pausedReason, refetching, refused
     }
 
     public init(from decoder: any Decoder) throws {
@@ -43,6 +52,19 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
         failedBatchSizeAt = try container.decodeIfPresent(Date.self, forKey: .failedBatchSizeAt)
         pausedReason = try container.decodeIfPresent(String.self, forKey: .pausedReason)
         refetching = try container.decodeIfPresent(Bool.self, forKey: .refetching) ?? false
+        refused = try container.decodeIfPresent([String: RefusedDownload].self, forKey: .refused) ?? [:]
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(token, forKey: .token)
+        try container.encodeIfPresent(batchSize, forKey: .batchSize)
+        try container.encodeIfPresent(failedBatchSize, forKey: .failedBatchSize)
+        try container.encodeIfPresent(failedBatchSizeAt, forKey: .failedBatchSizeAt)
+        try container.encodeIfPresent(pausedReason, forKey: .pausedReason)
+        try container.encode(refetching, forKey: .refetching)
+        // Absent when empty, so a zone without refusals keeps the blob it always had.
+        if !refused.isEmpty { try container.encode(refused, forKey: .refused) }
     }
 
     /// The blob adapters store.

@@ -119,13 +119,15 @@ public struct AdapterStatus: Sendable, Codable, Equatable {
     /// - Throws: ``SyncError`` when the zone state cannot be decoded.
     public init(_ adapter: AdapterConfiguration, snapshot: StoreStatusSnapshot, configuration: GatewayConfiguration) throws {
         let state = try ZoneSyncState(decoding: snapshot.zoneState)
+        // Downloads the store refused are failed records too: kept in the zone state, not as marks.
+        let refused = state.refused.map { $0.value.failedRecord(named: $0.key, in: adapter.settings.zoneID) }
         self.init(
             name: adapter.name, kind: adapter.settings.kind.value, zone: adapter.settings.zoneID.zoneName, hasChanges: snapshot.hasChanges,
-            pendingChanges: snapshot.pendingChanges, failedRecords: snapshot.failedRecords,
+            pendingChanges: snapshot.pendingChanges, failedRecords: snapshot.failedRecords + refused.count,
             batchSize: state.effectiveBatchSize(configured: configuration.syncOptions(for: adapter).batchSize), hasSynced: state.token != nil,
             pausedReason: state.pausedReason)
         note = snapshot.note
-        failures = snapshot.failures.map(FailedRecordStatus.init)
+        failures = (refused.isEmpty ? snapshot.failures : StoreStatusSnapshot.listed(snapshot.failures + refused)).map(FailedRecordStatus.init)
     }
 }
 

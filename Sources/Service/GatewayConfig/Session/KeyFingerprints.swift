@@ -37,7 +37,8 @@ public enum KeyFingerprints {
         guard let keys = configuration.keyRing?.keys, !keys.isEmpty else { return }
         let undecryptable = report.adapters.contains { adapter in
             if case .failed(let code, _) = adapter.outcome { return code == .undecryptableField }
-            return false
+            // A record left out because a value did not open is as telling as a failed sync.
+            return adapter.refusedAtEnd.contains { $0.failure.code == SyncError.Code.undecryptableField.rawValue }
         }
         guard !undecryptable, report.adapters.contains(where: { $0.outcome == .synced }),
             let (path, known) = try? recorded(configuration)

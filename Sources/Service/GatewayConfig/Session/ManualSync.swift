@@ -34,8 +34,9 @@ public enum ManualSync {
             // sync, yet an operator running one must hear of it.
             for (index, adapter) in report.adapters.enumerated() where adapter.outcome == .synced {
                 guard let opened = adapters.first(where: { $0.name == adapter.adapter }),
-                    let failing = try? await opened.adapter.failedRecords()
+                    let marked = try? await opened.adapter.failedRecords()
                 else { continue }
+                let failing = marked + adapter.refusedAtEnd
                 // The records no resolver answered in this sync stay pending without a mark: the
                 // summary names them apart (``AdapterSyncReport/unresolvedFailures``).
                 report.adapters[index].failingRecordCount = failing.count

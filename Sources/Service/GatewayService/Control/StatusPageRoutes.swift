@@ -151,7 +151,7 @@ struct StatusPageRoutes: Sendable {
         let health = monitor.health
         var rows: [StatusPage.AdapterRow] = []
         for adapter in status.adapters {
-            let failed = adapter.failedRecords > 0 ? ((try? await opened.first { $0.name == adapter.name }?.adapter.failedRecords()) ?? []) : []
+            let failed = adapter.failedRecords > 0 ? ((try? await opened.first { $0.name == adapter.name }?.adapter.unsyncedRecords()) ?? []) : []
             rows.append(
                 StatusPage.AdapterRow(
                     status: adapter, health: health[adapter.name] ?? GatewayMonitor.AdapterHealth(),

@@ -287,6 +287,13 @@ public struct SyncScheduler: Service {
                     metadata["health"] = "\(health(after: adapter, pending: pending, adapters: adapters))"
                 }
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
+                if !adapter.refusedAtEnd.isEmpty {
+                    metadata["refused_downloads"] = "\(adapter.refusedAtEnd.count)"
+                    let first = adapter.refusedAtEnd.map(\.recordID.recordName).sorted().prefix(3).joined(separator: ", ")
+                    logger.warning(
+                        "the store refuses the cloud's version of \(adapter.refusedAtEnd.count) record(s) (\(first)); it keeps its own, the zone goes on, and every sync tries again: `gateway status --failed` says why",
+                        metadata: ["adapter": "\(adapter.adapter)"])
+                }
                 if let recovery = adapter.zoneRecovery {
                     logger.warning("\(recovery)", metadata: ["adapter": "\(adapter.adapter)"])
                 }
