@@ -455,6 +455,18 @@ struct CLITests {
         }
         #expect(counts == [50, 5])
         #expect(try await clone.gateway("status", "--fail-on-changes").status == 0)
+        #expect(!result.stderr.contains("warning"), "nothing was pending: \(result)")
+
+        // A change not yet synced: reset says it joins the zone and how to keep it, and the
+        // sync that follows names the record whose edit lost in its progress lines.
+        try await clone.database("notes-replica").write { db in try db.execute(sql: "UPDATE notes SET title = 'edited here' WHERE id = 1") }
+        let warned = try await clone.gateway("reset", "--adapter", "notes-replica")
+        #expect(warned.status == 0, "\(warned)")
+        #expect(warned.stderr.contains("warning: adapter notes-replica had 1 local change(s) not yet synced"), "\(warned)")
+        #expect(warned.stderr.contains("--store-wins notes-replica"), "\(warned)")
+        let joined = try await clone.gateway("sync", "--progress", "lines")
+        #expect(joined.status == 0, "\(joined)")
+        #expect(joined.stderr.contains("notes-replica: conflict Note.1 policy=merge resolution=serverWon"), "\(joined)")
     }
 
     @Test("retry sends failed records again once the cause is fixed")

@@ -51,8 +51,13 @@ public final class SyncProgressView: Sendable {
             case .progress(_, let done, let total):
                 adapters[name]?.uploadDone = done
                 adapters[name]?.uploadTotal = total
-            case .conflict:
+            case .conflict(_, let recordID, let policy, let resolution):
                 adapters[name]?.conflicts += 1
+                // Lines name the record, as the service log does: whose edit lost is the question
+                // an operator asks after a conflict.
+                if !interactive {
+                    return "\(name): conflict \(TerminalText.printable(recordID.recordName)) policy=\(policy.rawValue) resolution=\(resolution.rawValue)\n"
+                }
             case .retrying(let adapter, let error, let attempt, let delay):
                 return (interactive ? "\r\u{1B}[2K" : "") + "\(adapter): \(error.code) from the cloud; retry \(attempt) in \(delay)\n"
             case .adapterFinished(let report):

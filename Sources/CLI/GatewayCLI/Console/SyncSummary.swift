@@ -66,7 +66,15 @@ public enum SyncSummary {
             }
             let failing = max(adapter.markedFailedRecords, adapter.failingRecordCount)
             if failing > 0 {
-                text += "note: adapter \(adapter.adapter) has \(failing) failed record(s); fix them, then `gateway retry`\n"
+                // A download the store refused needs no retry: every sync tries it again.
+                let refused = min(adapter.refusedAtEnd.count, failing)
+                let advice =
+                    refused == failing
+                    ? "the store refused the cloud's version of each and keeps its own; every sync tries again, so change the record or the store's column, constraint or key"
+                    : refused == 0
+                        ? "fix them, then `gateway retry`"
+                        : "fix them, then `gateway retry` (the store refused the cloud's version of \(refused) of them; every sync tries those again)"
+                text += "note: adapter \(adapter.adapter) has \(failing) failed record(s); \(advice)\n"
                 for record in adapter.failingRecords {
                     text += "  \(TerminalText.printable(record.recordID.recordName)): \(TerminalText.printable(record.failure.message)) (\(record.failure.code))\n"
                 }

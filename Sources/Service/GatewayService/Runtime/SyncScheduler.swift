@@ -121,7 +121,8 @@ public struct SyncScheduler: Service {
         _ = await session.shared?.refresh()
         var adapters = await session.allAdapters()
         let (cloud, deviceID) = (session.cloud, session.deviceID)
-        var synchronizer = session.synchronizer(configuration, adapters: adapters)
+        let conflicts = ConflictLog(logger: logger)
+        var synchronizer = session.synchronizer(configuration, adapters: adapters, observer: conflicts.observe)
         logger.info(
             "gateway running", metadata: ["adapters": "\(adapters.map(\.name))", "device": "\(deviceID)", "pid": "\(getpid())"])
 
@@ -172,7 +173,7 @@ public struct SyncScheduler: Service {
                     if !change.isEmpty {
                         let watched = Set(adapters.map(\.adapter.zoneID))
                         adapters = await session.allAdapters()
-                        synchronizer = session.synchronizer(configuration, adapters: adapters)
+                        synchronizer = session.synchronizer(configuration, adapters: adapters, observer: conflicts.observe)
                         monitor.started(with: adapters)
                         let newZones = Set(change.added.map(\.adapter.zoneID)).subtracting(watched)
                         for task in watch(change.added, newZones) { group.addTask(operation: task) }
@@ -206,8 +207,9 @@ public struct SyncScheduler: Service {
             guard let adapter = adapters.first(where: { $0.name == result.adapter })?.adapter else { continue }
             let pending = (try? await adapter.pendingChangeCount()) ?? 0
             guard pending > 0 else { continue }
-            // Records a resolver could not settle stay pending until the next sync asks it again.
-            let failed = ((try? await adapter.failedRecords().count) ?? pending) + result.unresolvedFailures.count
+            // Records a resolver could not settle stay pending until the next sync asks it again,
+            // and an edit of a record whose download the store refuses waits for that download.
+            let failed = ((try? await adapter.failedRecords().count) ?? pending) + result.unresolvedFailures.count + result.refusedAtEnd.count
             if pending > failed {
                 unsent = true
                 break
