@@ -69,12 +69,35 @@ struct AdapterSyncRun {
                 try await syncZone(mayRecoverZone: false)
                 return
             }
+            try await refuseGoingBack(after: error)
             try await recoverDeletedZone(error)
         }
     }
 
+    /// Stops when this cloud still holds the zone the store left the last time it recovered a
+    /// zone: the store went to another cloud's zone since (two configurations, with different
+    /// clouds, point at it), and recovering again would give this zone's versions the ancestors
+    /// of the other's, undoing the edits and deletes it sent there. A cloud that refuses the old
+    /// token too lost that zone, and the recovery goes on.
+    private func refuseGoingBack(after error: CloudError) async throws {
+        guard let left = state.leftZoneToken else { return }
+        let (context, zone) = (context, zone)
+        do {
+            _ = try await context.retrying("checking the zone the store left") { try await context.cloud.fetchChanges(in: zone, since: left, limit: 1) }
+        } catch is CloudError {
+            return
+        } catch let failure as SyncError where failure.underlying is CloudError {
+            return
+        }
+        throw SyncError(
+            .storeSyncedElsewhere,
+            "this store synced zone \(zone) through another cloud since it last synced through this one (\(error.code) here): two configurations with different clouds point at it, and nothing was changed. Sync the store through one cloud only; to move it to this one, run `gateway reset --adapter \(name)`, then `gateway sync --adapter \(name) --store-wins \(name)` to keep its values",
+            adapter: name, underlying: error)
+    }
+
     private mutating func recoverDeletedZone(_ error: CloudError) async throws {
         let (context, zone) = (context, zone)
+        let leftToken = state.token ?? state.leftZoneToken
         let what = error.code == .zoneRecreated ? "deleted and created again in the cloud since the last sync" : "deleted in the cloud"
         switch context.options.onZoneDeleted {
         case .recreate, .mirror:
@@ -90,12 +113,13 @@ struct AdapterSyncRun {
             // `join_prefers` could let an unchanged copy beat an edit.
             let ancestors = keepData ? try await syncedAncestors() : [:]
             try await context.store("resetting the sync state") { try await context.adapter.resetSyncState(keepData: keepData) }
-            if !ancestors.isEmpty {
-                let zoneState = ZoneSyncState().encoded()
-                try await context.store("keeping the synced versions as ancestors") {
-                    try await context.adapter.commit(SyncStateUpdate(metadata: ancestors, zoneState: zoneState))
-                }
+            // The zone left behind is remembered, so that a cloud still holding it is told apart
+            // from one that lost it (``refuseGoingBack(after:)``).
+            let zoneState = ZoneSyncState(leftZoneToken: leftToken).encoded()
+            try await context.store("keeping the synced versions as ancestors") {
+                try await context.adapter.commit(SyncStateUpdate(metadata: ancestors, zoneState: zoneState))
             }
+            state = ZoneSyncState(leftZoneToken: leftToken)
             try await context.retrying("creating the zone") { try await context.cloud.createZone(zone) }
             try await syncZone(mayRecoverZone: false)
         case .pause:

@@ -43,6 +43,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// The adapter's sync made no progress for `stall_timeout`: a store or cloud call never
         /// returned. The message names the call.
         case stalled
+        /// The store synced its zone through another cloud since it last synced through this
+        /// one: two configurations with different clouds point at one store. Nothing was changed.
+        case storeSyncedElsewhere
 
         /// The code's name, as logs, metrics and JSON show it.
         public var name: String { rawValue }

@@ -20,6 +20,11 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
     /// Downloaded records the store refused, by record name (``RefusedDownload``): left as the
     /// store holds them, kept out of uploads, and looked up again at the end of every download.
     public var refused: [String: RefusedDownload]
+    /// The token the store held in the zone it last left: found deleted or created again, it was
+    /// recovered under `on_zone_deleted` into the zone it syncs with now. A cloud that still
+    /// takes this token holds that earlier zone, so the store is going back and forth between
+    /// two clouds (``SyncError/Code/storeSyncedElsewhere``).
+    public var leftZoneToken: ChangeToken?
 
     /// How many refused downloads a zone keeps. A page that would refuse more fails as a whole:
     /// so many refusals say the store's shape does not fit the zone (a column the cloud's records
@@ -29,7 +34,7 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
     /// A state; a new adapter starts with no token and the configured batch size.
     public init(
         token: ChangeToken? = nil, batchSize: Int? = nil, failedBatchSize: Int? = nil, failedBatchSizeAt: Date? = nil,
-        pausedReason: String? = nil, refetching: Bool = false, refused: [String: RefusedDownload] = [:]
+        pausedReason: String? = nil, refetching: Bool = false, refused: [String: RefusedDownload] = [:], leftZoneToken: ChangeToken? = nil
     ) {
         self.token = token
         self.batchSize = batchSize
@@ -38,10 +43,11 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
         self.pausedReason = pausedReason
         self.refetching = refetching
         self.refused = refused
+        self.leftZoneToken = leftZoneToken
     }
 
     private enum CodingKeys: String, CodingKey {
-        case token, batchSize, failedBatchSize, failedBatchSizeAt, pausedReason, refetching, refused
+        case token, batchSize, failedBatchSize, failedBatchSizeAt, pausedReason, refetching, refused, leftZoneToken
     }
 
     public init(from decoder: any Decoder) throws {
@@ -53,6 +59,7 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
         pausedReason = try container.decodeIfPresent(String.self, forKey: .pausedReason)
         refetching = try container.decodeIfPresent(Bool.self, forKey: .refetching) ?? false
         refused = try container.decodeIfPresent([String: RefusedDownload].self, forKey: .refused) ?? [:]
+        leftZoneToken = try container.decodeIfPresent(ChangeToken.self, forKey: .leftZoneToken)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -65,6 +72,7 @@ public struct ZoneSyncState: Sendable, Equatable, Codable {
         try container.encode(refetching, forKey: .refetching)
         // Absent when empty, so a zone without refusals keeps the blob it always had.
         if !refused.isEmpty { try container.encode(refused, forKey: .refused) }
+        try container.encodeIfPresent(leftZoneToken, forKey: .leftZoneToken)
     }
 
     /// The blob adapters store.
