@@ -478,6 +478,9 @@ struct PostgresAdapterBehaviourTests {
                 "CREATE TABLE b.note (id int PRIMARY KEY, title varchar(8), qty int CONSTRAINT positive CHECK (qty > 0))",
                 "INSERT INTO a.note SELECT i, 'note ' || i, i FROM generate_series(1, 30) AS i",
                 "UPDATE a.note SET qty = -7 WHERE id = 12", "UPDATE a.note SET title = 'a title too long' WHERE id = 21",
+                "UPDATE a.note SET title = 'vetoed' WHERE id = 25",
+                "CREATE FUNCTION b.veto() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.title = 'vetoed' THEN RAISE EXCEPTION 'no such title'; END IF; RETURN NEW; END $$",
+                "CREATE TRIGGER veto BEFORE INSERT OR UPDATE ON b.note FOR EACH ROW EXECUTE FUNCTION b.veto()",
             ], on: endpoint, doing: "setting up")
         let directory = try TemporaryDirectory(prefix: "pg-refused")
         defer { directory.remove() }
@@ -501,14 +504,16 @@ struct PostgresAdapterBehaviourTests {
         #expect(try await a.sync().succeeded)
         let first = try await b.sync().adapters[0]
         #expect(first.outcome == .synced, "\(first.outcome)")
-        #expect(first.failedRecords == 2)
-        #expect(Set(first.refusedAtEnd.map(\.recordID.recordName)) == ["12", "21"])
+        #expect(first.failedRecords == 3)
+        #expect(Set(first.refusedAtEnd.map(\.recordID.recordName)) == ["12", "21", "25"])
+        let vetoed = try #require(first.refusedAtEnd.first { $0.recordID.recordName == "25" })
+        #expect(vetoed.failure.message.contains("a trigger refused a row"), "\(vetoed.failure.message)")
         let check = try #require(first.refusedAtEnd.first { $0.recordID.recordName == "12" })
         #expect(check.failure.message.contains("a check constraint refused a row"), "\(check.failure.message)")
         #expect(!check.failure.message.contains("-7"), "never the value")
-        #expect(try await count() == 28)
+        #expect(try await count() == 27)
 
-        try await PostgresConnectionPool.execute(["ALTER TABLE b.note DROP CONSTRAINT positive"], on: endpoint, doing: "fixing")
+        try await PostgresConnectionPool.execute(["ALTER TABLE b.note DROP CONSTRAINT positive", "DROP TRIGGER veto ON b.note"], on: endpoint, doing: "fixing")
         let second = try await b.sync().adapters[0]
         #expect(second.outcome == .synced && second.failedRecords == 1, "\(second)")
         #expect(second.refusedAtEnd.map(\.recordID.recordName) == ["21"])

@@ -329,46 +329,56 @@ public final class PostgresAdapter: ModelAdapter {
     /// (a type, a length, a range, a check) and one record of the page is refused alone: the page
     /// is written again half by half in savepoints of a transaction that is rolled back.
     private func namingRefusedRecord(_ refusal: PostgresAdapterError, of changes: DownloadedChanges) async -> PostgresAdapterError {
-        guard let psql = refusal.underlying as? PSQLError, let state = psql.serverInfo?[.sqlState],
-            state.hasPrefix("22") || state == "23514" || state == "23502",
-            let tableName = refusal.table, let table = installed.withLock({ $0?.catalog.byTable[tableName] })
+        // The server's error, as the write's own handling wrapped it or as the transaction did.
+        let cause = refusal.underlying.flatMap { ($0 as? PostgresFailure)?.underlying ?? $0 }
+        guard let psql = cause as? PSQLError, let state = psql.serverInfo?[.sqlState],
+            state.hasPrefix("22") || state == "23514" || state == "23502" || state == "P0001",
+            let catalog = installed.withLock({ $0?.catalog })
         else { return refusal }
-        let records = changes.writes.filter { $0.recordType == table.recordType && table.acceptsKey(of: $0.id.recordName) }
+        // The table the server named; a trigger's exception names none, so each table the page
+        // writes is probed in turn.
+        let tables =
+            refusal.table.flatMap { catalog.byTable[$0] }.map { [$0] }
+            ?? catalog.writeOrder.compactMap { catalog.byTable[$0] }.filter { table in changes.writes.contains { $0.recordType == table.recordType } }
         // The probe's answer comes out as the error that rolls it back.
-        struct Probed: Error { let record: String? }
-        var found: String?
+        struct Probed: Error { let record: String?, table: String? }
+        var found: (record: String, table: String)?
         do {
             try await pool.transaction(doing: "finding the refused record of adapter \(name)") { connection in
                 try await connection.query("SET LOCAL gateway.applying = 'on'", logger: connection.logger)
-                func refuses(_ slice: ArraySlice<Record>) async throws -> Bool {
-                    try await connection.query("SAVEPOINT probe", logger: connection.logger)
-                    var refused = false
-                    do {
-                        try await Self.write(Array(slice), with: table.upsertManySQL, of: table, connection: connection)
-                    } catch {
-                        refused = true
+                for table in tables {
+                    let records = changes.writes.filter { $0.recordType == table.recordType && table.acceptsKey(of: $0.id.recordName) }
+                    func refuses(_ slice: ArraySlice<Record>) async throws -> Bool {
+                        try await connection.query("SAVEPOINT probe", logger: connection.logger)
+                        var refused = false
+                        do {
+                            try await Self.write(Array(slice), with: table.upsertManySQL, of: table, connection: connection)
+                        } catch {
+                            refused = true
+                        }
+                        try await connection.query("ROLLBACK TO SAVEPOINT probe", logger: connection.logger)
+                        return refused
                     }
-                    try await connection.query("ROLLBACK TO SAVEPOINT probe", logger: connection.logger)
-                    return refused
+                    guard !records.isEmpty, try await refuses(records[...]) else { continue }
+                    var candidates = records[...]
+                    while candidates.count > 1 {
+                        let half = candidates.prefix(candidates.count / 2)
+                        candidates = try await refuses(half) ? half : candidates.dropFirst(half.count)
+                    }
+                    throw Probed(record: candidates.first?.id.recordName, table: table.table)
                 }
-                var candidates = records[...]
-                while candidates.count > 1 {
-                    let half = candidates.prefix(candidates.count / 2)
-                    candidates = try await refuses(half) ? half : candidates.dropFirst(half.count)
-                }
-                let refused = try await refuses(candidates)
-                throw Probed(record: refused ? candidates.first?.id.recordName : nil)
+                throw Probed(record: nil, table: nil)
             }
         } catch let probed as Probed {
-            found = probed.record
+            if let record = probed.record, let table = probed.table { found = (record, table) }
         } catch {
             return refusal
         }
-        guard let record = found else { return refusal }
+        guard let (record, table) = found else { return refusal }
         return PostgresAdapterError(
             .databaseFailed,
-            "writing downloaded record \(record) into table \(table.table) was refused: \(PostgresFailure.dataProblem(state))\(PostgresFailure.dataPlace(psql)) (SQLSTATE \(state)); change that record, or the column's type or constraint",
-            table: table.table, underlying: psql, refusedRecordName: record)
+            "writing downloaded record \(record) into table \(table) was refused: \(PostgresFailure.dataProblem(state))\(PostgresFailure.dataPlace(psql)) (SQLSTATE \(state)); change that record, or the column's type or constraint",
+            table: table, underlying: psql, refusedRecordName: record)
     }
 
     /// Applies a page in one transaction, leaving out the records another program writes while

@@ -116,6 +116,7 @@ public struct PostgresFailure: Error, Sendable, CustomStringConvertible {
         case "23503": return "a foreign key refers to a row that does not exist, or a row others refer to was removed"
         case "23514": return "a check constraint refused a row"
         case "23P01": return "an exclusion constraint refused a row"
+        case "P0001": return "a trigger refused a row (RAISE EXCEPTION)"
         default: return state?.hasPrefix("23") == true ? "a constraint refused a row" : "a value the database cannot take"
         }
     }

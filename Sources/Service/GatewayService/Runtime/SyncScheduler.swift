@@ -289,7 +289,7 @@ public struct SyncScheduler: Service {
                     metadata["health"] = "\(health(after: adapter, pending: pending, adapters: adapters))"
                 }
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
-                if !adapter.refusedAtEnd.isEmpty {
+                if !adapter.refusedAtEnd.isEmpty, adapter.outcome == .synced {
                     metadata["refused_downloads"] = "\(adapter.refusedAtEnd.count)"
                     let first = adapter.refusedAtEnd.map(\.recordID.recordName).sorted().prefix(3).joined(separator: ", ")
                     logger.warning(
