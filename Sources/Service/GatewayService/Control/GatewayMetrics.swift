@@ -55,7 +55,7 @@ public final class GatewayMetrics: Sendable {
                     [("adapter", name), ("policy", policies[name]?.rawValue ?? ""), ("resolution", resolution.rawValue)]
                 ).increment(by: count)
             }
-            gauge("gateway_batch_size", name).record(adapter.batchSize)
+            if adapter.batchSize > 0 { gauge("gateway_batch_size", name).record(adapter.batchSize) }
             if adapter.outcome == .synced {
                 gauge("gateway_last_success_timestamp_seconds", name).record(Date().timeIntervalSince1970)
             }

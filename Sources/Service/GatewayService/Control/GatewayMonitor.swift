@@ -117,7 +117,8 @@ public final class GatewayMonitor: Sendable {
             state.lastReport = report
             for adapter in report?.adapters ?? [] {
                 var health = state.health[adapter.adapter] ?? AdapterHealth()
-                health.batchSize = adapter.batchSize
+                // A pass that never began (the cloud unreachable before it) reports no batch size.
+                if adapter.batchSize > 0 { health.batchSize = adapter.batchSize }
                 switch adapter.outcome {
                 case .synced:
                     health.lastSuccessAt = Date()

@@ -224,7 +224,7 @@ public struct SyncScheduler: Service {
     /// An adapter's health after its sync, as `/status` and the page compute it
     /// (``AdapterStatus/health(consecutiveFailures:lastFailureCode:)``), from the sync's report,
     /// what its store still holds (`nil`: the store cannot be read) and its recent history.
-    private func health(after report: AdapterSyncReport, pending: Int?, adapters: [OpenedAdapter]) -> AdapterHealthState {
+    private func health(after report: AdapterSyncReport, pending: Int?, failing: Int, adapters: [OpenedAdapter]) -> AdapterHealthState {
         guard let configured = adapters.first(where: { $0.name == report.adapter })?.configuration else { return .failing }
         let history = monitor.health[report.adapter] ?? GatewayMonitor.AdapterHealth()
         var status: AdapterStatus
@@ -233,7 +233,7 @@ public struct SyncScheduler: Service {
             if case .paused(let reason) = report.outcome { pausedReason = "\(reason)" }
             status = AdapterStatus(
                 name: configured.name, kind: configured.settings.kind.value, zone: configured.settings.zoneID.zoneName, hasChanges: pending > 0,
-                pendingChanges: pending, failedRecords: report.markedFailedRecords, batchSize: report.batchSize,
+                pendingChanges: pending, failedRecords: failing, batchSize: report.batchSize,
                 hasSynced: report.outcome == .synced || history.lastSuccessAt != nil, pausedReason: pausedReason)
         } else {
             status = AdapterStatus(unreadable: configured, error: "its store cannot be read")
@@ -260,9 +260,12 @@ public struct SyncScheduler: Service {
             // What each store still holds after the sync; `nil` where the store cannot be read
             // (a read cut short by shutdown says nothing about the store: left out).
             var pendingByAdapter: [String: Int?] = [:]
+            // Records that stay failed, marked in this sync or before (as `/status` counts them).
+            var failingByAdapter: [String: Int] = [:]
             for opened in adapters {
                 do {
                     pendingByAdapter[opened.name] = try await opened.adapter.pendingChangeCount()
+                    failingByAdapter[opened.name] = try await opened.adapter.failedRecords().count
                 } catch {
                     let cutShort = error is CancellationError || Task.isCancelled || Task.isShuttingDownGracefully
                     if !cutShort { pendingByAdapter[opened.name] = .some(nil) }
@@ -278,15 +281,18 @@ public struct SyncScheduler: Service {
                 policies: Dictionary(
                     adapters.map { ($0.name, configuration.syncOptions(for: $0.configuration).merge.policy) },
                     uniquingKeysWith: { first, _ in first }))
+            func failing(_ adapter: AdapterSyncReport) -> Int {
+                max(adapter.markedFailedRecords, (failingByAdapter[adapter.adapter] ?? 0) + adapter.refusedAtEnd.count)
+            }
             for adapter in report.adapters {
                 var metadata: Logger.Metadata = [
                     "adapter": "\(adapter.adapter)", "downloaded": "\(adapter.downloaded + adapter.deletedLocally)",
                     "uploaded": "\(adapter.uploaded + adapter.deletedRemotely)", "conflicts": "\(adapter.conflictCount)",
-                    "failed": "\(adapter.markedFailedRecords)",
+                    "failed": "\(failing(adapter))",
                 ]
                 if !adapter.unresolvedFailures.isEmpty { metadata["unresolved"] = "\(adapter.unresolvedFailures.count)" }
                 if let pending = pendingByAdapter[adapter.adapter] {
-                    metadata["health"] = "\(health(after: adapter, pending: pending, adapters: adapters))"
+                    metadata["health"] = "\(health(after: adapter, pending: pending, failing: failing(adapter), adapters: adapters))"
                 }
                 if adapter.matched > 0 { metadata["matched"] = "\(adapter.matched)" }
                 if !adapter.refusedAtEnd.isEmpty, adapter.outcome == .synced {
