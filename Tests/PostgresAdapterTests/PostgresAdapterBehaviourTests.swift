@@ -469,6 +469,38 @@ struct PostgresAdapterBehaviourTests {
         }
     }
 
+    @Test("a row a BEFORE trigger skips by returning NULL is named as refused, not taken for written")
+    func triggerThatSkipsIsARefusal() async throws {
+        let (endpoint, adapter) = try await Self.noteAdapter("trigger_skips", table: "CREATE TABLE public.note (id integer PRIMARY KEY, title text)")
+        defer { Task { await adapter.close() } }
+        try await PostgresConnectionPool.execute(
+            [
+                "INSERT INTO public.note SELECT i, 'note ' || i FROM generate_series(1, 40) AS i",
+                "CREATE FUNCTION public.skip() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.title = 'ignored' THEN RETURN NULL; END IF; RETURN NEW; END $$",
+                "CREATE TRIGGER skip BEFORE UPDATE ON public.note FOR EACH ROW EXECUTE FUNCTION public.skip()",
+            ], on: endpoint, doing: "setting up")
+        _ = try await adapter.markPendingSavesUploaded()
+        let page = (1...40).map { index in
+            Record(
+                id: RecordID(recordName: "\(index)", zoneID: Self.zone), recordType: "note",
+                fields: ["title": .string(index == 23 ? "ignored" : "edited \(index)")])
+        }
+        let skipped = await #expect(throws: PostgresAdapterError.self) {
+            try await adapter.apply(DownloadedChanges(writes: page, state: SyncStateUpdate(zoneState: Data("z".utf8))))
+        }
+        #expect(skipped?.refusedRecordName == "23", "\(String(describing: skipped))")
+        #expect(skipped?.message.contains("skipped by a trigger") == true, "\(String(describing: skipped))")
+        let edited = try await PostgresConnectionPool.withOneConnection(to: endpoint, doing: "reading") { connection in
+            let rows = try await connection.query("SELECT count(*) FROM public.note WHERE title LIKE 'edited%'", logger: connection.logger)
+            var count: Int64 = 0
+            for try await (value) in rows.decode(Int64.self) { count = value }
+            return count
+        }
+        #expect(edited == 0, "nothing of the page was written")
+        // Without that record, the page goes in.
+        try await adapter.apply(DownloadedChanges(writes: page.filter { $0.id.recordName != "23" }, state: SyncStateUpdate(zoneState: Data("z".utf8))))
+    }
+
     @Test("records another store's values make unacceptable here are left out of their page and reported; the rest syncs, and a dropped constraint lets them in")
     func refusedDownloadsThroughTheSynchronizer() async throws {
         let endpoint = try await PostgresTestServer.freshDatabase("refused_downloads")

@@ -114,6 +114,44 @@ struct RefusedDownloadTests {
         #expect(try Notes.contents(pair.strict)["r"] == both)
     }
 
+    @Test("a row a trigger skips without an error (RAISE(IGNORE)), in a group of rows or alone, is a refused record, not taken for written")
+    func triggerThatSkipsIsARefusal() async throws {
+        let pair = try Pair()
+        defer { pair.directory.remove() }
+        try pair.strict.execute("""
+            CREATE TRIGGER skip_insert BEFORE INSERT ON "Note" WHEN NEW.title = 'ignored' BEGIN SELECT RAISE(IGNORE); END;
+            CREATE TRIGGER skip_update BEFORE UPDATE ON "Note" WHEN NEW.title = 'ignored' BEGIN SELECT RAISE(IGNORE); END;
+            """)
+        for index in 0..<60 { try pair.plain.execute(#"INSERT INTO "Note" VALUES (?, 't', ?)"#, [String(format: "r%02d", index), index]) }
+        #expect(try await pair.a.sync().succeeded)
+        #expect(try await pair.b.sync().succeeded)
+        // One row of a group of many, one written alone at the end, and a new row.
+        try pair.plain.execute(#"UPDATE "Note" SET title = 'ignored' WHERE name IN ('r10', 'r59')"#)
+        try pair.plain.execute(#"INSERT INTO "Note" VALUES ('s', 'ignored', 1)"#)
+        try pair.plain.execute(#"UPDATE "Note" SET rank = rank + 100 WHERE name NOT IN ('r10', 'r59')"#)
+        #expect(try await pair.a.sync().succeeded)
+        let report = try await pair.b.sync().adapters[0]
+        #expect(report.outcome == .synced, "\(report.outcome)")
+        #expect(Set(report.refusedAtEnd.map(\.recordID.recordName)) == ["r10", "r59", "s"])
+        #expect(report.refusedAtEnd.allSatisfy { $0.failure.message.contains("skipped by a trigger") }, "\(report.refusedAtEnd)")
+        let held = try Notes.contents(pair.strict)
+        #expect(held["r11"]?["rank"] == .int64(111), "the rest of the page was written")
+        #expect(held["r10"]?["title"] == .string("t") && held["s"] == nil)
+
+        // The store's edit of a skipped row is not uploaded over the cloud's title.
+        try pair.strict.execute(#"UPDATE "Note" SET rank = 7 WHERE name = 'r10'"#)
+        #expect(try await pair.b.sync().adapters[0].uploaded == 0)
+        #expect(try await Notes.zoneRows(pair.cloud)["r10"]?["title"] == .string("ignored"))
+
+        // Without the triggers, the cloud's rows arrive, merged with that edit.
+        try pair.strict.execute("DROP TRIGGER skip_insert; DROP TRIGGER skip_update")
+        let fixed = try await pair.b.sync().adapters[0]
+        #expect(fixed.outcome == .synced && fixed.refusedAtEnd.isEmpty, "\(fixed)")
+        #expect(try await pair.a.sync().succeeded)
+        #expect(try Notes.contents(pair.strict) == Notes.contents(pair.plain))
+        #expect(try Notes.contents(pair.plain)["r10"] == ["title": .string("ignored"), "rank": .int64(7)])
+    }
+
     @Test("past the zone's maximum of refusals the page fails as a whole, naming a record, and nothing of it is applied")
     func tooManyRefusalsFailThePage() async throws {
         let pair = try Pair()

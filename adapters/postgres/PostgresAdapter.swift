@@ -331,8 +331,10 @@ public final class PostgresAdapter: ModelAdapter {
     private func namingRefusedRecord(_ refusal: PostgresAdapterError, of changes: DownloadedChanges) async -> PostgresAdapterError {
         // The server's error, as the write's own handling wrapped it or as the transaction did.
         let cause = refusal.underlying.flatMap { ($0 as? PostgresFailure)?.underlying ?? $0 }
-        guard let psql = cause as? PSQLError, let state = psql.serverInfo?[.sqlState],
-            state.hasPrefix("22") || state == "23514" || state == "23502" || state == "P0001",
+        let psql = cause as? PSQLError
+        let state = psql?.serverInfo?[.sqlState]
+        let skippedByTrigger = cause is RowsSkippedByTrigger
+        guard skippedByTrigger || state.map({ $0.hasPrefix("22") || $0 == "23514" || $0 == "23502" || $0 == "P0001" }) == true,
             let catalog = installed.withLock({ $0?.catalog })
         else { return refusal }
         // The table the server named; a trigger's exception names none, so each table the page
@@ -375,6 +377,12 @@ public final class PostgresAdapter: ModelAdapter {
             return refusal
         }
         guard let (record, table) = found else { return refusal }
+        guard let psql, let state else {
+            return PostgresAdapterError(
+                .databaseFailed,
+                "writing downloaded record \(record) into table \(table) was skipped by a trigger without an error (a BEFORE trigger returned NULL); the store keeps its row as it was. Raise an exception to say why, or let the trigger take the row",
+                table: table, underlying: cause, refusedRecordName: record)
+        }
         return PostgresAdapterError(
             .databaseFailed,
             "writing downloaded record \(record) into table \(table) was refused: \(PostgresFailure.dataProblem(state))\(PostgresFailure.dataPlace(psql)) (SQLSTATE \(state)); change that record, or the column's type or constraint",
@@ -694,10 +702,23 @@ public final class PostgresAdapter: ModelAdapter {
     private static func write(_ records: [Record], with sql: String, of table: PostgresResolvedTable, connection: PooledConnection) async throws {
         var bindings = PostgresBindings()
         for column in try table.upsertManyArguments(for: records) { bindings.append(column) }
+        var affected: Int?
         try await writing(into: table) {
-            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger)
+            affected = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: connection.logger).affectedRows
+        }
+        // Every row inserts or updates one (a table without value columns does nothing on a
+        // conflict, so its count says nothing): fewer were skipped by a `BEFORE` trigger that
+        // returned NULL, and committing their metadata would take the rows' older values for
+        // the cloud's.
+        if !table.valueColumns.isEmpty, let affected, affected < records.count {
+            throw PostgresAdapterError(
+                .databaseFailed, "a trigger skipped writing \(records.count - affected) downloaded row(s) into table \(table.table) without an error",
+                table: table.table, underlying: RowsSkippedByTrigger())
         }
     }
+
+    /// Rows of a write that a `BEFORE` trigger skipped by returning NULL.
+    struct RowsSkippedByTrigger: Error {}
 
     /// Runs a write of downloaded records into `table`; a value the table cannot take is reported
     /// naming the table and the kind of refusal (a cast that fails names no column; the value

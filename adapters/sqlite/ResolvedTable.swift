@@ -123,9 +123,13 @@ final class ResolvedTable: Sendable {
     /// row's values, less those at `omitted`): a page's rows cost one statement execution per
     /// group instead of per row. A column left out keeps its value in an existing row and takes
     /// its default in a new one.
-    func upserts(_ db: Database, omitting omitted: Set<Int> = []) throws -> ManyRowStatement {
+    /// Each row must write one (an upsert with columns to update always does), so a row a
+    /// trigger skips without an error is seen; with `oneRowAtATime`, it is named.
+    func upserts(_ db: Database, omitting omitted: Set<Int> = [], oneRowAtATime: Bool = false) throws -> ManyRowStatement {
         let kept = valueColumns.indices.filter { !omitted.contains($0) }.map { valueColumns[$0] }
-        return try ManyRowStatement(db, argumentsPerRow: keyColumns.count + kept.count) { [self] rows in
+        return try ManyRowStatement(
+            db, argumentsPerRow: keyColumns.count + kept.count, checkingWrites: !kept.isEmpty, oneRowAtATime: oneRowAtATime
+        ) { [self] rows in
             Self.upsertStatement(table: table, keyColumns: keyColumns, valueColumns: kept, rows: rows)
         }
     }

@@ -344,6 +344,16 @@ public final class SQLiteAdapter: ModelAdapter {
     }
 
     public func apply(_ changes: DownloadedChanges) async throws {
+        do {
+            try await apply(changes, oneRowAtATime: false)
+        } catch let error as SQLiteAdapterError where error.underlying is ManyRowStatement.RowsSkipped {
+            // A trigger skipped a row of a group: the page is written again a row at a time,
+            // which names it (and fails the same way).
+            try await apply(changes, oneRowAtATime: true)
+        }
+    }
+
+    private func apply(_ changes: DownloadedChanges, oneRowAtATime: Bool) async throws {
         let zone = zoneID
         // Pending versions are compared for the whole page in one query (names as a JSON array).
         let expectedNames = JSONArrayText.of(changes.expectedPendingVersions.keys.lazy.map(\.recordName))
@@ -373,6 +383,8 @@ public final class SQLiteAdapter: ModelAdapter {
             // The fields each written record's synced version held, read once for the page when a
             // record lacks a value.
             var syncedFields: [String: Set<String>]?
+            // Rows of groups that wrote nothing (``ManyRowStatement/RowsSkipped``).
+            var unwritten = 0
             for record in changes.writes where !skipped.contains(record.id) {
                 guard let table = catalog.byType[record.recordType] else {
                     skipped.insert(record.id)  // a record type this store does not hold
@@ -382,8 +394,9 @@ public final class SQLiteAdapter: ModelAdapter {
                     // Rows held for one table are written before another statement runs.
                     try mapped?.upserts.finish()
                     for var statement in partial.values { try statement.finish() }
+                    unwritten += (mapped?.upserts.unwrittenRows ?? 0) + partial.values.reduce(0) { $0 + $1.unwrittenRows }
                     partial = [:]
-                    mapped = (record.layout, table, table.mapping(from: record.layout), try table.upserts(db))
+                    mapped = (record.layout, table, table.mapping(from: record.layout), try table.upserts(db, oneRowAtATime: oneRowAtATime))
                 }
                 let values: [BindableValue]
                 do {
@@ -406,7 +419,7 @@ public final class SQLiteAdapter: ModelAdapter {
                 } else {
                     let keyCount = table.keyColumns.count
                     let kept = values.indices.filter { $0 < keyCount || !omitted.contains($0 - keyCount) }.map { values[$0] }
-                    if partial[omitted] == nil { partial[omitted] = try table.upserts(db, omitting: omitted) }
+                    if partial[omitted] == nil { partial[omitted] = try table.upserts(db, omitting: omitted, oneRowAtATime: oneRowAtATime) }
                     try partial[omitted]!.add(kept, naming: record.id.recordName)
                 }
                 tables[record.id] = table.table
@@ -415,6 +428,10 @@ public final class SQLiteAdapter: ModelAdapter {
             }
             try mapped?.upserts.finish()
             for var statement in partial.values { try statement.finish() }
+            unwritten += (mapped?.upserts.unwrittenRows ?? 0) + partial.values.reduce(0) { $0 + $1.unwrittenRows }
+            // A row a trigger skipped without an error is not written: committing its metadata
+            // would take the store's older values for the cloud's.
+            if unwritten > 0 { throw ManyRowStatement.RowsSkipped() }
             for id in changes.deletes where !skipped.contains(id) {
                 guard let tableName = try Self.tableName(of: id, db: db), let table = catalog.byTable[tableName],
                     let keys = try? table.keyValues(of: id.recordName)
@@ -818,6 +835,13 @@ public final class SQLiteAdapter: ModelAdapter {
             return try await body()
         } catch let error as SQLiteAdapterError {
             throw error
+        } catch let skipped as ManyRowStatement.RowSkipped {
+            throw SQLiteAdapterError(
+                .databaseFailed,
+                "writing downloaded record \(skipped.row) into \(path) was skipped by a trigger without an error (RAISE(IGNORE)); the store keeps its row as it was. Veto with RAISE(ABORT) to say why, or let the trigger take the row",
+                refusedRecordName: skipped.row)
+        } catch let skipped as ManyRowStatement.RowsSkipped {
+            throw SQLiteAdapterError(.databaseFailed, "a trigger skipped writing downloaded rows into \(path) without an error", underlying: skipped)
         } catch let failure as ManyRowStatement.RowFailure {
             // A constraint, a type or a size is the record's values; a full disk or a lock is not.
             let code = (failure.underlying as? DatabaseError)?.resultCode

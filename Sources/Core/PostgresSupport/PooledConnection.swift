@@ -49,7 +49,7 @@ public struct PooledConnection: Sendable {
             // the write inside `query`: it has no suspension point before it.
             try Self.checkOpen(connection)
             let result: PostgresQueryResult = try await connection.query(query, logger: logger, file: file, line: line).get()
-            return PostgresRows(result.rows)
+            return PostgresRows(result.rows, affectedRows: result.metadata.rows)
         }
     }
 
@@ -137,8 +137,14 @@ public struct PostgresRows: AsyncSequence, Sendable {
 
     /// The rows, in the server's order.
     public let rows: [PostgresRow]
+    /// How many rows the statement inserted, updated or deleted, as its command tag says
+    /// (`nil` for a statement whose tag counts none).
+    public let affectedRows: Int?
 
-    init(_ rows: [PostgresRow]) { self.rows = rows }
+    init(_ rows: [PostgresRow], affectedRows: Int?) {
+        self.rows = rows
+        self.affectedRows = affectedRows
+    }
 
     public func makeAsyncIterator() -> Iterator { Iterator(base: rows.makeIterator()) }
 

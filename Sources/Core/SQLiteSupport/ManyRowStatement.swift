@@ -23,19 +23,32 @@ public struct ManyRowStatement {
     private var held: [BindableValue] = []
     /// The names of the held rows, for the failure that names the row refused.
     private var heldNames: [String?] = []
+    /// The connection, for the count of rows each execution wrote.
+    private let connection: OpaquePointer?
+    /// Whether each row must write a row (an upsert that updates on conflict): one that writes
+    /// none was skipped by a trigger (`RAISE(IGNORE)`).
+    private let checksWrites: Bool
+    /// Rows of groups that wrote nothing, which group rows cannot name (``RowsSkipped``).
+    public private(set) var unwrittenRows = 0
 
     /// Prepares the statement for one row and for ``rowsPerStatement`` rows.
     /// - Parameters:
     ///   - argumentsPerRow: how many values each row binds.
     ///   - sql: the statement for the given rows, each given as its parameters' names (`?1`, `?2`,
     ///     … numbered across the statement, `argumentsPerRow` to a row).
-    public init(_ db: Database, argumentsPerRow: Int, sql: (_ rows: [[String]]) -> String) throws {
+    ///   - checkingWrites: whether every row must write one (see ``RowSkipped``).
+    ///   - oneRowAtATime: whether each row goes alone, so a row a trigger skips is named.
+    public init(
+        _ db: Database, argumentsPerRow: Int, checkingWrites: Bool = false, oneRowAtATime: Bool = false, sql: (_ rows: [[String]]) -> String
+    ) throws {
         func parameters(rows: Int) -> [[String]] {
             (0..<rows).map { row in (1...argumentsPerRow).map { column in "?" + String(row * argumentsPerRow + column) } }
         }
         self.argumentsPerRow = argumentsPerRow
+        connection = db.sqliteConnection
+        checksWrites = checkingWrites
         let parameterLimit = Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1))
-        rowsPerGroup = max(1, min(Self.rowsPerStatement, parameterLimit / max(1, argumentsPerRow)))
+        rowsPerGroup = oneRowAtATime ? 1 : max(1, min(Self.rowsPerStatement, parameterLimit / max(1, argumentsPerRow)))
         single = BoundStatement(try db.cachedStatement(sql: sql(parameters(rows: 1))))
         many = rowsPerGroup > 1 ? BoundStatement(try db.cachedStatement(sql: sql(parameters(rows: rowsPerGroup)))) : nil
         held.reserveCapacity(rowsPerGroup * argumentsPerRow)
@@ -53,17 +66,34 @@ public struct ManyRowStatement {
         public let underlying: any Error
     }
 
+    /// A named row that wrote nothing without an error: a `BEFORE` trigger's `RAISE(IGNORE)`
+    /// skipped it (only for a statement made with `checkingWrites`).
+    public struct RowSkipped: Error {
+        /// The name the row was added with.
+        public let row: String
+    }
+
+    /// Rows of a group that wrote nothing without an error (``unwrittenRows``): which ones, the
+    /// rows written again one at a time tell.
+    public struct RowsSkipped: Error {
+        public init() {}
+    }
+
+    /// A single row's execution, which must have written its row when writes are checked.
+    private func executeSingle(_ row: [BindableValue], name: String?) throws {
+        do {
+            try single.execute(row)
+        } catch {
+            throw name.map { RowFailure(row: $0, underlying: error) } ?? error
+        }
+        if checksWrites, sqlite3_changes(connection) == 0, let name { throw RowSkipped(row: name) }
+    }
+
     /// Writes a row of `argumentsPerRow` values, now or with the rows after it. A row added with
     /// a `name` that the database refuses fails as a ``RowFailure`` naming it.
     public mutating func add(_ row: [BindableValue], naming name: String? = nil) throws {
         precondition(row.count == argumentsPerRow, "a row binds \(argumentsPerRow) values")
-        guard let many else {
-            do {
-                return try single.execute(row)
-            } catch {
-                throw name.map { RowFailure(row: $0, underlying: error) } ?? error
-            }
-        }
+        guard let many else { return try executeSingle(row, name: name) }
         held.append(contentsOf: row)
         heldNames.append(name)
         guard held.count == rowsPerGroup * argumentsPerRow else { return }
@@ -77,6 +107,7 @@ public struct ManyRowStatement {
         } catch {
             throw blame(error)
         }
+        if checksWrites { unwrittenRows += max(0, rowsPerGroup - Int(sqlite3_changes(connection))) }
     }
 
     /// Writes the rows still held; after a failure, none is held any more.
@@ -86,11 +117,7 @@ public struct ManyRowStatement {
             heldNames.removeAll(keepingCapacity: true)
         }
         for (index, start) in stride(from: 0, to: held.count, by: argumentsPerRow).enumerated() {
-            do {
-                try single.execute(Array(held[start..<start + argumentsPerRow]))
-            } catch {
-                throw heldNames[index].map { RowFailure(row: $0, underlying: error) } ?? error
-            }
+            try executeSingle(Array(held[start..<start + argumentsPerRow]), name: heldNames[index])
         }
     }
 
