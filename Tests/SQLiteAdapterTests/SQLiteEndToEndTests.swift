@@ -73,6 +73,42 @@ struct SQLiteEndToEndTests {
         #expect(pendingA == 0 && pendingB == 0)
     }
 
+    @Test("a row a store inserts under a name another store created and deleted meanwhile is kept and uploaded; a store joining the zone takes the deletion")
+    func insertAfterAnotherStoresDelete() async throws {
+        let directory = try TemporaryDirectory(prefix: "sqlite-e2e")
+        defer { directory.remove() }
+        let cloud = try EmbeddedCloud(path: directory.path("cloud.sqlite"))
+        let files = try ["a", "b", "c"].map { try SQLiteFile(directory, name: "\($0).sqlite", schema: Notes.schema) }
+        let gateways = try files.enumerated().map { index, file in
+            Synchronizer(
+                cloud: cloud, adapters: [SyncedAdapter(try Notes.adapter(file, name: "s\(index)"))],
+                configuration: SyncConfiguration(deviceID: "g\(index)"))
+        }
+        try files[0].execute(#"INSERT INTO "Note" VALUES ('seed', 's', 1)"#)
+        #expect(try await gateways[0].sync().succeeded)
+        #expect(try await gateways[1].sync().succeeded)
+        // b creates and deletes "r60" while a does not sync; then a inserts its own "r60".
+        try files[1].execute(#"INSERT INTO "Note" VALUES ('r60', 'from b', 1)"#)
+        #expect(try await gateways[1].sync().succeeded)
+        try files[1].execute(#"DELETE FROM "Note" WHERE name = 'r60'"#)
+        #expect(try await gateways[1].sync().succeeded)
+        try files[0].execute(#"INSERT INTO "Note" VALUES ('r60', 'mine', 2)"#)
+        let report = try await gateways[0].sync().adapters[0]
+        #expect(report.outcome == .synced && report.deletedLocally == 0 && report.uploaded == 1, "\(report)")
+        #expect(try Notes.contents(files[0])["r60"] == ["title": .string("mine"), "rank": .int64(2)])
+        #expect(try await gateways[1].sync().succeeded)
+        #expect(try Notes.contents(files[1])["r60"] == ["title": .string("mine"), "rank": .int64(2)])
+
+        // A store joining the zone with a row the zone deleted takes the deletion (join_prefers).
+        try files[2].execute(#"INSERT INTO "Note" VALUES ('gone', 'stale', 1)"#)
+        try files[0].execute(#"INSERT INTO "Note" VALUES ('gone', 'x', 1)"#)
+        #expect(try await gateways[0].sync().succeeded)
+        try files[0].execute(#"DELETE FROM "Note" WHERE name = 'gone'"#)
+        #expect(try await gateways[0].sync().succeeded)
+        #expect(try await gateways[2].sync().succeeded)
+        #expect(try Notes.contents(files[2])["gone"] == nil, "the joining store took the zone's deletion")
+    }
+
     @Test("two databases seeded with the same rows converge without duplicates or conflicts lost")
     func sameSeed() async throws {
         let directory = try TemporaryDirectory(prefix: "sqlite-e2e")

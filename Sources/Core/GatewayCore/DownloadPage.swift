@@ -34,6 +34,11 @@ struct DownloadPage: Sendable {
     /// (``isRecordsOwnOpeningFailure(_:)``): left out of ``incoming``, refused as the store's
     /// refusals are.
     var unopened: [(id: RecordID, refusal: RefusedDownload)] = []
+    /// Whether the page comes from a download from the start (a store joining the zone, or a
+    /// refetch after an expired token), where a deletion of a record the store never synced is
+    /// the zone's state to join. From a token, such a deletion was made by a store that never saw
+    /// this store's record, which is uploaded as new.
+    var joining = true
 
     init(incoming: [IncomingRecord], token: ChangeToken? = nil, moreComing: Bool = false) {
         self.incoming = incoming

@@ -28,8 +28,12 @@ struct DownloadPass {
         }
     }
 
+    /// Whether this download runs from the start (``DownloadPage/joining``).
+    var joining = true
+
     private mutating func run(fetchingAheadIn fetches: inout ThrowingTaskGroup<RawPage, any Error>) async throws {
         var progress = DownloadProgress(from: state)
+        joining = progress.cursor == nil
         // The next page, fetched and opened while the previous one was being applied.
         var prefetched: Result<DownloadPage, any Error>?
         var feed = FeedAhead()
@@ -51,6 +55,7 @@ struct DownloadPass {
                 prefetched = nil
                 try progress.tokenExpired(in: context.zone, adapter: name, underlying: error)
                 state = progress.state
+                joining = true
                 continue
             }
             // A record that could not be opened is still in the cloud: a refetch saw it.
@@ -227,6 +232,7 @@ struct DownloadPass {
         incoming += page.deleted.map { IncomingRecord(id: $0, record: nil) }
         var opened = DownloadPage(incoming: incoming, token: page.token, moreComing: page.moreComing)
         opened.unopened = unopened
+        opened.joining = joining
         if let applying, !opened.sharesRecords(with: applying) {
             // Disjoint from the page being applied, so that write cannot change what is read here;
             // edits made meanwhile are caught by the expected pending versions.

@@ -120,6 +120,13 @@ extension SyncContext {
                 // cloud's version and joins like any other change without an ancestor.
                 resolution = .local
                 policy = .merge
+            } else if server == nil, metadata == nil, current.record != nil, !page.joining {
+                // A record this store created and never synced, deleted in the cloud since the
+                // store's last download: the deleting store had another record of that name (it
+                // never saw this one, which was never sent), so the deletion does not reach it,
+                // and it uploads as new. A store joining the zone takes the zone's deletions.
+                resolution = .local
+                policy = .merge
             } else if metadata?.hasSyncedVersion != true, settings.policy != .custom {
                 // No common ancestor: the store never synced this record (a new, replaced or
                 // restored store joining the zone, or two stores that created it), so neither
