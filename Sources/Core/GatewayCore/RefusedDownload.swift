@@ -68,10 +68,15 @@ func isRecordsOwnOpeningFailure(_ error: any Error) -> Bool {
 
 /// The record a store refused, found in `error` or the errors that caused it.
 public func refusedRecordName(in error: any Error) -> String? {
+    storeRefusal(in: error)?.refusedRecordName
+}
+
+/// The error in `error`'s chain of causes that names a refused record.
+func storeRefusal(in error: any Error) -> (any StoreRefusal)? {
     var current: (any Error)? = error
     var depth = 0
     while let error = current, depth < 16 {
-        if let refusal = error as? any StoreRefusal, let name = refusal.refusedRecordName { return name }
+        if let refusal = error as? any StoreRefusal, refusal.refusedRecordName != nil { return refusal }
         current = (error as? any FailureCoded)?.underlyingFailure
         depth += 1
     }

@@ -93,15 +93,8 @@ extension SyncContext {
         }
     }
 
-    /// The store's own words for a refusal: the innermost ``StoreRefusal``'s description.
+    /// The store's own words for a refusal: the description of the error that names the record.
     private static func refusalMessage(_ error: any Error) -> String {
-        var current: (any Error)? = error
-        var depth = 0
-        while let error = current, depth < 16 {
-            if let refusal = error as? any StoreRefusal, refusal.refusedRecordName != nil { return "\(refusal)" }
-            current = (error as? any FailureCoded)?.underlyingFailure
-            depth += 1
-        }
-        return "\(error)"
+        storeRefusal(in: error).map { "\($0)" } ?? "\(error)"
     }
 }
