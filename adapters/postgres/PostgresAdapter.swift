@@ -325,9 +325,10 @@ public final class PostgresAdapter: ModelAdapter {
         }
     }
 
-    /// `refusal` naming the record whose value its table refused, when the refusal is a value's
-    /// (a type, a length, a range, a check) and one record of the page is refused alone: the page
-    /// is written again half by half in savepoints of a transaction that is rolled back.
+    /// `refusal` naming the record whose value its table refused, when the refusal is a record's
+    /// (a type, a length, a range, a check, `NOT NULL`, a trigger's exception, or a trigger that
+    /// skipped the row) and one record of the page is refused alone: the page is written again
+    /// half by half in savepoints of a transaction that is rolled back.
     private func namingRefusedRecord(_ refusal: PostgresAdapterError, of changes: DownloadedChanges) async -> PostgresAdapterError {
         // The server's error, as the write's own handling wrapped it or as the transaction did.
         let cause = refusal.underlying.flatMap { ($0 as? PostgresFailure)?.underlying ?? $0 }

@@ -130,14 +130,7 @@ struct DownloadPass {
         try context.checkCompatibility(current, reserved: &reserved)
         var incoming: [IncomingRecord] = []
         var unopened: [(id: RecordID, refusal: RefusedDownload)] = []
-        for record in current {
-            let (id, recordType) = (record.id, record.recordType)
-            do {
-                incoming.append(try await context.localForm(record, reserved: &reserved))
-            } catch where isRecordsOwnOpeningFailure(error) {
-                unopened.append((id, context.refusal(of: recordType, error)))
-            }
-        }
+        for record in current { try await context.open(record, reserved: &reserved, into: &incoming, unopened: &unopened) }
         var next = state
         next.refused = [:]
         try context.refuse(unopened, in: &next, earlier: earlier, report: &report)
@@ -218,14 +211,7 @@ struct DownloadPass {
         var incoming: [IncomingRecord] = []
         incoming.reserveCapacity(modified.count + page.deleted.count)
         var unopened: [(id: RecordID, refusal: RefusedDownload)] = []
-        while let record = modified.popLast() {
-            let (id, recordType) = (record.id, record.recordType)
-            do {
-                incoming.append(try await context.localForm(record, reserved: &reserved))
-            } catch where isRecordsOwnOpeningFailure(error) {
-                unopened.append((id, context.refusal(of: recordType, error)))
-            }
-        }
+        while let record = modified.popLast() { try await context.open(record, reserved: &reserved, into: &incoming, unopened: &unopened) }
         // Reversed through the buffer, which moves the elements; the array's own `reverse()`
         // copied and released each record (about 1% of a download's CPU).
         incoming.withUnsafeMutableBufferPointer { $0.reverse() }

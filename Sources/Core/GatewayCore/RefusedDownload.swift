@@ -2,9 +2,10 @@ import Foundation
 
 /// A downloaded record whose values the store refused (a type, a length, a range, a check
 /// constraint, a trigger's veto), or whose encrypted field does not open with the key it names,
-/// kept in the zone state so that one record cannot stop the zone: the page is applied without it, the store keeps the record as it was (its local edit,
-/// if any, stays pending and waits), and every later sync looks the record up and tries again
-/// until the store takes it or the cloud deletes it.
+/// kept in the zone state so that one record cannot stop the zone: the page is applied without
+/// it, the store keeps the record as it was (its local edit, if any, stays pending and waits), and
+/// every later sync looks the record up and tries again until the store takes it or the cloud
+/// deletes it.
 ///
 /// A zone holds at most ``ZoneSyncState/maximumRefusedDownloads`` of them: past that, the refusal
 /// is the store's shape, not a record's, and the page fails as a whole, naming the record.

@@ -48,19 +48,32 @@ extension SyncContext {
             guard let name = refusedRecordName(in: error), let refused = changes.writes.first(where: { $0.id.recordName == name }),
                 zoneState.refused.count < ZoneSyncState.maximumRefusedDownloads
             else { throw error }
-            let id = refused.id
-            changes.leaveOut(id)
-            zoneState.refused[name] = RefusedDownload(
+            changes.leaveOut(refused.id)
+            let refusal = RefusedDownload(
                 recordType: refused.recordType, code: mostPreciseFailureCode(of: error) ?? SyncError.Code.adapterFailed.rawValue,
-                message: Self.refusalMessage(error), since: earlier[name]?.since ?? environment.now())
+                message: Self.refusalMessage(error), since: environment.now())
+            Self.record(refusal, of: refused.id, in: &zoneState, earlier: earlier, report: &report)
             changes.state.zoneState = zoneState.encoded()
-            if report.refusedDownloads.insert(id).inserted { report.failedRecords += 1 }
             do {
                 try await store("applying a downloaded page") { try await adapter.apply(changes) }
                 return (zoneState, changes)
             } catch let next {
                 error = next
             }
+        }
+    }
+
+    /// Opens `record` (``localForm(_:reserved:)``) into `incoming`; a record that cannot be
+    /// opened for a reason of its own (``isRecordsOwnOpeningFailure(_:)``) goes into `unopened`.
+    func open(
+        _ record: consuming Record, reserved: inout ReservedPositions, into incoming: inout [IncomingRecord],
+        unopened: inout [(id: RecordID, refusal: RefusedDownload)]
+    ) async throws {
+        let (id, recordType) = (record.id, record.recordType)
+        do {
+            incoming.append(try await localForm(record, reserved: &reserved))
+        } catch where isRecordsOwnOpeningFailure(error) {
+            unopened.append((id, refusal(of: recordType, error)))
         }
     }
 
@@ -86,11 +99,20 @@ extension SyncContext {
                     "\(refusal.message) (more than \(ZoneSyncState.maximumRefusedDownloads) records of the zone cannot be opened or written: nothing of the page was applied and the change token did not move)",
                     adapter: name)
             }
-            var kept = refusal
-            kept.since = earlier[id.recordName]?.since ?? refusal.since
-            zoneState.refused[id.recordName] = kept
-            if report.refusedDownloads.insert(id).inserted { report.failedRecords += 1 }
+            Self.record(refusal, of: id, in: &zoneState, earlier: earlier, report: &report)
         }
+    }
+
+    /// Keeps `refusal` of record `id` in `zoneState`, with the date of an `earlier` refusal of
+    /// it, and counts the record once per sync in `report`.
+    private static func record(
+        _ refusal: RefusedDownload, of id: RecordID, in zoneState: inout ZoneSyncState, earlier: [String: RefusedDownload],
+        report: inout AdapterSyncReport
+    ) {
+        var kept = refusal
+        kept.since = earlier[id.recordName]?.since ?? refusal.since
+        zoneState.refused[id.recordName] = kept
+        if report.refusedDownloads.insert(id).inserted { report.failedRecords += 1 }
     }
 
     /// The store's own words for a refusal: the description of the error that names the record.

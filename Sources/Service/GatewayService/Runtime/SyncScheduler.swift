@@ -200,16 +200,16 @@ public struct SyncScheduler: Service {
     /// Asks for one more sync when a synced adapter still has changes it can send: they were
     /// made during the sync, and a store whose signals fire on the synced-to-changed transition
     /// would not signal them, since it never looked synced. At most three follow-ups in a row,
-    /// so a change that can never leave does not keep the service busy.
-    private func requestFollowUpIfNeeded(after report: SyncReport, adapters: [OpenedAdapter], logger: Logger) async {
+    /// so a change that can never leave does not keep the service busy. `pending` and `failing`
+    /// are what each store held after the sync (absent or `nil`: not read).
+    private func requestFollowUpIfNeeded(after report: SyncReport, pending pendingByAdapter: [String: Int?], failing: [String: Int], logger: Logger) {
         var unsent = false
         for result in report.adapters where result.outcome == .synced {
-            guard let adapter = adapters.first(where: { $0.name == result.adapter })?.adapter else { continue }
-            let pending = (try? await adapter.pendingChangeCount()) ?? 0
+            let pending = (pendingByAdapter[result.adapter] ?? nil) ?? 0
             guard pending > 0 else { continue }
             // Records a resolver could not settle stay pending until the next sync asks it again,
             // and an edit of a record whose download the store refuses waits for that download.
-            let failed = ((try? await adapter.failedRecords().count) ?? pending) + result.unresolvedFailures.count + result.refusedAtEnd.count
+            let failed = (failing[result.adapter] ?? pending) + result.unresolvedFailures.count + result.refusedAtEnd.count
             if pending > failed {
                 unsent = true
                 break
@@ -272,7 +272,7 @@ public struct SyncScheduler: Service {
                 }
             }
             monitor.pendingChanges(pendingByAdapter.values.reduce(0) { $0 + ($1 ?? 0) })
-            await requestFollowUpIfNeeded(after: report, adapters: adapters, logger: logger)
+            requestFollowUpIfNeeded(after: report, pending: pendingByAdapter, failing: failingByAdapter, logger: logger)
             // Recorded once the follow-up is decided: a change made after a watcher saw this sync
             // finish is then the store's to signal (and debounce), never taken for one made during it.
             monitor.syncFinished(report, error: nil)
